@@ -1,0 +1,82 @@
+# localauth: the PAM module (Embedded Swift + C shim), tests, demonstration.
+#   make            build .build/module/pam_localauth.so
+#   make demo       build and run the demonstration
+#   make test       unit tests (swift test) and integration tests (real libpam)
+#   make install    PREFIX=/usr/local DESTDIR= ; module into the system's PAM dir
+SHELL := /bin/bash
+PREFIX ?= /usr/local
+DESTDIR ?=
+SWIFTC ?= swiftc
+CC ?= cc
+PYTHON ?= /usr/bin/python3
+BUILD := .build/module
+# Asked from the system: where libpam keeps its modules.
+PAMDIR ?= $(shell d=$$(pkg-config --variable=securedir pam 2>/dev/null); \
+	[ -n "$$d" ] || d=$$(pkg-config --variable=libdir pam 2>/dev/null)/security; echo $$d)
+SYSCONFDIR ?= /etc
+
+SWIFT_SOURCES := $(wildcard Sources/LocalAuth/*.swift) $(wildcard Sources/PAMModule/*.swift)
+C_HEADER := Sources/CLocalAuth/include/localauth_c.h
+EMBEDDED_FLAGS := -target x86_64-unknown-linux-gnu -enable-experimental-feature Embedded -wmo \
+	-parse-as-library -Osize -Xfrontend -function-sections -module-name LocalAuth \
+	-I Sources/CLocalAuth/include -suppress-warnings
+CFLAGS_MODULE := -O2 -fPIC -Wall -Wextra -Werror -fstack-protector-strong -D_FORTIFY_SOURCE=2 -ISources/CLocalAuth/include
+LDFLAGS_MODULE := -shared -Wl,--version-script=Sources/CShim/pam_localauth.map -Wl,-z,defs -Wl,-z,now \
+	-Wl,-z,relro -Wl,--gc-sections -Wl,--as-needed
+LIBS_MODULE := -lpam -lsystemd
+
+.PHONY: all module demo test unit-test integration-test install uninstall clean deps tools
+
+all: module
+
+module: $(BUILD)/pam_localauth.so
+
+$(BUILD)/localauth_swift.o: $(SWIFT_SOURCES) $(C_HEADER) Sources/CLocalAuth/include/module.modulemap
+	@mkdir -p $(BUILD)
+	$(SWIFTC) $(EMBEDDED_FLAGS) -emit-object $(SWIFT_SOURCES) -o $@
+
+$(BUILD)/%.o: Sources/CShim/%.c
+	@mkdir -p $(BUILD)
+	$(CC) $(CFLAGS_MODULE) -c $< -o $@
+
+$(BUILD)/localauth_c.o: Sources/CLocalAuth/localauth_c.c $(C_HEADER)
+	@mkdir -p $(BUILD)
+	$(CC) $(CFLAGS_MODULE) -c $< -o $@
+
+$(BUILD)/pam_localauth.so: $(BUILD)/pam_localauth.o $(BUILD)/localauth_c.o $(BUILD)/localauth_swift.o Sources/CShim/pam_localauth.map
+	$(CC) $(LDFLAGS_MODULE) -o $@ $(BUILD)/pam_localauth.o $(BUILD)/localauth_c.o $(BUILD)/localauth_swift.o $(LIBS_MODULE)
+	strip --strip-unneeded $@
+
+# Test programs: the libpam harness and the store probe (ordinary Swift).
+$(BUILD)/pamharness: tests/pamharness.c
+	@mkdir -p $(BUILD)
+	$(CC) -O1 -g -Wall -Wextra -Werror -pthread -o $@ $< -lpam -ldl
+
+tools: $(BUILD)/pamharness
+	swift build --product la-store-probe
+
+deps:
+	bash tools/install-deps.sh
+
+demo: module tools
+	$(PYTHON) tools/demo.py
+
+unit-test:
+	swift test
+
+integration-test: module tools
+	$(PYTHON) -m pytest -q tests
+
+test: unit-test integration-test
+
+install: module
+	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(SYSCONFDIR)/pam.d
+	install -m 0644 $(BUILD)/pam_localauth.so $(DESTDIR)$(PAMDIR)/pam_localauth.so
+	install -m 0644 pam.d/localauth-passcode $(DESTDIR)$(SYSCONFDIR)/pam.d/localauth-passcode
+	install -d -m 0700 $(DESTDIR)/var/lib/localauth
+
+uninstall:
+	rm -f $(DESTDIR)$(PAMDIR)/pam_localauth.so $(DESTDIR)$(SYSCONFDIR)/pam.d/localauth-passcode
+
+clean:
+	rm -rf .build

@@ -1,0 +1,55 @@
+/*
+ * The C declarations the Swift code needs, for both the Embedded build of
+ * the module (which has no Glibc module) and the ordinary build used by
+ * tests and tools. Only one-line wrappers live here: variadic functions and
+ * macros that Swift cannot call directly. No logic.
+ */
+#ifndef LOCALAUTH_C_H
+#define LOCALAUTH_C_H
+
+#include <security/pam_appl.h>
+#include <security/pam_modules.h>
+#include <security/pam_ext.h>
+#include <sys/types.h>
+#include <sys/stat.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/random.h>
+#include <fcntl.h>
+#include <errno.h>
+#include <pwd.h>
+#include <unistd.h>
+#include <string.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <signal.h>
+#include <syslog.h>
+#include <systemd/sd-login.h>
+
+static inline int la_openat(int dirfd, const char *path, int flags, unsigned mode) {
+    return openat(dirfd, path, flags, (mode_t)mode);
+}
+static inline int la_errno(void) { return errno; }
+static inline int la_s_isreg(unsigned mode) { return S_ISREG(mode); }
+static inline int la_s_isdir(unsigned mode) { return S_ISDIR(mode); }
+
+/* pam_syslog is variadic; the message is always passed as data, never as a format. */
+static inline void la_pam_syslog(const pam_handle_t *pamh, int priority, const char *message) {
+    pam_syslog(pamh, priority, "%s", message);
+}
+
+/*
+ * Recursion guard for the nested passcode transaction (SPEC §6). A
+ * thread-local counter: Swift cannot declare thread-locals, and PAM calls on
+ * one thread are synchronous, so an instance of the module reached inside
+ * the inner transaction runs on the thread that started it.
+ */
+void la_passcode_guard_enter(void);
+void la_passcode_guard_leave(void);
+int la_passcode_guard_active(void);
+
+/* Gives a PAM handle a PAM_FAIL_DELAY callback that does nothing. */
+int la_set_noop_fail_delay(pam_handle_t *pamh);
+
+#endif

@@ -1,0 +1,161 @@
+/// Byte-level helpers. User names, service names and secrets are compared as
+/// bytes: Swift strings decode invalid UTF-8 leniently, so two different
+/// names could compare equal as `String`s.
+
+/// Compares bytes with an ASCII literal, without going through `String`.
+@inlinable
+public func bytesEqual<C: Collection>(_ bytes: C, _ literal: StaticString) -> Bool where C.Element == UInt8 {
+    guard bytes.count == literal.utf8CodeUnitCount else { return false }
+    var index = 0
+    let base = literal.utf8Start
+    for byte in bytes {
+        if byte != base[index] { return false }
+        index += 1
+    }
+    return true
+}
+
+/// The bytes of an ASCII literal.
+public func literalBytes(_ literal: StaticString) -> [UInt8] {
+    var result: [UInt8] = []
+    result.reserveCapacity(literal.utf8CodeUnitCount)
+    let base = literal.utf8Start
+    for index in 0..<literal.utf8CodeUnitCount { result.append(base[index]) }
+    return result
+}
+
+/// Bytes trimmed of ASCII spaces and tabs on both ends.
+public func trimmedSpaces(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+    var slice = bytes
+    while let first = slice.first, first == 0x20 || first == 0x09 || first == 0x0D { slice = slice.dropFirst() }
+    while let last = slice.last, last == 0x20 || last == 0x09 || last == 0x0D { slice = slice.dropLast() }
+    return slice
+}
+
+/// Splits on one separator byte, keeping empty pieces.
+public func splitBytes(_ bytes: ArraySlice<UInt8>, on separator: UInt8) -> [ArraySlice<UInt8>] {
+    var pieces: [ArraySlice<UInt8>] = []
+    var start = bytes.startIndex
+    var index = bytes.startIndex
+    while index < bytes.endIndex {
+        if bytes[index] == separator {
+            pieces.append(bytes[start..<index])
+            start = index + 1
+        }
+        index += 1
+    }
+    pieces.append(bytes[start..<bytes.endIndex])
+    return pieces
+}
+
+/// Parses a non-negative decimal number; nil for anything else or for values
+/// beyond `limit` (so huge input cannot overflow).
+public func parseDecimal(_ bytes: ArraySlice<UInt8>, limit: Int = 1_000_000_000) -> Int? {
+    guard !bytes.isEmpty, bytes.count <= 12 else { return nil }
+    var value = 0
+    for byte in bytes {
+        guard byte >= 0x30, byte <= 0x39 else { return nil }
+        value = value * 10 + Int(byte - 0x30)
+        if value > limit { return nil }
+    }
+    return value
+}
+
+/// Text for people built from bytes that may not be UTF-8: control bytes and
+/// invalid sequences become `?`, so a hostile name cannot forge log lines.
+public func printableText<C: Collection>(_ bytes: C, limit: Int = 128) -> String where C.Element == UInt8 {
+    var cleaned: [UInt8] = []
+    for byte in bytes.prefix(limit) {
+        cleaned.append(byte < 0x20 || byte == 0x7F || byte >= 0x80 ? 0x3F : byte)
+    }
+    return String(decoding: cleaned, as: UTF8.self)
+}
+
+/// The UTF-8 bytes of a string.
+public func utf8Bytes(_ text: String) -> [UInt8] {
+    var result: [UInt8] = []
+    result.reserveCapacity(text.utf8.count)
+    for byte in text.utf8 { result.append(byte) }
+    return result
+}
+
+/// A buffer for one secret (a passcode) that this code owns from the moment
+/// it is read until it is wiped. Never converted to `String`; wiped with
+/// `explicit_bzero` by `wipe()` and again on deinit.
+public final class SecretBuffer {
+    /// The most bytes a passcode may have; longer input is rejected as a whole.
+    public static let capacity = 1024
+
+    private let storage: UnsafeMutablePointer<UInt8>
+    /// Bytes in use.
+    public private(set) var count: Int = 0
+    /// True when the input did not fit; the content is then empty.
+    public private(set) var overflowed = false
+
+    public init() {
+        storage = UnsafeMutablePointer<UInt8>.allocate(capacity: SecretBuffer.capacity + 1)
+        storage.initialize(repeating: 0, count: SecretBuffer.capacity + 1)
+    }
+
+    deinit {
+        wipe()
+        storage.deallocate()
+    }
+
+    public var isEmpty: Bool { count == 0 && !overflowed }
+
+    /// Replaces the content with `length` bytes from `source`.
+    public func assign(from source: UnsafePointer<UInt8>, length: Int) {
+        wipe()
+        guard length <= SecretBuffer.capacity else {
+            overflowed = true
+            return
+        }
+        storage.update(from: source, count: length)
+        storage[length] = 0
+        count = length
+    }
+
+    /// Replaces the content with bytes (tests and fakes).
+    public func assign(_ bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { buffer in
+            if let base = buffer.baseAddress { assign(from: base, length: buffer.count) } else { wipe() }
+        }
+    }
+
+    /// Copies the content from another buffer.
+    public func assign(copyOf other: SecretBuffer) {
+        wipe()
+        overflowed = other.overflowed
+        other.withBytes { pointer, length in
+            storage.update(from: pointer, count: length)
+            storage[length] = 0
+            count = length
+        }
+    }
+
+    /// Lends the NUL-terminated content for the duration of `body`.
+    public func withCString<R>(_ body: (UnsafePointer<CChar>) -> R) -> R {
+        storage.withMemoryRebound(to: CChar.self, capacity: SecretBuffer.capacity + 1) { body(UnsafePointer($0)) }
+    }
+
+    /// Lends the content as bytes for the duration of `body`.
+    public func withBytes<R>(_ body: (UnsafePointer<UInt8>, Int) -> R) -> R {
+        body(UnsafePointer(storage), count)
+    }
+
+    /// Compares with bytes in constant time for equal lengths (fakes and tests).
+    public func equals(_ bytes: [UInt8]) -> Bool {
+        guard bytes.count == count, !overflowed else { return false }
+        var difference: UInt8 = 0
+        for index in 0..<count { difference |= storage[index] ^ bytes[index] }
+        return difference == 0
+    }
+
+    /// Overwrites every byte with zero in a way the compiler cannot drop.
+    public func wipe() {
+        Syscalls.wipe(storage, count: SecretBuffer.capacity + 1)
+        count = 0
+        overflowed = false
+    }
+}

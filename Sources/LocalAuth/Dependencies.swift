@@ -1,0 +1,151 @@
+/// The outside world as the engine sees it: one protocol per dependency, so
+/// the engine is a pure state machine that tests drive with fakes.
+
+/// Time sources (R13). Waits are measured on the boot clock; the wall clock is
+/// only shown to people and used by R10.
+public protocol Clock {
+    /// CLOCK_BOOTTIME in nanoseconds: monotonic, includes suspend.
+    mutating func bootNanoseconds() -> Int64
+    /// Seconds since the epoch; untrusted.
+    mutating func wallSeconds() -> Int64
+    /// Identifies the current boot (16 bytes).
+    mutating func bootID() -> [UInt8]
+}
+
+/// The real clocks of the machine.
+public struct SystemClock: Clock {
+    private var cachedBootID: [UInt8]? = nil
+    public init() {}
+    public mutating func bootNanoseconds() -> Int64 { Syscalls.bootTimeNanoseconds() }
+    public mutating func wallSeconds() -> Int64 { Syscalls.wallSeconds() }
+    public mutating func bootID() -> [UInt8] {
+        if let cachedBootID { return cachedBootID }
+        let id = Syscalls.bootID()
+        cachedBootID = id
+        return id
+    }
+}
+
+/// What the fingerprint stack can offer a user, without prompting.
+public enum SensorAvailability: Equatable {
+    /// Usable; `domainState` changes whenever the enrolled prints change.
+    case available(domainState: [UInt8])
+    /// The daemon answered but has no device.
+    case noDevice
+    /// A device exists but the user has no enrolled finger.
+    case notEnrolled
+    /// The daemon is not running or did not answer.
+    case unreachable
+}
+
+/// How the reader wants the finger.
+public enum ScanType: Equatable {
+    case press
+    case swipe
+}
+
+/// Claiming the reader for one prompt.
+public enum SensorSession: Equatable {
+    case opened(ScanType)
+    /// Another prompt holds the device: biometrics unavailable for this one.
+    case busy
+    case failed
+}
+
+/// Hints that ask for another try; never a verdict.
+public enum RetryHint: Equatable, CaseIterable {
+    case retryScan
+    case swipeTooShort
+    case fingerNotCentered
+    case removeAndRetry
+}
+
+/// How one fingerprint attempt ended.
+public enum AttemptEnd: Equatable {
+    case match
+    case noMatch
+    /// The phase deadline passed without a verdict.
+    case timeout
+    /// The person pressed Ctrl-C (terminal mode).
+    case interrupted
+    case disconnected
+    case deviceError
+    /// The fingerprint daemon left the bus.
+    case vanished
+}
+
+/// The fingerprint reader.
+public protocol FingerprintSensor {
+    /// Preflight; never prompts and never claims the device.
+    mutating func availability(userName: [UInt8]) -> SensorAvailability
+    /// Claims the device for the user for one prompt.
+    mutating func open(userName: [UInt8]) -> SensorSession
+    /// Waits for one verdict until `deadline` (boot-clock nanoseconds).
+    /// Retry hints are reported through `onHint` and do not end the attempt.
+    mutating func verifyAttempt(deadline: Int64, onHint: (RetryHint) -> Void) -> AttemptEnd
+    /// Stops verification and releases the device. Safe to call when not open.
+    mutating func close()
+}
+
+/// The sensor of a build or machine without fingerprint support: never
+/// available, so the engine goes straight to the passcode (R2).
+public struct NoSensor: FingerprintSensor {
+    public init() {}
+    public mutating func availability(userName: [UInt8]) -> SensorAvailability { .unreachable }
+    public mutating func open(userName: [UInt8]) -> SensorSession { .failed }
+    public mutating func verifyAttempt(deadline: Int64, onHint: (RetryHint) -> Void) -> AttemptEnd { .deviceError }
+    public mutating func close() {}
+}
+
+/// The verdict of one passcode check.
+public enum PasscodeVerdict: Equatable {
+    case correct
+    case wrong
+}
+
+/// Checks the passcode through the system's own password stack (SPEC §6).
+/// Split in three steps so the engine can charge the attempt after the
+/// stack is known to be usable and before the passcode is checked.
+public protocol PasscodeVerifier {
+    /// Opens the passcode stack for the user; false when it cannot run.
+    mutating func begin(userName: [UInt8]) -> Bool
+    /// Checks the passcode; only after `begin` returned true.
+    mutating func verify(_ passcode: SecretBuffer) -> PasscodeVerdict
+    /// Closes the stack. Safe to call when not begun.
+    mutating func end()
+}
+
+/// Kinds of messages shown to the person.
+public enum MessageKind: Equatable {
+    case info
+    case error
+}
+
+/// The answer to one echo-off prompt.
+public enum PromptAnswer: Equatable {
+    /// Non-empty text, now in the secret buffer.
+    case entered
+    /// An empty line.
+    case empty
+    /// No answer: end of input, conversation failure, or none available.
+    case failed
+}
+
+/// The conversation with the person.
+public protocol Prompter {
+    /// Asks with echo off; the answer goes straight into `secret`.
+    mutating func ask(_ text: String, into secret: SecretBuffer) -> PromptAnswer
+    mutating func tell(_ text: String, _ kind: MessageKind)
+}
+
+public enum LogLevel: Equatable {
+    case debug
+    case notice
+    case warning
+    case error
+}
+
+/// The administrator's log (syslog through `pam_syslog` in the module).
+public protocol EventLog {
+    mutating func log(_ level: LogLevel, _ message: String)
+}

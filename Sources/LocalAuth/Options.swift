@@ -1,0 +1,321 @@
+/// Module options (SPEC §5): module arguments and the same keys in the
+/// root-owned configuration file. Bad input is reported and ignored; values
+/// out of range are clamped to the nearest safe bound. Nothing here can make
+/// the policy weaker than the defaults because of malformed input.
+
+/// How the fallback and cancel are chosen (R16).
+public enum InteractionMode: Equatable {
+    /// Fingerprint first; Ctrl-C chooses the fallback once offered.
+    case terminal
+    /// One echo-off prompt first: a passcode, or Enter for the fingerprint.
+    case prompt
+}
+
+/// One step of the passcode back-off: from `failures` consecutive wrong
+/// passcodes on, wait `seconds` before the next entry.
+public struct BackoffStep: Equatable, Sendable {
+    public var failures: Int
+    public var seconds: Int
+    public init(failures: Int, seconds: Int) {
+        self.failures = failures
+        self.seconds = seconds
+    }
+}
+
+/// Where an option's value came from, for logs and `localauth status`.
+public enum OptionSource: Equatable {
+    case configFile
+    case moduleArgument
+}
+
+public struct Options: Equatable {
+    public var policy: LAPolicy = .owner
+    public var services: [[UInt8]] = Options.defaultServices
+    public var maxTries = 3
+    public var lockout = 5
+    public var timeoutSeconds = 30
+    public var fallbackAfter = 1
+    public var fallbackTitle: [UInt8] = literalBytes("Enter Password")
+    /// nil: the default sentence naming the service.
+    public var reason: [UInt8]? = nil
+    /// nil: chosen by R16 from the terminal and thread count.
+    public var mode: InteractionMode? = nil
+    public var passcodeService: [UInt8] = literalBytes("localauth-passcode")
+    public var backoff: [BackoffStep] = Options.defaultBackoff
+    public var maxBackoffSeconds = 3600
+    public var evenDenyRoot = false
+    public var stateDir: [UInt8] = literalBytes("/var/lib/localauth")
+    public var debug = false
+    public var silent = false
+    /// The R11 action: reset the counters after the password module succeeded.
+    public var authsucc = false
+    /// `conf=`: another configuration file (module arguments only).
+    public var configPath: [UInt8]? = nil
+
+    public static let defaultConfigPath: StaticString = "/etc/security/localauth.conf"
+    public static let defaultServices: [[UInt8]] = [
+        literalBytes("sudo"), literalBytes("su"), literalBytes("login"), literalBytes("swaylock"),
+        literalBytes("i3lock"), literalBytes("xscreensaver"), literalBytes("hyprlock"),
+    ]
+    public static let defaultBackoff: [BackoffStep] = [
+        BackoffStep(failures: 5, seconds: 60), BackoffStep(failures: 6, seconds: 300),
+        BackoffStep(failures: 7, seconds: 900), BackoffStep(failures: 9, seconds: 3600),
+    ]
+
+    public init() {}
+
+    /// Whether `service` is one the module acts for (R1).
+    public func covers(service: [UInt8]) -> Bool {
+        for candidate in services where candidate == service { return true }
+        return false
+    }
+
+    /// The wait after `failures` consecutive wrong passcodes, capped by
+    /// `max_backoff`; 0 below the first step.
+    public func backoffSeconds(afterFailures failures: Int) -> Int {
+        var seconds = 0
+        for step in backoff where failures >= step.failures { seconds = step.seconds }
+        return min(seconds, maxBackoffSeconds)
+    }
+
+    /// The failure count at which back-off starts (R9), used by R12.
+    public var firstBackoffThreshold: Int {
+        backoff.first?.failures ?? Options.defaultBackoff[0].failures
+    }
+}
+
+/// Parses options and collects what was wrong with them.
+public struct OptionParser {
+    /// Longest value accepted for any key; longer values are ignored whole.
+    public static let maxValueLength = 512
+    /// Largest configuration file read.
+    public static let maxConfigSize = 64 * 1024
+
+    public private(set) var options = Options()
+    /// One line per problem, for `pam_syslog`. Never contains secrets.
+    public private(set) var diagnostics: [String] = []
+
+    public init() {}
+
+    /// Applies the `key = value` lines of a configuration file.
+    public mutating func applyConfigFile(_ contents: [UInt8]) {
+        var lineNumber = 0
+        for rawLine in splitBytes(contents[...], on: 0x0A) {
+            lineNumber += 1
+            var line = rawLine
+            if let hash = line.firstIndex(of: 0x23) { line = line[line.startIndex..<hash] }
+            line = trimmedSpaces(line)
+            if line.isEmpty { continue }
+            let key: ArraySlice<UInt8>
+            let value: ArraySlice<UInt8>?
+            if let equals = line.firstIndex(of: 0x3D) {
+                key = trimmedSpaces(line[line.startIndex..<equals])
+                value = trimmedSpaces(line[(equals + 1)..<line.endIndex])
+            } else {
+                key = line
+                value = nil
+            }
+            apply(key: key, value: value, source: .configFile, where: "line \(lineNumber)")
+        }
+    }
+
+    /// Applies module arguments in order (later ones win).
+    public mutating func applyArguments(_ arguments: [[UInt8]]) {
+        var index = 0
+        for argument in arguments {
+            index += 1
+            let slice = argument[...]
+            if let equals = slice.firstIndex(of: 0x3D) {
+                apply(key: slice[slice.startIndex..<equals], value: slice[(equals + 1)..<slice.endIndex],
+                      source: .moduleArgument, where: "argument \(index)")
+            } else {
+                apply(key: slice, value: nil, source: .moduleArgument, where: "argument \(index)")
+            }
+        }
+    }
+
+    /// Finds `conf=PATH` among module arguments without applying anything.
+    public static func configPath(in arguments: [[UInt8]]) -> [UInt8]? {
+        var found: [UInt8]? = nil
+        for argument in arguments where argument.count > 5 && bytesEqual(argument.prefix(5), "conf=") {
+            found = Array(argument.dropFirst(5))
+        }
+        return found
+    }
+
+    /// Clamps values to their ranges and makes them consistent. Call once,
+    /// after every source has been applied.
+    public mutating func finish() {
+        options.maxTries = clamp(options.maxTries, 1, 10, "max_tries")
+        options.lockout = clamp(options.lockout, 1, 20, "lockout")
+        if options.lockout < options.maxTries {
+            diagnostics.append("max_tries \(options.maxTries) is above lockout \(options.lockout); using \(options.lockout)")
+            options.maxTries = options.lockout
+        }
+        options.timeoutSeconds = clamp(options.timeoutSeconds, 1, 300, "timeout")
+        options.fallbackAfter = clamp(options.fallbackAfter, 0, 10, "fallback_after")
+        options.maxBackoffSeconds = clamp(options.maxBackoffSeconds, 1, 86_400, "max_backoff")
+    }
+
+    /// Records a problem with an input.
+    public mutating func note(_ message: String) {
+        diagnostics.append(message)
+    }
+
+    private mutating func clamp(_ value: Int, _ low: Int, _ high: Int, _ key: StaticString) -> Int {
+        if value < low {
+            diagnostics.append("\(key) \(value) is below \(low); using \(low)")
+            return low
+        }
+        if value > high {
+            diagnostics.append("\(key) \(value) is above \(high); using \(high)")
+            return high
+        }
+        return value
+    }
+
+    private mutating func reject(_ key: ArraySlice<UInt8>, _ location: String, _ why: StaticString) {
+        diagnostics.append("ignored option \(printableText(key, limit: 40)) (\(location)): \(why)")
+    }
+
+    private mutating func apply(key: ArraySlice<UInt8>, value: ArraySlice<UInt8>?, source: OptionSource, where location: String) {
+        if let value, value.count > OptionParser.maxValueLength {
+            reject(key, location, "value too long")
+            return
+        }
+        if bytesEqual(key, "even_deny_root") || bytesEqual(key, "debug") || bytesEqual(key, "silent") || bytesEqual(key, "authsucc") {
+            guard let flag = parseFlag(value) else { return reject(key, location, "expected no value, yes or no") }
+            if bytesEqual(key, "even_deny_root") { options.evenDenyRoot = flag }
+            else if bytesEqual(key, "debug") { options.debug = flag }
+            else if bytesEqual(key, "silent") { options.silent = flag }
+            else if source == .moduleArgument { options.authsucc = flag }
+            else { reject(key, location, "only valid as a module argument") }
+            return
+        }
+        guard let value else { return reject(key, location, "missing value") }
+        if bytesEqual(key, "policy") {
+            if bytesEqual(value, "owner") { options.policy = .owner }
+            else if bytesEqual(value, "biometrics") { options.policy = .biometrics }
+            else { reject(key, location, "expected owner or biometrics") }
+        } else if bytesEqual(key, "mode") {
+            if bytesEqual(value, "terminal") { options.mode = .terminal }
+            else if bytesEqual(value, "prompt") { options.mode = .prompt }
+            else { reject(key, location, "expected terminal or prompt") }
+        } else if bytesEqual(key, "services") {
+            var list: [[UInt8]] = []
+            for piece in splitBytes(value, on: 0x2C) {
+                let name = trimmedSpaces(piece)
+                guard isServiceName(name), list.count < 64 else { return reject(key, location, "expected a comma list of service names") }
+                list.append(Array(name))
+            }
+            options.services = list
+        } else if bytesEqual(key, "passcode_service") {
+            guard isServiceName(value) else { return reject(key, location, "expected a service name") }
+            options.passcodeService = Array(value)
+        } else if bytesEqual(key, "max_tries") || bytesEqual(key, "lockout") || bytesEqual(key, "timeout") || bytesEqual(key, "fallback_after") {
+            let seconds: Int?
+            if bytesEqual(key, "timeout") { seconds = parseDuration(value) } else { seconds = parseDecimal(value, limit: 1_000_000) }
+            guard let number = seconds else { return reject(key, location, "expected a number") }
+            if bytesEqual(key, "max_tries") { options.maxTries = number }
+            else if bytesEqual(key, "lockout") { options.lockout = number }
+            else if bytesEqual(key, "timeout") { options.timeoutSeconds = number }
+            else { options.fallbackAfter = number }
+        } else if bytesEqual(key, "max_backoff") {
+            guard let seconds = parseDuration(value) else { return reject(key, location, "expected a duration such as 1h") }
+            options.maxBackoffSeconds = seconds
+        } else if bytesEqual(key, "passcode_backoff") {
+            guard let steps = parseBackoff(value) else { return reject(key, location, "expected N:duration steps such as 5:1m,6:5m") }
+            options.backoff = steps
+        } else if bytesEqual(key, "fallback_title") {
+            guard isDisplayText(value, maxLength: 64) else { return reject(key, location, "expected printable text of at most 64 bytes") }
+            options.fallbackTitle = Array(value)
+        } else if bytesEqual(key, "reason") {
+            guard !value.isEmpty, isDisplayText(value, maxLength: 200) else { return reject(key, location, "expected printable text of at most 200 bytes") }
+            options.reason = Array(value)
+        } else if bytesEqual(key, "state_dir") {
+            guard isSafeAbsolutePath(value) else { return reject(key, location, "expected an absolute path without . or .. parts") }
+            options.stateDir = Array(value)
+        } else if bytesEqual(key, "conf") {
+            guard source == .moduleArgument else { return reject(key, location, "only valid as a module argument") }
+            guard isSafeAbsolutePath(value) else { return reject(key, location, "expected an absolute path without . or .. parts") }
+            options.configPath = Array(value)
+        } else {
+            reject(key, location, "unknown option")
+        }
+    }
+}
+
+/// A flag given bare, or with yes/no, true/false, on/off, 1/0.
+func parseFlag(_ value: ArraySlice<UInt8>?) -> Bool? {
+    guard let value else { return true }
+    if bytesEqual(value, "yes") || bytesEqual(value, "true") || bytesEqual(value, "on") || bytesEqual(value, "1") { return true }
+    if bytesEqual(value, "no") || bytesEqual(value, "false") || bytesEqual(value, "off") || bytesEqual(value, "0") { return false }
+    return nil
+}
+
+/// Seconds in `90`, `90s`, `5m`, `1h`; nil for anything else or above ten days.
+public func parseDuration(_ value: ArraySlice<UInt8>) -> Int? {
+    guard let last = value.last else { return nil }
+    var multiplier = 1
+    var digits = value
+    switch last {
+    case 0x73: digits = value.dropLast()            // s
+    case 0x6D: multiplier = 60; digits = value.dropLast()    // m
+    case 0x68: multiplier = 3600; digits = value.dropLast()  // h
+    default: break
+    }
+    guard let number = parseDecimal(digits, limit: 864_000) else { return nil }
+    let seconds = number * multiplier
+    return seconds <= 864_000 ? seconds : nil
+}
+
+/// `N:duration` steps, comma separated, with strictly increasing N.
+func parseBackoff(_ value: ArraySlice<UInt8>) -> [BackoffStep]? {
+    var steps: [BackoffStep] = []
+    for piece in splitBytes(value, on: 0x2C) {
+        let item = trimmedSpaces(piece)
+        guard let colon = item.firstIndex(of: 0x3A),
+              let failures = parseDecimal(item[item.startIndex..<colon], limit: 1000), failures >= 1,
+              let seconds = parseDuration(item[(colon + 1)..<item.endIndex]), seconds >= 1,
+              steps.count < 32 else { return nil }
+        if let previous = steps.last, previous.failures >= failures { return nil }
+        steps.append(BackoffStep(failures: failures, seconds: seconds))
+    }
+    return steps.isEmpty ? nil : steps
+}
+
+/// PAM service names: letters, digits, `.`, `_`, `-`; at most 64 bytes.
+func isServiceName(_ value: ArraySlice<UInt8>) -> Bool {
+    guard !value.isEmpty, value.count <= 64, value.first != 0x2E else { return false }
+    for byte in value {
+        let ok = (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x30 && byte <= 0x39)
+            || byte == 0x2E || byte == 0x5F || byte == 0x2D
+        if !ok { return false }
+    }
+    return true
+}
+
+/// Valid UTF-8 without control characters, within `maxLength` bytes.
+func isDisplayText(_ value: ArraySlice<UInt8>, maxLength: Int) -> Bool {
+    guard value.count <= maxLength else { return false }
+    for byte in value where byte < 0x20 || byte == 0x7F { return false }
+    var iterator = value.makeIterator()
+    var decoder = UTF8()
+    while true {
+        switch decoder.decode(&iterator) {
+        case .scalarValue: continue
+        case .emptyInput: return true
+        case .error: return false
+        }
+    }
+}
+
+/// An absolute path of at most 256 bytes with no empty, `.` or `..` parts.
+func isSafeAbsolutePath(_ value: ArraySlice<UInt8>) -> Bool {
+    guard value.count >= 2, value.count <= 256, value.first == 0x2F else { return false }
+    for part in splitBytes(value.dropFirst(), on: 0x2F) {
+        if part.isEmpty || bytesEqual(part, ".") || bytesEqual(part, "..") { return false }
+        for byte in part where byte < 0x20 || byte == 0x7F { return false }
+    }
+    return true
+}

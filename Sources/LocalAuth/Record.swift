@@ -1,0 +1,250 @@
+/// The per-user attempt record (SPEC §7): fixed size, versioned,
+/// checksummed. The checksum detects damage; integrity against tampering
+/// comes from the store's ownership and mode checks.
+
+/// One recent failure, for `localauth status`.
+public struct FailureEntry: Equatable {
+    public enum Kind: UInt8 {
+        case fingerprint = 1
+        case passcode = 2
+    }
+    /// Identifies the attempt so a refund removes exactly its own entry.
+    public var sequence: UInt64
+    public var wallSeconds: Int64
+    public var kind: Kind
+    public var service: [UInt8]
+    public var tty: [UInt8]
+    public var remoteHost: [UInt8]
+
+    public init(sequence: UInt64, wallSeconds: Int64, kind: Kind, service: [UInt8], tty: [UInt8], remoteHost: [UInt8]) {
+        self.sequence = sequence
+        self.wallSeconds = wallSeconds
+        self.kind = kind
+        self.service = Array(service.prefix(RecordFormat.serviceLength))
+        self.tty = Array(tty.prefix(RecordFormat.ttyLength))
+        self.remoteHost = Array(remoteHost.prefix(RecordFormat.remoteHostLength))
+    }
+}
+
+public struct StateRecord: Equatable {
+    public var uid: UInt32
+    public var userName: [UInt8]
+    /// Wall-clock creation time; with the name, tells a reused uid apart.
+    public var createdWallSeconds: Int64
+    /// `F`: consecutive failed fingerprint attempts.
+    public var fingerprintFailures: Int = 0
+    /// `P`: consecutive wrong passcodes.
+    public var passcodeFailures: Int = 0
+    /// The passcode wait still to run, as of `backoffAnchorBootNanoseconds`
+    /// in boot `backoffBootID` (R13).
+    public var backoffRemainingMilliseconds: Int64 = 0
+    public var backoffAnchorBootNanoseconds: Int64 = 0
+    public var backoffBootID: [UInt8] = RecordFormat.zeroID
+    public var lastPasscodeSuccessWallSeconds: Int64 = 0
+    public var lastPasscodeSuccessBootID: [UInt8] = RecordFormat.zeroID
+    public var lastPasscodeSuccessDigest: [UInt8] = RecordFormat.zeroDigest
+    public var lastFingerprintSuccessWallSeconds: Int64 = 0
+    public var nextSequence: UInt64 = 1
+    /// Newest last; at most `RecordFormat.maxFailures`.
+    public var recentFailures: [FailureEntry] = []
+
+    public init(uid: UInt32, userName: [UInt8], createdWallSeconds: Int64) {
+        self.uid = uid
+        self.userName = userName
+        self.createdWallSeconds = createdWallSeconds
+    }
+
+    /// Appends a failure, dropping the oldest beyond the cap; returns its sequence.
+    public mutating func appendFailure(kind: FailureEntry.Kind, wallSeconds: Int64, service: [UInt8], tty: [UInt8], remoteHost: [UInt8]) -> UInt64 {
+        let sequence = nextSequence
+        nextSequence &+= 1
+        recentFailures.append(FailureEntry(sequence: sequence, wallSeconds: wallSeconds, kind: kind, service: service, tty: tty, remoteHost: remoteHost))
+        if recentFailures.count > RecordFormat.maxFailures { recentFailures.removeFirst(recentFailures.count - RecordFormat.maxFailures) }
+        return sequence
+    }
+
+    /// Removes the failure entry of a refunded or won attempt.
+    public mutating func removeFailure(sequence: UInt64) {
+        recentFailures.removeAll { $0.sequence == sequence }
+    }
+}
+
+/// Why a stored record was not accepted.
+public enum RecordDamage: Equatable {
+    case wrongSize
+    case badMagic
+    case unsupportedVersion
+    case badChecksum
+    case malformed
+    /// The record belongs to another user name or uid: a reused uid.
+    case foreign
+    /// A symlink, not a regular file, or wrong owner or mode.
+    case unsafeFile
+    /// The file exists but could not be read.
+    case unreadable
+
+    public var text: StaticString {
+        switch self {
+        case .wrongSize: return "wrong size"
+        case .badMagic: return "not a localauth record"
+        case .unsupportedVersion: return "unsupported version"
+        case .badChecksum: return "checksum mismatch"
+        case .malformed: return "malformed fields"
+        case .foreign: return "belongs to another user (reused uid)"
+        case .unsafeFile: return "unsafe file (symlink, not regular, wrong owner or mode)"
+        case .unreadable: return "unreadable"
+        }
+    }
+}
+
+/// The on-disk layout. All integers little-endian.
+public enum RecordFormat {
+    public static let size = 2048
+    public static let version: UInt16 = 1
+    public static let maxNameLength = 255
+    public static let maxFailures = 8
+    public static let serviceLength = 32
+    public static let ttyLength = 32
+    public static let remoteHostLength = 64
+    public static let zeroID = [UInt8](repeating: 0, count: 16)
+    public static let zeroDigest = [UInt8](repeating: 0, count: 32)
+    static let magic: StaticString = "LOCALAUT"
+    static let nameOffset = 24
+    static let fieldsOffset = 280
+    static let failuresOffset = 408
+    static let failureSize = 8 + 8 + 8 + serviceLength + ttyLength + remoteHostLength
+    static let checksumOffset = size - 8
+
+    public static func encode(_ record: StateRecord) -> [UInt8] {
+        var writer = ByteWriter(size: size)
+        writer.put(literalBytes(magic), at: 0)
+        writer.putInteger(UInt64(version), bytes: 2, at: 8)
+        writer.putInteger(UInt64(size), bytes: 4, at: 12)
+        writer.putInteger(UInt64(record.uid), bytes: 4, at: 16)
+        let name = record.userName.prefix(maxNameLength)
+        writer.putInteger(UInt64(name.count), bytes: 2, at: 20)
+        writer.put(Array(name), at: nameOffset)
+        var offset = fieldsOffset
+        writer.putInteger(UInt64(bitPattern: record.createdWallSeconds), bytes: 8, at: offset); offset += 8
+        writer.putInteger(UInt64(clamping: record.fingerprintFailures), bytes: 4, at: offset); offset += 4
+        writer.putInteger(UInt64(clamping: record.passcodeFailures), bytes: 4, at: offset); offset += 4
+        writer.putInteger(UInt64(bitPattern: record.backoffRemainingMilliseconds), bytes: 8, at: offset); offset += 8
+        writer.putInteger(UInt64(bitPattern: record.backoffAnchorBootNanoseconds), bytes: 8, at: offset); offset += 8
+        writer.put(record.backoffBootID, at: offset); offset += 16
+        writer.putInteger(UInt64(bitPattern: record.lastPasscodeSuccessWallSeconds), bytes: 8, at: offset); offset += 8
+        writer.put(record.lastPasscodeSuccessBootID, at: offset); offset += 16
+        writer.put(record.lastPasscodeSuccessDigest, at: offset); offset += 32
+        writer.putInteger(UInt64(bitPattern: record.lastFingerprintSuccessWallSeconds), bytes: 8, at: offset); offset += 8
+        writer.putInteger(record.nextSequence, bytes: 8, at: offset); offset += 8
+        let failures = record.recentFailures.suffix(maxFailures)
+        writer.putInteger(UInt64(failures.count), bytes: 1, at: offset)
+        offset = failuresOffset
+        for entry in failures {
+            writer.putInteger(entry.sequence, bytes: 8, at: offset)
+            writer.putInteger(UInt64(bitPattern: entry.wallSeconds), bytes: 8, at: offset + 8)
+            writer.putInteger(UInt64(entry.kind.rawValue), bytes: 1, at: offset + 16)
+            writer.putInteger(UInt64(entry.service.count), bytes: 1, at: offset + 17)
+            writer.putInteger(UInt64(entry.tty.count), bytes: 1, at: offset + 18)
+            writer.putInteger(UInt64(entry.remoteHost.count), bytes: 1, at: offset + 19)
+            writer.put(entry.service, at: offset + 24)
+            writer.put(entry.tty, at: offset + 24 + serviceLength)
+            writer.put(entry.remoteHost, at: offset + 24 + serviceLength + ttyLength)
+            offset += failureSize
+        }
+        writer.putInteger(checksum(writer.bytes[0..<checksumOffset]), bytes: 8, at: checksumOffset)
+        return writer.bytes
+    }
+
+    /// Decodes a record and checks that it belongs to `uid` and `userName`.
+    public static func decode(_ bytes: [UInt8], uid: UInt32, userName: [UInt8]) -> Result<StateRecord, RecordDamageError> {
+        guard bytes.count == size else { return .failure(RecordDamageError(.wrongSize)) }
+        guard bytesEqual(bytes[0..<8], magic) else { return .failure(RecordDamageError(.badMagic)) }
+        let reader = ByteReader(bytes: bytes)
+        guard reader.integer(at: 8, bytes: 2) == UInt64(version), reader.integer(at: 12, bytes: 4) == UInt64(size) else {
+            return .failure(RecordDamageError(.unsupportedVersion))
+        }
+        guard reader.integer(at: checksumOffset, bytes: 8) == checksum(bytes[0..<checksumOffset]) else {
+            return .failure(RecordDamageError(.badChecksum))
+        }
+        let nameLength = Int(reader.integer(at: 20, bytes: 2))
+        guard nameLength <= maxNameLength else { return .failure(RecordDamageError(.malformed)) }
+        let storedUID = UInt32(truncatingIfNeeded: reader.integer(at: 16, bytes: 4))
+        let storedName = Array(bytes[nameOffset..<(nameOffset + nameLength)])
+        guard storedUID == uid, storedName == userName else { return .failure(RecordDamageError(.foreign)) }
+        var offset = fieldsOffset
+        var record = StateRecord(uid: storedUID, userName: storedName, createdWallSeconds: Int64(bitPattern: reader.integer(at: offset, bytes: 8)))
+        offset += 8
+        record.fingerprintFailures = Int(reader.integer(at: offset, bytes: 4)); offset += 4
+        record.passcodeFailures = Int(reader.integer(at: offset, bytes: 4)); offset += 4
+        record.backoffRemainingMilliseconds = Int64(bitPattern: reader.integer(at: offset, bytes: 8)); offset += 8
+        record.backoffAnchorBootNanoseconds = Int64(bitPattern: reader.integer(at: offset, bytes: 8)); offset += 8
+        record.backoffBootID = Array(bytes[offset..<(offset + 16)]); offset += 16
+        record.lastPasscodeSuccessWallSeconds = Int64(bitPattern: reader.integer(at: offset, bytes: 8)); offset += 8
+        record.lastPasscodeSuccessBootID = Array(bytes[offset..<(offset + 16)]); offset += 16
+        record.lastPasscodeSuccessDigest = Array(bytes[offset..<(offset + 32)]); offset += 32
+        record.lastFingerprintSuccessWallSeconds = Int64(bitPattern: reader.integer(at: offset, bytes: 8)); offset += 8
+        record.nextSequence = reader.integer(at: offset, bytes: 8); offset += 8
+        let failureCount = Int(reader.integer(at: offset, bytes: 1))
+        guard failureCount <= maxFailures, record.backoffRemainingMilliseconds >= 0,
+              record.fingerprintFailures <= 1_000_000, record.passcodeFailures <= 1_000_000 else {
+            return .failure(RecordDamageError(.malformed))
+        }
+        offset = failuresOffset
+        for _ in 0..<failureCount {
+            let serviceCount = Int(reader.integer(at: offset + 17, bytes: 1))
+            let ttyCount = Int(reader.integer(at: offset + 18, bytes: 1))
+            let hostCount = Int(reader.integer(at: offset + 19, bytes: 1))
+            guard let kind = FailureEntry.Kind(rawValue: UInt8(reader.integer(at: offset + 16, bytes: 1))),
+                  serviceCount <= serviceLength, ttyCount <= ttyLength, hostCount <= remoteHostLength else {
+                return .failure(RecordDamageError(.malformed))
+            }
+            let serviceStart = offset + 24
+            let ttyStart = serviceStart + serviceLength
+            let hostStart = ttyStart + ttyLength
+            record.recentFailures.append(FailureEntry(
+                sequence: reader.integer(at: offset, bytes: 8),
+                wallSeconds: Int64(bitPattern: reader.integer(at: offset + 8, bytes: 8)), kind: kind,
+                service: Array(bytes[serviceStart..<(serviceStart + serviceCount)]),
+                tty: Array(bytes[ttyStart..<(ttyStart + ttyCount)]),
+                remoteHost: Array(bytes[hostStart..<(hostStart + hostCount)])))
+            offset += failureSize
+        }
+        return .success(record)
+    }
+
+    /// FNV-1a, 64 bit: detects torn or damaged records.
+    static func checksum(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01B3
+        }
+        return hash
+    }
+}
+
+/// A `RecordDamage` as an `Error` for `Result`.
+public struct RecordDamageError: Error, Equatable {
+    public var damage: RecordDamage
+    public init(_ damage: RecordDamage) { self.damage = damage }
+}
+
+struct ByteWriter {
+    var bytes: [UInt8]
+    init(size: Int) { bytes = [UInt8](repeating: 0, count: size) }
+    mutating func put(_ source: [UInt8], at offset: Int) {
+        for index in 0..<source.count { bytes[offset + index] = source[index] }
+    }
+    mutating func putInteger(_ value: UInt64, bytes count: Int, at offset: Int) {
+        for index in 0..<count { bytes[offset + index] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(index))) }
+    }
+}
+
+struct ByteReader {
+    let bytes: [UInt8]
+    func integer(at offset: Int, bytes count: Int) -> UInt64 {
+        var value: UInt64 = 0
+        for index in 0..<count { value |= UInt64(bytes[offset + index]) << (8 * UInt64(index)) }
+        return value
+    }
+}

@@ -1,0 +1,72 @@
+/// R1: the module acts only for the target user, asking locally, in a
+/// covered service. Everyone else cannot touch that user's counters.
+
+/// Facts about one PAM call that decide its scope.
+public struct ScopeFacts: Equatable {
+    public var service: [UInt8]
+    /// The caller's real uid.
+    public var callerUID: UInt32
+    /// The target's uid, nil for an unknown user.
+    public var targetUID: UInt32?
+    public var targetName: [UInt8]
+    /// `PAM_RUSER`, empty when unset.
+    public var requestingUser: [UInt8]
+    /// `PAM_RHOST`, empty when unset.
+    public var remoteHost: [UInt8]
+    /// This machine's host name (sudo sets `PAM_RHOST` to it).
+    public var localHostName: [UInt8]
+    /// logind's word on the caller's session: true when it calls it remote;
+    /// nil when there is no logind or no session.
+    public var sessionIsRemote: Bool?
+
+    public init(service: [UInt8], callerUID: UInt32, targetUID: UInt32?, targetName: [UInt8], requestingUser: [UInt8],
+                remoteHost: [UInt8], localHostName: [UInt8], sessionIsRemote: Bool?) {
+        self.service = service
+        self.callerUID = callerUID
+        self.targetUID = targetUID
+        self.targetName = targetName
+        self.requestingUser = requestingUser
+        self.remoteHost = remoteHost
+        self.localHostName = localHostName
+        self.sessionIsRemote = sessionIsRemote
+    }
+}
+
+/// Why a call is out of scope (for the debug log).
+public enum ScopeRefusal: Equatable {
+    case service
+    case remote
+    case requester
+}
+
+public enum ScopeDecision: Equatable {
+    case inScope
+    /// In scope, but no such user: R14's look-alike path.
+    case unknownUser
+    case outOfScope(ScopeRefusal)
+}
+
+public enum Scope {
+    public static func decide(_ facts: ScopeFacts, options: Options) -> ScopeDecision {
+        guard options.covers(service: facts.service) else { return .outOfScope(.service) }
+        guard isLocal(facts.remoteHost, localHostName: facts.localHostName), facts.sessionIsRemote != true else {
+            return .outOfScope(.remote)
+        }
+        let requesterNamesTarget = facts.requestingUser.isEmpty || facts.requestingUser == facts.targetName
+        guard let target = facts.targetUID else {
+            return facts.callerUID == 0 && requesterNamesTarget ? .unknownUser : .outOfScope(.requester)
+        }
+        if facts.callerUID == target && requesterNamesTarget { return .inScope }
+        if facts.callerUID == 0 && requesterNamesTarget { return .inScope }
+        return .outOfScope(.requester)
+    }
+
+    /// An unset `PAM_RHOST`, a loopback name or address, or this host's own name.
+    public static func isLocal(_ remoteHost: [UInt8], localHostName: [UInt8]) -> Bool {
+        if remoteHost.isEmpty { return true }
+        if bytesEqual(remoteHost, "localhost") || bytesEqual(remoteHost, "127.0.0.1") || bytesEqual(remoteHost, "::1") {
+            return true
+        }
+        return !localHostName.isEmpty && remoteHost == localHostName
+    }
+}

@@ -1,0 +1,297 @@
+import CLocalAuth
+
+/// A failed system call's errno.
+public struct Errno: Error, Equatable {
+    public var code: Int32
+    public init(_ code: Int32) { self.code = code }
+    static var current: Errno { Errno(la_errno()) }
+}
+
+/// What `fstat` told about an open file.
+public struct FileFacts: Equatable {
+    public var isRegular: Bool
+    public var isDirectory: Bool
+    public var owner: UInt32
+    public var mode: UInt32
+    public var size: Int
+    public var device: UInt64
+    public var inode: UInt64
+}
+
+/// Every libc call of the library, in one place. Callers see Swift types and
+/// typed errors; nothing else in the library imports the C module.
+public enum Syscalls {
+    /// Overwrites memory in a way the compiler may not elide.
+    public static func wipe(_ pointer: UnsafeMutablePointer<UInt8>, count: Int) {
+        explicit_bzero(pointer, count)
+    }
+
+    /// Opens a path relative to a directory descriptor (or AT_FDCWD),
+    /// always with O_CLOEXEC and O_NOFOLLOW. Retries on EINTR.
+    public static func open(at directory: Int32?, _ path: [UInt8], flags: Int32, mode: UInt32 = 0o600) throws(Errno) -> Int32 {
+        var cPath = path
+        cPath.append(0)
+        let fd = cPath.withUnsafeBufferPointer { buffer -> Int32 in
+            let pointer = UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self)
+            while true {
+                let result = la_openat(directory ?? AT_FDCWD, pointer, flags | O_CLOEXEC | O_NOFOLLOW, mode)
+                if result >= 0 || la_errno() != EINTR { return result }
+            }
+        }
+        if fd < 0 { throw Errno.current }
+        return fd
+    }
+
+    public static func close(_ fd: Int32) {
+        _ = CLocalAuth.close(fd)
+    }
+
+    public static func facts(_ fd: Int32) throws(Errno) -> FileFacts {
+        var info = stat()
+        if fstat(fd, &info) != 0 { throw Errno.current }
+        return FileFacts(isRegular: la_s_isreg(info.st_mode) != 0, isDirectory: la_s_isdir(info.st_mode) != 0,
+                         owner: info.st_uid, mode: info.st_mode & 0o7777, size: Int(info.st_size),
+                         device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
+    /// Takes an exclusive `flock`, waiting for it; retries on EINTR.
+    public static func lockExclusive(_ fd: Int32) throws(Errno) {
+        while flock(fd, LOCK_EX) != 0 {
+            if la_errno() != EINTR { throw Errno.current }
+        }
+    }
+
+    /// Reads up to `limit` bytes; more than `limit` available is an error (EFBIG).
+    public static func readAll(_ fd: Int32, limit: Int) throws(Errno) -> [UInt8] {
+        var result = [UInt8](repeating: 0, count: limit + 1)
+        var total = 0
+        while total <= limit {
+            let got = result.withUnsafeMutableBytes { buffer in
+                CLocalAuth.read(fd, buffer.baseAddress! + total, limit + 1 - total)
+            }
+            if got < 0 {
+                if la_errno() == EINTR { continue }
+                throw Errno.current
+            }
+            if got == 0 { break }
+            total += got
+        }
+        if total > limit { throw Errno(EFBIG) }
+        result.removeSubrange(total..<result.count)
+        return result
+    }
+
+    public static func writeAll(_ fd: Int32, _ bytes: [UInt8]) throws(Errno) {
+        var written = 0
+        while written < bytes.count {
+            let result = bytes.withUnsafeBytes { buffer in
+                CLocalAuth.write(fd, buffer.baseAddress! + written, bytes.count - written)
+            }
+            if result < 0 {
+                if la_errno() == EINTR { continue }
+                throw Errno.current
+            }
+            if result == 0 { throw Errno(EIO) }
+            written += result
+        }
+    }
+
+    public static func sync(_ fd: Int32) throws(Errno) {
+        if fsync(fd) != 0 { throw Errno.current }
+    }
+
+    public static func rename(in directory: Int32, from: [UInt8], to: [UInt8]) throws(Errno) {
+        var cFrom = from, cTo = to
+        cFrom.append(0)
+        cTo.append(0)
+        let result = cFrom.withUnsafeBufferPointer { fromBuffer in
+            cTo.withUnsafeBufferPointer { toBuffer in
+                renameat(directory, UnsafeRawPointer(fromBuffer.baseAddress!).assumingMemoryBound(to: CChar.self),
+                         directory, UnsafeRawPointer(toBuffer.baseAddress!).assumingMemoryBound(to: CChar.self))
+            }
+        }
+        if result != 0 { throw Errno.current }
+    }
+
+    /// Removes a file (not a directory) below a directory; a missing file is fine.
+    public static func unlink(in directory: Int32, _ name: [UInt8]) throws(Errno) {
+        var cName = name
+        cName.append(0)
+        let result = cName.withUnsafeBufferPointer { buffer in
+            unlinkat(directory, UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self), 0)
+        }
+        if result != 0 && la_errno() != ENOENT { throw Errno.current }
+    }
+
+    /// Creates a directory with `mode`; an existing one is fine.
+    public static func makeDirectory(_ path: [UInt8], mode: UInt32) throws(Errno) {
+        var cPath = path
+        cPath.append(0)
+        let result = cPath.withUnsafeBufferPointer { buffer in
+            mkdir(UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self), mode_t(mode))
+        }
+        if result != 0 && la_errno() != EEXIST { throw Errno.current }
+    }
+
+    /// The soft file-size limit (`ulimit -f`), in bytes; nil when unlimited.
+    public static func fileSizeLimit() -> (soft: UInt64, hard: UInt64) {
+        var limit = rlimit()
+        _ = getrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &limit)
+        return (UInt64(limit.rlim_cur), UInt64(limit.rlim_max))
+    }
+
+    /// Sets the file-size limit; false when not permitted.
+    @discardableResult
+    public static func setFileSizeLimit(soft: UInt64, hard: UInt64) -> Bool {
+        var limit = rlimit(rlim_cur: rlim_t(soft), rlim_max: rlim_t(hard))
+        return setrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &limit) == 0
+    }
+
+    /// Nanoseconds on CLOCK_BOOTTIME: monotonic, counts suspend, starts at boot.
+    public static func bootTimeNanoseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_BOOTTIME, &now)
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    }
+
+    /// Seconds since the epoch by the wall clock: for display and R10 only.
+    public static func wallSeconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec)
+    }
+
+    public static func realUserID() -> UInt32 { getuid() }
+    public static func effectiveUserID() -> UInt32 { geteuid() }
+
+    /// The user's uid and canonical name, or nil when no such user exists.
+    public static func lookupUser(_ name: [UInt8]) -> (uid: UInt32, name: [UInt8])? {
+        guard !name.isEmpty, name.count < 256, !name.contains(0) else { return nil }
+        var cName = name
+        cName.append(0)
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>? = nil
+        var scratch = [CChar](repeating: 0, count: 16384)
+        let status = cName.withUnsafeBufferPointer { nameBuffer in
+            scratch.withUnsafeMutableBufferPointer { scratchBuffer in
+                getpwnam_r(UnsafeRawPointer(nameBuffer.baseAddress!).assumingMemoryBound(to: CChar.self), &entry,
+                           scratchBuffer.baseAddress!, scratchBuffer.count, &result)
+            }
+        }
+        guard status == 0, let found = result, let foundName = found.pointee.pw_name else { return nil }
+        return (found.pointee.pw_uid, bytes(ofCString: foundName))
+    }
+
+    /// The bytes of a NUL-terminated C string, at most `limit` of them.
+    public static func bytes(ofCString pointer: UnsafePointer<CChar>, limit: Int = 4096) -> [UInt8] {
+        let length = strnlen(pointer, limit)
+        var result: [UInt8] = []
+        result.reserveCapacity(length)
+        pointer.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
+            for index in 0..<length { result.append(bytes[index]) }
+        }
+        return result
+    }
+
+    /// The kernel's id of this boot (16 bytes); zeros when unreadable, which
+    /// makes every wait resume in full rather than end early.
+    public static func bootID() -> [UInt8] {
+        var id = [UInt8](repeating: 0, count: 16)
+        guard let fd = try? open(at: nil, literalBytes("/proc/sys/kernel/random/boot_id"), flags: O_RDONLY) else { return id }
+        defer { close(fd) }
+        guard let text = try? readAll(fd, limit: 64) else { return id }
+        var nibbles: [UInt8] = []
+        for byte in text {
+            switch byte {
+            case 0x30...0x39: nibbles.append(byte - 0x30)
+            case 0x61...0x66: nibbles.append(byte - 0x61 + 10)
+            default: continue
+            }
+        }
+        guard nibbles.count == 32 else { return id }
+        for index in 0..<16 { id[index] = nibbles[2 * index] << 4 | nibbles[2 * index + 1] }
+        return id
+    }
+
+    /// Fills with random bytes from the kernel.
+    public static func randomBytes(_ count: Int) -> [UInt8] {
+        var result = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let got = result.withUnsafeMutableBytes { buffer in
+                getrandom(buffer.baseAddress! + filled, count - filled, 0)
+            }
+            if got <= 0 { if la_errno() == EINTR { continue }; break }
+            filled += got
+        }
+        return result
+    }
+
+    /// Reads a small configuration file that must be a regular file owned by
+    /// root and not writable by group or others. nil with a reason otherwise.
+    public static func readTrustedFile(_ path: [UInt8], limit: Int) -> (contents: [UInt8]?, problem: String?) {
+        let fd: Int32
+        do {
+            fd = try open(at: nil, path, flags: O_RDONLY | O_NONBLOCK)
+        } catch {
+            if error.code == ENOENT { return (nil, nil) }
+            return (nil, "cannot open (errno \(error.code))")
+        }
+        defer { close(fd) }
+        guard let facts = try? facts(fd) else { return (nil, "cannot stat") }
+        guard facts.isRegular else { return (nil, "not a regular file") }
+        guard facts.owner == 0, facts.mode & 0o022 == 0 else { return (nil, "not owned by root or writable by group/others") }
+        guard facts.size <= limit else { return (nil, "larger than \(limit) bytes") }
+        do {
+            return (try readAll(fd, limit: limit), nil)
+        } catch {
+            return (nil, "cannot read (errno \(error.code))")
+        }
+    }
+}
+
+// MARK: - Facts about the caller, for scope (R1) and interaction mode (R16)
+extension Syscalls {
+    /// This machine's host name.
+    public static func hostName() -> [UInt8] {
+        var buffer = [CChar](repeating: 0, count: 256)
+        let ok = buffer.withUnsafeMutableBufferPointer { gethostname($0.baseAddress!, 255) == 0 }
+        guard ok else { return [] }
+        return buffer.withUnsafeBufferPointer { bytes(ofCString: $0.baseAddress!, limit: 255) }
+    }
+
+    /// logind's word on the caller's session: true when remote, nil when
+    /// there is no logind or the caller has no session.
+    public static func loginSessionIsRemote() -> Bool? {
+        var session: UnsafeMutablePointer<CChar>? = nil
+        guard sd_pid_get_session(0, &session) >= 0, let name = session else { return nil }
+        defer { free(name) }
+        let remote = sd_session_is_remote(name)
+        return remote < 0 ? nil : remote > 0
+    }
+
+    /// Whether `tty` (a PAM_TTY value such as `/dev/pts/3` or `pts/3`) is the
+    /// process's controlling terminal.
+    public static func isControllingTerminal(_ tty: [UInt8]) -> Bool {
+        guard !tty.isEmpty else { return false }
+        let path = tty.first == 0x2F ? tty : literalBytes("/dev/") + tty
+        guard let controlling = try? open(at: nil, literalBytes("/dev/tty"), flags: O_RDONLY | O_NOCTTY | O_NONBLOCK) else { return false }
+        defer { close(controlling) }
+        guard let named = try? open(at: nil, path, flags: O_RDONLY | O_NOCTTY | O_NONBLOCK) else { return false }
+        defer { close(named) }
+        var first = stat(), second = stat()
+        guard fstat(controlling, &first) == 0, fstat(named, &second) == 0 else { return false }
+        return first.st_rdev == second.st_rdev
+    }
+
+    /// The number of threads of this process (from /proc/self/stat).
+    public static func threadCount() -> Int {
+        guard let fd = try? open(at: nil, literalBytes("/proc/self/stat"), flags: O_RDONLY) else { return 0 }
+        defer { close(fd) }
+        guard let text = try? readAll(fd, limit: 4096), let closing = text.lastIndex(of: 0x29) else { return 0 }
+        // Fields after the command name: state is field 3, num_threads field 20.
+        let fields = splitBytes(text[(closing + 2)...], on: 0x20)
+        guard fields.count > 17 else { return 0 }
+        return parseDecimal(fields[17]) ?? 0
+    }
+}

@@ -1,0 +1,139 @@
+/*
+ * pamharness: drives one PAM service through real libpam for the tests.
+ * Run under pam_wrapper (LD_PRELOAD=libpam_wrapper.so PAM_WRAPPER=1
+ * PAM_WRAPPER_SERVICE_DIR=DIR) so service files come from a test directory.
+ *
+ *   pamharness -s SERVICE -u USER [-a ANSWER]... [-r RUSER] [-H RHOST]
+ *              [-t TTY] [-S] [-A] [-n CYCLES] [-T THREADS]
+ *
+ * Prints each conversation message as "<style>: <text>", the requested fail
+ * delay as "faildelay: <usec>", then "result: <code> <name>". -A prints
+ * whether PAM_AUTHTOK equals the first answer. Answers are given in order to
+ * prompts; with none left the conversation fails (as at end of input).
+ * -n/-T run CYCLES transactions on each of THREADS threads quietly and print
+ * VmRSS after the first tenth and at the end.
+ */
+#define _GNU_SOURCE
+#include <security/pam_appl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_ANSWERS 16
+
+static const char *service, *user, *ruser, *rhost, *tty;
+static const char *answers[MAX_ANSWERS];
+static int answer_count, quiet, silent_flag, show_authtok;
+
+struct conv_state { int next; };
+
+static int converse(int n, const struct pam_message **msg, struct pam_response **resp, void *appdata) {
+    struct conv_state *state = appdata;
+    struct pam_response *replies = calloc((size_t)n, sizeof *replies);
+    if (!replies) return PAM_BUF_ERR;
+    for (int i = 0; i < n; i++) {
+        const char *style = "?";
+        switch (msg[i]->msg_style) {
+        case PAM_PROMPT_ECHO_OFF: style = "prompt-off"; break;
+        case PAM_PROMPT_ECHO_ON: style = "prompt-on"; break;
+        case PAM_ERROR_MSG: style = "error"; break;
+        case PAM_TEXT_INFO: style = "info"; break;
+        }
+        if (!quiet) { printf("%s: %s\n", style, msg[i]->msg ? msg[i]->msg : ""); fflush(stdout); }
+        if (msg[i]->msg_style == PAM_PROMPT_ECHO_OFF || msg[i]->msg_style == PAM_PROMPT_ECHO_ON) {
+            if (state->next >= answer_count) {
+                for (int j = 0; j < i; j++) free(replies[j].resp);
+                free(replies);
+                if (!quiet) { printf("conv: eof\n"); fflush(stdout); }
+                return PAM_CONV_ERR;
+            }
+            replies[i].resp = strdup(answers[state->next++]);
+        }
+    }
+    *resp = replies;
+    return PAM_SUCCESS;
+}
+
+static void record_delay(int retval, unsigned usec, void *appdata) {
+    (void)appdata;
+    if (!quiet) { printf("faildelay: %u %d\n", usec, retval); fflush(stdout); }
+}
+
+static int run_once(void) {
+    struct conv_state state = { 0 };
+    struct pam_conv conv = { converse, &state };
+    pam_handle_t *pamh = NULL;
+    int rc = pam_start(service, user, &conv, &pamh);
+    if (rc != PAM_SUCCESS) { fprintf(stderr, "pam_start: %d\n", rc); return rc; }
+    if (ruser) pam_set_item(pamh, PAM_RUSER, ruser);
+    if (rhost) pam_set_item(pamh, PAM_RHOST, rhost);
+    if (tty) pam_set_item(pamh, PAM_TTY, tty);
+    pam_set_item(pamh, PAM_FAIL_DELAY, (const void *)record_delay);
+    rc = pam_authenticate(pamh, silent_flag ? PAM_SILENT : 0);
+    if (!quiet) {
+        if (show_authtok) {
+            const void *token = NULL;
+            pam_get_item(pamh, PAM_AUTHTOK, &token);
+            printf("authtok: %s\n", token == NULL ? "unset" : (answer_count > 0 && strcmp(token, answers[0]) == 0) ? "first-answer" : "other");
+        }
+        printf("result: %d %s\n", rc, pam_strerror(pamh, rc));
+        fflush(stdout);
+    }
+    pam_end(pamh, rc);
+    return rc;
+}
+
+static long rss_kb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f)) if (sscanf(line, "VmRSS: %ld", &kb) == 1) break;
+    if (f) fclose(f);
+    return kb;
+}
+
+static int cycles = 0;
+static void *cycle_thread(void *arg) {
+    long *failures = arg;
+    for (int i = 0; i < cycles; i++) if (run_once() < 0) (*failures)++;
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    int threads = 1, opt;
+    while ((opt = getopt(argc, argv, "s:u:a:r:H:t:SAn:T:q")) != -1) {
+        switch (opt) {
+        case 's': service = optarg; break;
+        case 'u': user = optarg; break;
+        case 'a': if (answer_count < MAX_ANSWERS) answers[answer_count++] = optarg; break;
+        case 'r': ruser = optarg; break;
+        case 'H': rhost = optarg; break;
+        case 't': tty = optarg; break;
+        case 'S': silent_flag = 1; break;
+        case 'A': show_authtok = 1; break;
+        case 'n': cycles = atoi(optarg); break;
+        case 'T': threads = atoi(optarg); break;
+        case 'q': quiet = 1; break;
+        default: return 2;
+        }
+    }
+    if (!service || !user) { fprintf(stderr, "usage: pamharness -s SERVICE -u USER ...\n"); return 2; }
+    if (cycles <= 0) return run_once() == PAM_SUCCESS ? 0 : 1;
+
+    quiet = 1;
+    int warm = cycles / 10 > 0 ? cycles / 10 : 1;
+    int total = cycles;
+    cycles = warm;
+    long failures = 0;
+    cycle_thread(&failures);
+    long before = rss_kb();
+    cycles = total - warm;
+    pthread_t ids[64];
+    if (threads > 64) threads = 64;
+    for (int t = 0; t < threads; t++) pthread_create(&ids[t], NULL, cycle_thread, &failures);
+    for (int t = 0; t < threads; t++) pthread_join(ids[t], NULL);
+    printf("rss_kb_warm: %ld\nrss_kb_end: %ld\n", before, rss_kb());
+    return 0;
+}
