@@ -341,7 +341,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
     func backoffApplies(_ user: UserIdentity) -> Bool { user.uid != 0 || options.evenDenyRoot }
 
     /// Reads the record, replacing a damaged one per R12 (and saying so).
-    mutating func snapshot(_ user: UserIdentity) -> StateRecord? {
+    public mutating func snapshot(_ user: UserIdentity) -> StateRecord? {
         let moment = now()
         let rules = RecordRules(options: options, backoffApplies: backoffApplies(user))
         var damage: RecordDamage? = nil
@@ -363,14 +363,14 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         return result
     }
 
-    enum FingerprintCharge: Equatable {
+    public enum FingerprintCharge: Equatable {
         case charged(UInt64)
         case limitReached
         case storeFailed
     }
 
     /// R3: under the lock, check the limit and durably count the attempt as failed.
-    mutating func chargeFingerprint(_ user: UserIdentity, _ request: Request) -> FingerprintCharge {
+    public mutating func chargeFingerprint(_ user: UserIdentity, _ request: Request) -> FingerprintCharge {
         let moment = now()
         let rules = RecordRules(options: options, backoffApplies: backoffApplies(user))
         do {
@@ -392,7 +392,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         }
     }
 
-    enum PasscodeCharge: Equatable {
+    public enum PasscodeCharge: Equatable {
         case charged(UInt64)
         case waiting(Int64)
         case storeFailed
@@ -400,7 +400,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
 
     /// R3 + R9: under the lock, refuse during a back-off, else count the
     /// entry as wrong and start the back-off it would earn.
-    mutating func chargePasscode(_ user: UserIdentity, _ request: Request) -> PasscodeCharge {
+    public mutating func chargePasscode(_ user: UserIdentity, _ request: Request) -> PasscodeCharge {
         let moment = now()
         let rules = RecordRules(options: options, backoffApplies: backoffApplies(user))
         do {
@@ -425,7 +425,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
     }
 
     /// The remaining passcode wait in milliseconds; nil when the store failed.
-    mutating func backoffRemaining(_ user: UserIdentity) -> Int64? {
+    public mutating func backoffRemaining(_ user: UserIdentity) -> Int64? {
         let moment = now()
         let rules = RecordRules(options: options, backoffApplies: backoffApplies(user))
         do {
@@ -442,7 +442,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
     }
 
     /// An attempt that provably ended without a verdict is given back (R3).
-    mutating func refund(_ user: UserIdentity, kind: FailureEntry.Kind, sequence: UInt64) {
+    public mutating func refund(_ user: UserIdentity, kind: FailureEntry.Kind, sequence: UInt64) {
         do {
             try store.withRecord(uid: user.uid, userName: user.name) { record, status in
                 guard status == .loaded, var current = record else { return }
