@@ -44,8 +44,9 @@ $(BUILD)/localauth_c.o: Sources/CLocalAuth/localauth_c.c $(C_HEADER)
 	$(CC) $(CFLAGS_MODULE) -c $< -o $@
 
 $(BUILD)/pam_localauth.so: $(BUILD)/pam_localauth.o $(BUILD)/localauth_c.o $(BUILD)/localauth_swift.o Sources/CShim/pam_localauth.map
-	$(CC) $(LDFLAGS_MODULE) -o $@ $(BUILD)/pam_localauth.o $(BUILD)/localauth_c.o $(BUILD)/localauth_swift.o $(LIBS_MODULE)
-	strip --strip-unneeded $@
+	$(CC) $(LDFLAGS_MODULE) -o $@.tmp $(BUILD)/pam_localauth.o $(BUILD)/localauth_c.o $(BUILD)/localauth_swift.o $(LIBS_MODULE)
+	strip --strip-unneeded $@.tmp
+	mv -f $@.tmp $@  # a new inode: processes that have the old module mapped keep it
 
 # Test programs: the libpam harness and the store probe (ordinary Swift).
 $(BUILD)/pamharness: tests/pamharness.c

@@ -8,10 +8,10 @@
  *
  * Prints each conversation message as "<style>: <text>", the requested fail
  * delay as "faildelay: <usec>", then "result: <code> <name>". -A prints
- * whether PAM_AUTHTOK equals the first answer. Answers are given in order to
+ * whether PAM_AUTHTOK (as exported by pam_get_items.so) equals the first answer. Answers are given in order to
  * prompts; with none left the conversation fails (as at end of input).
  * -n/-T run CYCLES transactions on each of THREADS threads quietly and print
- * VmRSS after the first tenth and at the end.
+ * VmRSS after the first tenth and at the end, and how many did not succeed.
  */
 #define _GNU_SOURCE
 #include <security/pam_appl.h>
@@ -74,8 +74,9 @@ static int run_once(void) {
     rc = pam_authenticate(pamh, silent_flag ? PAM_SILENT : 0);
     if (!quiet) {
         if (show_authtok) {
-            const void *token = NULL;
-            pam_get_item(pamh, PAM_AUTHTOK, &token);
+            /* Applications cannot read PAM_AUTHTOK; pam_get_items.so, placed
+               after our module, exports it to the PAM environment. */
+            const char *token = pam_getenv(pamh, "PAM_AUTHTOK");
             printf("authtok: %s\n", token == NULL ? "unset" : (answer_count > 0 && strcmp(token, answers[0]) == 0) ? "first-answer" : "other");
         }
         printf("result: %d %s\n", rc, pam_strerror(pamh, rc));
@@ -95,9 +96,14 @@ static long rss_kb(void) {
 }
 
 static int cycles = 0;
+static long code_counts[64];
 static void *cycle_thread(void *arg) {
     long *failures = arg;
-    for (int i = 0; i < cycles; i++) if (run_once() < 0) (*failures)++;
+    for (int i = 0; i < cycles; i++) {
+        int rc = run_once();
+        if (rc != PAM_SUCCESS) __atomic_fetch_add(failures, 1, __ATOMIC_SEQ_CST);
+        if (rc >= 0 && rc < 64) __atomic_fetch_add(&code_counts[rc], 1, __ATOMIC_SEQ_CST);
+    }
     return NULL;
 }
 
@@ -134,6 +140,7 @@ int main(int argc, char **argv) {
     if (threads > 64) threads = 64;
     for (int t = 0; t < threads; t++) pthread_create(&ids[t], NULL, cycle_thread, &failures);
     for (int t = 0; t < threads; t++) pthread_join(ids[t], NULL);
-    printf("rss_kb_warm: %ld\nrss_kb_end: %ld\n", before, rss_kb());
+    printf("rss_kb_warm: %ld\nrss_kb_end: %ld\nfailures: %ld\n", before, rss_kb(), failures);
+    for (int code = 0; code < 64; code++) if (code_counts[code]) printf("code_%d: %ld\n", code, code_counts[code]);
     return 0;
 }

@@ -101,6 +101,9 @@ public struct NoSensor: FingerprintSensor {
 public enum PasscodeVerdict: Equatable {
     case correct
     case wrong
+    /// The stack never asked for the passcode (a missing service falls back
+    /// to `other`): it cannot have judged it, so there is no verdict.
+    case noVerdict
 }
 
 /// Checks the passcode through the system's own password stack (SPEC §6).

@@ -283,6 +283,11 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         case .correct:
             recordSuccess(user, method: .passcode, sequence: sequence, domainState: domainState)
             return EvaluationResult(.success(.passcode))
+        case .noVerdict:
+            passcode.wipe()
+            refund(user, kind: .passcode, sequence: sequence)
+            log.log(.error, "passcode service \(printableText(options.passcodeService)) did not ask for the passcode; check its stack")
+            return EvaluationResult(.failure(.passcodeNotSet))
         case .wrong:
             passcode.wipe()
             log.log(.notice, "wrong passcode for \(printableText(user.name)) (uid \(user.uid)) from service \(printableText(request.service))")

@@ -53,14 +53,16 @@ public struct Options: Equatable {
     public var configPath: [UInt8]? = nil
 
     public static let defaultConfigPath: StaticString = "/etc/security/localauth.conf"
-    public static let defaultServices: [[UInt8]] = [
+    // Computed, not stored: a stored global would be allocated on every
+    // load of the module and leaked when libpam unloads it.
+    public static var defaultServices: [[UInt8]] { [
         literalBytes("sudo"), literalBytes("su"), literalBytes("login"), literalBytes("swaylock"),
         literalBytes("i3lock"), literalBytes("xscreensaver"), literalBytes("hyprlock"),
-    ]
-    public static let defaultBackoff: [BackoffStep] = [
+    ] }
+    public static var defaultBackoff: [BackoffStep] { [
         BackoffStep(failures: 5, seconds: 60), BackoffStep(failures: 6, seconds: 300),
         BackoffStep(failures: 7, seconds: 900), BackoffStep(failures: 9, seconds: 3600),
-    ]
+    ] }
 
     public init() {}
 

@@ -106,8 +106,9 @@ public enum RecordFormat {
     public static let serviceLength = 32
     public static let ttyLength = 32
     public static let remoteHostLength = 64
-    public static let zeroID = [UInt8](repeating: 0, count: 16)
-    public static let zeroDigest = [UInt8](repeating: 0, count: 32)
+    // Computed, not stored: see Options.defaultServices.
+    public static var zeroID: [UInt8] { [UInt8](repeating: 0, count: 16) }
+    public static var zeroDigest: [UInt8] { [UInt8](repeating: 0, count: 32) }
     static let magic: StaticString = "LOCALAUT"
     static let nameOffset = 24
     static let fieldsOffset = 280

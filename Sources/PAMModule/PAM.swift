@@ -186,6 +186,7 @@ struct PAMPasscodeVerifier: PasscodeVerifier {
             defer { state.pointee.passcode = nil }
             return pam_authenticate(inner, Int32(PAM_DISALLOW_NULL_AUTHTOK))
         }
+        if state.pointee.answered == 0 && !state.pointee.violated { return .noVerdict }
         let exactlyOnePrompt = state.pointee.answered == 1 && !state.pointee.violated
         return status == PAM_SUCCESS && exactlyOnePrompt ? .correct : .wrong
     }

@@ -1,0 +1,232 @@
+"""The real module through real libpam (pam_wrapper), no fprintd running:
+the "no usable biometrics -> passcode" path end to end (SPEC R3, R8, R9,
+R12, R14, R15, §6). Counts are read from the record files on disk."""
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from conftest import (PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_CONV_ERR, PAM_MATRIX, PAM_SUCCESS, PAM_SYSTEM_ERR,
+                      PASSWORDS, MODULE)
+
+ALICE = PASSWORDS["alice"]
+
+
+def counting_passcode_stack(pam, extra_before=()):
+    """The passcode service with a pam_exec line that counts verifications."""
+    counter = pam.base / "verifications"
+    script = pam.base / "count.sh"
+    script.write_text(f"#!/bin/sh\necho x >> {counter}\n")
+    script.chmod(0o755)
+    pam.write_service("localauth-passcode", list(extra_before) + [
+        f"auth optional pam_exec.so quiet {script}",
+        f"auth required {PAM_MATRIX} passdb={pam.passdb}",
+    ])
+    return lambda: len(counter.read_text().splitlines()) if counter.exists() else 0
+
+
+def test_correct_passcode_succeeds_resets_counters_and_sets_authtok(pam):
+    assert pam.run(answers=["wrong-1"]).code == PAM_AUTH_ERR
+    assert pam.run(answers=["wrong-2"]).code == PAM_AUTH_ERR
+    assert pam.record().P == 2
+    run = pam.run(answers=[ALICE], authtok=True)
+    assert run.code == PAM_SUCCESS
+    assert run.messages[0] == ("prompt-off", "Enter Password: ")
+    assert run.authtok == "first-answer"
+    assert run.fail_delay in (None, 0)
+    record = pam.record()
+    assert (record.F, record.P, record.backoff_ms) == (0, 0, 0)
+    assert record.last_passcode_wall > 0
+    assert not run.ignored
+
+
+def test_wrong_passcode_is_auth_err_charged_on_disk_with_fail_delay(pam):
+    run = pam.run(answers=["nope"], authtok=True)
+    assert run.code == PAM_AUTH_ERR
+    assert run.fail_delay and run.fail_delay > 0
+    assert run.authtok == "unset"
+    record = pam.record()
+    assert (record.name, record.F, record.P) == ("alice", 0, 1)
+    assert record.failures == 1
+
+
+def test_fallback_title_is_the_prompt(pam):
+    pam.write_owner_stack(args="[fallback_title=Use Passcode]")
+    assert pam.run(answers=[ALICE]).messages[0] == ("prompt-off", "Use Passcode: ")
+    pam.write_owner_stack(args="fallback_title=")
+    assert pam.run(answers=[ALICE]).messages[0] == ("prompt-off", "Password: ")
+
+
+@pytest.mark.parametrize("answers", [(), ("",)], ids=["eof", "empty"])
+def test_eof_or_empty_entry_cancels_and_charges_nothing(pam, answers):
+    run = pam.run(answers=answers)
+    assert run.code == PAM_CONV_ERR
+    assert run.fail_delay in (None, 0)
+    assert not pam.record_path().exists() or pam.record().P == 0
+
+
+def test_backoff_refuses_without_asking_until_the_wait_ends(pam):
+    pam.write_owner_stack(args="passcode_backoff=5:2s")
+    for attempt in range(5):
+        assert pam.run(answers=[f"wrong-{attempt}"]).code == PAM_AUTH_ERR
+    assert pam.record().P == 5
+    refused = pam.run(answers=[ALICE])
+    assert refused.code == PAM_AUTH_ERR
+    assert refused.prompts() == []
+    assert any("Try again in 2 seconds" in t for t in refused.texts("error"))
+    assert pam.record().P == 5
+    # The back-off is 2 s on CLOCK_BOOTTIME; the installed module has no clock
+    # hook, so this test polls until the module asks again (issue 2, item 8).
+    deadline = time.monotonic() + 10
+    while True:
+        run = pam.run(answers=[ALICE])
+        if run.prompts():
+            break
+        assert time.monotonic() < deadline, "back-off never ended"
+        time.sleep(0.2)
+    assert run.code == PAM_SUCCESS
+    assert (pam.record().P, pam.record().backoff_ms) == (0, 0)
+
+
+def test_backoff_message_survives_pam_silent(pam):
+    pam.write_owner_stack(args="passcode_backoff=1:1h")
+    assert pam.run(answers=["wrong"], silent=True).code == PAM_AUTH_ERR
+    refused = pam.run(answers=[ALICE], silent=True)
+    assert refused.code == PAM_AUTH_ERR
+    assert any("Try again in 1 hour" in t for t in refused.texts("error"))
+
+
+def test_32_parallel_wrong_prompts_run_exactly_5_verifications(pam):
+    verifications = counting_passcode_stack(pam)
+    runs = pam.run_parallel(32)
+    assert [r.code for r in runs] == [PAM_AUTH_ERR] * 32
+    assert verifications() == 5
+    assert pam.record().P == 5
+    refused = [r for r in runs if any("Too many wrong passwords" in t for t in r.texts("error"))]
+    assert len(refused) == 27
+    assert all(r.fail_delay in (None, 0) for r in refused)
+
+
+def test_root_is_exempt_from_backoff_unless_even_deny_root(pam):
+    verifications = counting_passcode_stack(pam)
+    runs = pam.run_parallel(32, user="root")
+    assert [r.code for r in runs] == [PAM_AUTH_ERR] * 32
+    assert verifications() == 32
+    assert pam.record("root").P == 32
+
+
+def test_even_deny_root_applies_backoff_to_root(pam):
+    pam.write_owner_stack(args="even_deny_root passcode_backoff=5:1h")
+    for attempt in range(5):
+        assert pam.run(user="root", answers=[f"wrong-{attempt}"]).code == PAM_AUTH_ERR
+    refused = pam.run(user="root", answers=[PASSWORDS["root"]])
+    assert refused.code == PAM_AUTH_ERR and refused.prompts() == []
+
+
+def test_a_second_prompt_inside_the_passcode_stack_makes_it_wrong(pam):
+    pam.write_service("localauth-passcode", [
+        f"auth required {PAM_MATRIX} passdb={pam.passdb}",
+        f"auth required {PAM_MATRIX} passdb={pam.passdb} echo",
+    ])
+    run = pam.run(answers=[ALICE, ALICE])
+    assert run.code == PAM_AUTH_ERR
+    assert pam.record().P == 1
+
+
+def test_an_echo_on_prompt_inside_the_passcode_stack_makes_it_wrong(pam):
+    pam.write_service("localauth-passcode", [f"auth required {PAM_MATRIX} passdb={pam.passdb} echo"])
+    assert pam.run(answers=[ALICE]).code == PAM_AUTH_ERR
+    assert pam.record().P == 1
+
+
+def test_a_passcode_stack_that_never_asks_cannot_stand_in(pam):
+    # pam_permit never asks: no verdict, so nothing is granted and nothing stays charged.
+    pam.write_service("sudo-strict", [pam.module_line("required", "services=sudo-strict")])
+    pam.write_service("localauth-passcode", ["auth required pam_permit.so"])
+    assert pam.run(service="sudo-strict", answers=["anything"]).code == PAM_AUTHINFO_UNAVAIL
+    assert pam.record().P == 0
+
+
+def test_module_inside_its_own_passcode_stack_is_ignored(pam):
+    verifications = counting_passcode_stack(pam, extra_before=[
+        f"auth [success=done default=ignore] {MODULE} state_dir={pam.state} services=localauth-passcode,sudo"])
+    assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
+    assert pam.run(answers=[ALICE]).code == PAM_SUCCESS
+    assert verifications() == 2
+    assert pam.record().P == 0
+
+
+def test_missing_passcode_service_is_passcode_not_set(pam):
+    pam.write_owner_stack(args="passcode_service=no-such-service")
+    pam.write_service("sudo-strict", [pam.module_line("required", "passcode_service=no-such-service services=sudo-strict")])
+    # libpam runs the "other" stack (pam_deny) for a missing service: it never
+    # asks, so the entry is refunded rather than counted against the owner.
+    run = pam.run(service="sudo-strict", answers=[ALICE])
+    assert run.code == PAM_AUTHINFO_UNAVAIL
+    assert pam.record().P == 0
+    # In the owner stack, the next module takes over.
+    assert pam.run(answers=[ALICE]).ignored
+
+
+def test_unknown_user_looks_like_a_known_user_without_biometrics(pam):
+    known = pam.run(user="alice", answers=["wrong"])
+    unknown = pam.run(user="mallory", answers=["wrong"])
+    assert unknown.code == known.code == PAM_AUTH_ERR
+    assert unknown.messages == known.messages
+    assert unknown.fail_delay and unknown.fail_delay > 0
+    assert [n for n in pam.state_files() if n.endswith(".rec")] == ["1001.rec"]
+
+
+def test_unknown_user_correct_matrix_password_still_fails(pam):
+    (pam.passdb).write_text(pam.passdb.read_text() + "ghost:ghost-pw:localauth-passcode\n")
+    run = pam.run(user="ghost", answers=["ghost-pw"])
+    assert run.code == PAM_AUTH_ERR
+
+
+def test_damaged_record_locks_biometrics_and_starts_the_first_backoff(pam):
+    pam.write_owner_stack(args="passcode_backoff=5:2s")
+    pam.state.joinpath("1001.rec").write_bytes(b"\x00garbage" * 10)
+    os.chmod(pam.state / "1001.rec", 0o600)
+    refused = pam.run(answers=[ALICE])
+    assert refused.code == PAM_AUTH_ERR and refused.prompts() == []
+    record = pam.record()
+    assert (record.F, record.P) == (5, 5) and record.backoff_ms > 0
+    deadline = time.monotonic() + 10
+    while not (run := pam.run(answers=[ALICE])).prompts():
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert run.code == PAM_SUCCESS
+    assert (pam.record().F, pam.record().P) == (0, 0)
+
+
+def test_unsafe_state_directory_never_grants(pam):
+    os.chmod(pam.state, 0o777)
+    run = pam.run(answers=[ALICE])
+    assert run.code == PAM_SYSTEM_ERR
+    assert pam.state_files() == []
+
+
+def test_malformed_options_are_ignored_without_weakening(pam):
+    pam.write_owner_stack(args="max_tries=banana lockout=999 bogus=1 passcode_backoff=garbage timeout=-4")
+    assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
+    assert pam.run(answers=[ALICE]).code == PAM_SUCCESS
+
+
+def test_config_file_must_be_root_owned_and_not_writable_by_others(pam):
+    pam.conf.write_text("passcode_backoff = 1:1h\n")
+    os.chmod(pam.conf, 0o644)
+    assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
+    assert pam.run(answers=[ALICE]).prompts() == []  # the file's back-off applies
+    pam.record_path().unlink()
+    os.chmod(pam.conf, 0o666)  # world-writable: ignored, defaults apply
+    assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
+    assert pam.run(answers=[ALICE]).code == PAM_SUCCESS
+
+
+def test_arguments_win_over_the_config_file(pam):
+    pam.conf.write_text("passcode_backoff = 1:1h\n")
+    os.chmod(pam.conf, 0o600)
+    pam.write_owner_stack(args="passcode_backoff=5:1h")
+    assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
+    assert pam.run(answers=[ALICE]).code == PAM_SUCCESS
