@@ -43,6 +43,8 @@ class Run:
     messages: list = field(default_factory=list)  # (style, text)
     fail_delay: int = None
     authtok: str = None
+    account: int = None
+    setcred: int = None
     stdout: str = ""
     stderr: str = ""
 
@@ -133,7 +135,8 @@ class PamEnv:
             env.update(extra)
         return env
 
-    def harness_args(self, service, user, answers=(), ruser=None, rhost=None, tty=None, silent=False, authtok=False):
+    def harness_args(self, service, user, answers=(), ruser=None, rhost=None, tty=None, silent=False, authtok=False,
+                     account=False):
         args = [str(HARNESS), "-s", service, "-u", user]
         for answer in answers:
             args += ["-a", answer]
@@ -147,6 +150,8 @@ class PamEnv:
             args.append("-S")
         if authtok:
             args.append("-A")
+        if account:
+            args.append("-M")
         return args
 
     def run(self, service="sudo", user="alice", answers=(), env=None, timeout=60, preexec_fn=None, **kwargs) -> Run:
@@ -196,6 +201,10 @@ def parse_run(stdout: str, stderr: str = "") -> Run:
             run.fail_delay = int(text.split()[0])
         elif style == "authtok":
             run.authtok = text
+        elif style == "acct":
+            run.account = int(text)
+        elif style == "setcred":
+            run.setcred = int(text)
         elif style in ("info", "error", "prompt-off", "prompt-on"):
             run.messages.append((style, text))
         elif style == "conv":

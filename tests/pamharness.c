@@ -4,11 +4,12 @@
  * PAM_WRAPPER_SERVICE_DIR=DIR) so service files come from a test directory.
  *
  *   pamharness -s SERVICE -u USER [-a ANSWER]... [-r RUSER] [-H RHOST]
- *              [-t TTY] [-S] [-A] [-n CYCLES] [-T THREADS]
+ *              [-t TTY] [-S] [-A] [-M] [-n CYCLES] [-T THREADS]
  *
  * Prints each conversation message as "<style>: <text>", the requested fail
  * delay as "faildelay: <usec>", then "result: <code> <name>". -A prints
- * whether PAM_AUTHTOK (as exported by pam_get_items.so) equals the first answer. Answers are given in order to
+ * whether PAM_AUTHTOK (as exported by pam_get_items.so) equals the first answer.
+ * -M also runs pam_setcred and pam_acct_mgmt after a success ("setcred:", "acct:"). Answers are given in order to
  * prompts; with none left the conversation fails (as at end of input).
  * -n/-T run CYCLES transactions on each of THREADS threads quietly and print
  * VmRSS after the first tenth and at the end, and how many did not succeed.
@@ -25,7 +26,7 @@
 
 static const char *service, *user, *ruser, *rhost, *tty;
 static const char *answers[MAX_ANSWERS];
-static int answer_count, quiet, silent_flag, show_authtok;
+static int answer_count, quiet, silent_flag, show_authtok, account_too;
 
 struct conv_state { int next; };
 
@@ -79,6 +80,10 @@ static int run_once(void) {
             const char *token = pam_getenv(pamh, "PAM_AUTHTOK");
             printf("authtok: %s\n", token == NULL ? "unset" : (answer_count > 0 && strcmp(token, answers[0]) == 0) ? "first-answer" : "other");
         }
+        if (account_too && rc == PAM_SUCCESS) {
+            printf("setcred: %d\n", pam_setcred(pamh, PAM_ESTABLISH_CRED));
+            printf("acct: %d\n", pam_acct_mgmt(pamh, 0));
+        }
         printf("result: %d %s\n", rc, pam_strerror(pamh, rc));
         fflush(stdout);
     }
@@ -109,7 +114,7 @@ static void *cycle_thread(void *arg) {
 
 int main(int argc, char **argv) {
     int threads = 1, opt;
-    while ((opt = getopt(argc, argv, "s:u:a:r:H:t:SAn:T:q")) != -1) {
+    while ((opt = getopt(argc, argv, "s:u:a:r:H:t:SAMn:T:q")) != -1) {
         switch (opt) {
         case 's': service = optarg; break;
         case 'u': user = optarg; break;
@@ -119,6 +124,7 @@ int main(int argc, char **argv) {
         case 't': tty = optarg; break;
         case 'S': silent_flag = 1; break;
         case 'A': show_authtok = 1; break;
+        case 'M': account_too = 1; break;
         case 'n': cycles = atoi(optarg); break;
         case 'T': threads = atoi(optarg); break;
         case 'q': quiet = 1; break;

@@ -1,0 +1,153 @@
+"""Scope (R1), the biometrics policy's hand-over (§4) and the authsucc reset
+(R11), through real libpam with the real module and no fprintd running."""
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import (MODULE, PAM_AUTHINFO_UNAVAIL, PAM_AUTH_ERR, PAM_MATRIX, PAM_SET_ITEMS, PAM_SUCCESS, PASSWORDS,
+                      PamEnv, parse_run)
+
+ALICE = PASSWORDS["alice"]
+
+
+def charge_wrong_passcodes(pam, user, count):
+    for attempt in range(count):
+        assert pam.run(user=user, answers=[f"wrong-{attempt}"]).code == PAM_AUTH_ERR
+    assert pam.record(user).P == count
+
+
+@pytest.mark.parametrize("service", ["cron", "sshd", "passwd"])
+def test_service_outside_services_is_ignored_and_touches_nothing(pam, service):
+    pam.write_owner_stack(service)
+    run = pam.run(service=service, answers=["wrong"])
+    assert run.ignored
+    assert run.prompts() == [] or run.messages[0][1] != "Enter Password: "
+    assert pam.state_files() == []
+
+
+def test_services_option_brings_a_service_into_scope(pam):
+    pam.write_owner_stack("cron", args="services=cron")
+    assert pam.run(service="cron", answers=["wrong"]).code == PAM_AUTH_ERR
+    assert pam.record().P == 1
+
+
+def test_another_requester_is_ignored_and_touches_nothing(pam):
+    run = pam.run(user="alice", ruser="bob", answers=["wrong"])
+    assert run.ignored
+    assert pam.state_files() == []
+
+
+def test_requester_naming_the_target_is_in_scope(pam):
+    assert pam.run(user="alice", ruser="alice", answers=["wrong"]).code == PAM_AUTH_ERR
+    assert pam.record().P == 1
+
+
+@pytest.mark.parametrize("rhost", ["203.0.113.9", "attacker.example", "10.1.2.3"])
+def test_remote_host_is_ignored_and_touches_nothing(pam, rhost):
+    run = pam.run(rhost=rhost, answers=["wrong"])
+    assert run.ignored
+    assert pam.state_files() == []
+
+
+@pytest.mark.parametrize("rhost", ["localhost", "127.0.0.1", "::1", os.uname().nodename])
+def test_local_host_names_are_in_scope(pam, rhost):
+    assert pam.run(rhost=rhost, answers=["wrong"]).code == PAM_AUTH_ERR
+    assert pam.record().P == 1
+
+
+def test_a_caller_of_another_uid_cannot_touch_a_users_record():
+    """bob (uid 1002) starting a transaction for alice: out of scope."""
+    base = Path(tempfile.mkdtemp(prefix="localauth-uid-"))
+    try:
+        os.chmod(base, 0o755)
+        pam = PamEnv(base)
+        pam.write_owner_stack("sudo")
+        for path in base.iterdir():
+            if path != pam.state:
+                os.chmod(path, 0o755 if path.is_dir() else 0o644)
+        env = pam.env()
+        proc = subprocess.run(["setpriv", "--reuid=1002", "--regid=1002", "--clear-groups"] +
+                              pam.harness_args("sudo", "alice", ["wrong"]), env=env, capture_output=True, text=True,
+                              timeout=60)
+        run = parse_run(proc.stdout, proc.stderr)
+        assert run.ignored, proc.stdout + proc.stderr
+        assert pam.state_files() == []
+    finally:
+        shutil.rmtree(base)
+
+
+def biometrics_stack(pam, name="sudo-bio", between=()):
+    """SPEC §4 policy biometrics: our line, a mandatory password module, then
+    the authsucc line reached only through the password module's success."""
+    pam.write_service(name, [
+        pam.module_line("[success=3 conv_err=die default=ignore]", f"policy=biometrics services={name}"),
+        *between,
+        f"auth [success=1 default=die] {PAM_MATRIX} passdb={pam.passdb}",
+        "auth requisite pam_deny.so",
+        pam.module_line("optional", f"authsucc services={name}"),
+        "auth required pam_permit.so",
+    ])
+
+
+def test_biometrics_policy_without_a_sensor_is_authinfo_unavail(pam):
+    pam.write_service("bio-raw", [pam.module_line("required", "policy=biometrics services=bio-raw")])
+    run = pam.run(service="bio-raw", answers=[ALICE])
+    assert run.code == PAM_AUTHINFO_UNAVAIL
+    assert run.prompts() == []
+    assert not pam.record_path().exists() or (pam.record().F, pam.record().P) == (0, 0)
+
+
+def test_biometrics_policy_hands_over_to_the_password_module(pam):
+    biometrics_stack(pam)
+    run = pam.run(service="sudo-bio", answers=[ALICE])
+    assert run.code == PAM_SUCCESS
+    assert run.prompts() == ["Password: "]  # pam_matrix's own prompt
+    wrong = pam.run(service="sudo-bio", answers=["wrong"])
+    assert wrong.code == PAM_AUTH_ERR
+
+
+def test_authsucc_resets_after_the_password_module_succeeds(pam):
+    charge_wrong_passcodes(pam, "alice", 3)
+    biometrics_stack(pam)
+    assert pam.run(service="sudo-bio", answers=["wrong"]).code == PAM_AUTH_ERR
+    assert pam.record().P == 3  # the password module failed: authsucc not reached
+    assert pam.run(service="sudo-bio", answers=[ALICE]).code == PAM_SUCCESS
+    assert (pam.record().F, pam.record().P) == (0, 0)
+
+
+def test_authsucc_without_this_modules_prompt_resets_nothing(pam):
+    charge_wrong_passcodes(pam, "alice", 3)
+    pam.write_service("no-marker", [
+        f"auth [success=1 default=die] {PAM_MATRIX} passdb={pam.passdb}",
+        "auth requisite pam_deny.so",
+        pam.module_line("optional", "authsucc services=no-marker"),
+        "auth required pam_permit.so",
+    ])
+    assert pam.run(service="no-marker", answers=[ALICE]).code == PAM_SUCCESS
+    assert pam.record().P == 3
+
+
+def test_authsucc_for_another_uid_than_the_marker_resets_nothing(pam):
+    charge_wrong_passcodes(pam, "alice", 2)
+    charge_wrong_passcodes(pam, "bob", 2)
+    # pam_set_items switches PAM_USER to bob after our module marked alice.
+    biometrics_stack(pam, between=[f"auth optional {PAM_SET_ITEMS}"])
+    run = pam.run(service="sudo-bio", user="alice", answers=[PASSWORDS["bob"]], env={"PAM_USER": "bob"})
+    assert run.code == PAM_SUCCESS
+    assert pam.record("bob").P == 2
+    assert pam.record("alice").P == 2
+
+
+def test_account_management_and_setcred_never_fail_and_never_reset(pam):
+    charge_wrong_passcodes(pam, "alice", 2)
+    pam.write_service("acct", [f"auth required {PAM_MATRIX} passdb={pam.passdb}",
+                               f"auth optional {MODULE} state_dir={pam.state} services=acct authsucc",
+                               f"account required {MODULE} state_dir={pam.state} services=acct",
+                               "account required pam_permit.so"])
+    run = pam.run(service="acct", answers=[ALICE], account=True)
+    assert (run.code, run.setcred, run.account) == (PAM_SUCCESS, PAM_SUCCESS, PAM_SUCCESS)
+    assert pam.record().P == 2
