@@ -59,7 +59,7 @@ tools: $(BUILD)/pamharness
 deps:
 	bash tools/install-deps.sh
 
-demo: module tools
+demo: module $(BUILD)/pamharness
 	$(PYTHON) tools/demo.py
 
 unit-test:

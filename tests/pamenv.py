@@ -1,0 +1,208 @@
+"""The integration tests' private PAM world: the real pam_localauth.so loaded
+by real libpam through pam_wrapper, test users from nss_wrapper, and
+pam_wrapper's pam_matrix.so as the passcode stack. Nothing here touches the
+host's /etc."""
+import os
+import shutil
+import struct
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / ".build" / "module"
+MODULE = BUILD / "pam_localauth.so"
+HARNESS = BUILD / "pamharness"
+PAM_WRAPPER_MODULES = Path("/usr/lib/x86_64-linux-gnu/pam_wrapper")
+PAM_MATRIX = PAM_WRAPPER_MODULES / "pam_matrix.so"
+PAM_CHATTY = PAM_WRAPPER_MODULES / "pam_chatty.so"
+PAM_SET_ITEMS = PAM_WRAPPER_MODULES / "pam_set_items.so"
+PAM_GET_ITEMS = PAM_WRAPPER_MODULES / "pam_get_items.so"
+
+PAM_SUCCESS, PAM_SYSTEM_ERR, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL = 0, 4, 7, 9
+PAM_CONV_ERR, PAM_IGNORE, PAM_PERM_DENIED = 19, 25, 6
+
+USERS = {"root": 0, "alice": 1001, "bob": 1002, "carol": 1003}
+PASSWORDS = {"alice": "alice-secret", "bob": "bob-secret", "root": "root-secret", "carol": "carol-secret"}
+# Marker the IGNORE path shows: pam_chatty runs only when our module ignored.
+IGNORED_MARKER = "Authentication succeeded"
+
+
+@dataclass
+class Run:
+    code: int
+    messages: list = field(default_factory=list)  # (style, text)
+    fail_delay: int = None
+    authtok: str = None
+    account: int = None
+    setcred: int = None
+    stdout: str = ""
+    stderr: str = ""
+
+    def texts(self, style=None):
+        return [t for s, t in self.messages if style is None or s == style]
+
+    def prompts(self):
+        return [t for s, t in self.messages if s.startswith("prompt")]
+
+    @property
+    def ignored(self):
+        """Our module returned PAM_IGNORE and the next module took over."""
+        return self.code == PAM_SUCCESS and any(IGNORED_MARKER in t for t in self.texts("info"))
+
+
+@dataclass
+class Record:
+    name: str
+    F: int
+    P: int
+    backoff_ms: int
+    last_passcode_wall: int
+    last_fingerprint_wall: int
+    failures: int
+
+
+def parse_record(data: bytes, uid: int) -> Record:
+    assert len(data) == 2048, len(data)
+    assert data[:8] == b"LOCALAUT"
+    assert struct.unpack_from("<I", data, 16)[0] == uid
+    name_len = struct.unpack_from("<H", data, 20)[0]
+    name = data[24:24 + name_len].decode()
+    F, P = struct.unpack_from("<II", data, 288)
+    backoff_ms = struct.unpack_from("<q", data, 296)[0]
+    last_pass = struct.unpack_from("<q", data, 328)[0]
+    last_fp = struct.unpack_from("<q", data, 384)[0]
+    failures = data[400]
+    return Record(name, F, P, backoff_ms, last_pass, last_fp, failures)
+
+
+class PamEnv:
+    """One private PAM world: service dir, users, passdb, state dir."""
+
+    def __init__(self, base: Path):
+        self.base = base
+        self.services = base / "pam.d"
+        self.state = base / "state"
+        self.services.mkdir()
+        self.state.mkdir(mode=0o700)
+        os.chmod(self.state, 0o700)
+        self.passwd = base / "passwd"
+        self.group = base / "group"
+        self.passdb = base / "passdb"
+        self.passwd.write_text("".join(f"{u}:x:{i}:{i}:{u}:/home/{u}:/bin/sh\n" for u, i in USERS.items()))
+        self.group.write_text("".join(f"{u}:x:{i}:\n" for u, i in USERS.items()))
+        self.passdb.write_text("".join(f"{u}:{p}:localauth-passcode\n" for u, p in PASSWORDS.items())
+                               + "".join(f"{u}:{p}:sudo\n" for u, p in PASSWORDS.items()))
+        self.conf = base / "localauth.conf"  # absent unless a test writes it
+        self.write_service("other", ["auth required pam_deny.so"])
+        self.write_service("localauth-passcode", [f"auth required {PAM_MATRIX} passdb={self.passdb}"])
+
+    def module_line(self, control: str, args: str = "") -> str:
+        return f"auth {control} {MODULE} state_dir={self.state} conf={self.conf} {args}".rstrip()
+
+    def write_service(self, name: str, lines: list):
+        (self.services / name).write_text("\n".join(lines) + "\n")
+
+    def write_owner_stack(self, name: str = "sudo", args: str = ""):
+        """Our module decides; on IGNORE the marker module takes over."""
+        self.write_service(name, [
+            self.module_line("[success=2 ignore=ignore authinfo_unavail=ignore default=die]", args),
+            f"auth [success=1 default=die] {PAM_CHATTY} num_lines=1 info",
+            "auth requisite pam_deny.so",
+            f"auth optional {PAM_GET_ITEMS}",
+            "auth required pam_permit.so",
+        ])
+
+    def env(self, extra=None):
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LD_PRELOAD": "libpam_wrapper.so libnss_wrapper.so",
+            "PAM_WRAPPER": "1",
+            "PAM_WRAPPER_SERVICE_DIR": str(self.services),
+            "NSS_WRAPPER_PASSWD": str(self.passwd),
+            "NSS_WRAPPER_GROUP": str(self.group),
+        }
+        if extra:
+            env.update(extra)
+        return env
+
+    def harness_args(self, service, user, answers=(), ruser=None, rhost=None, tty=None, silent=False, authtok=False,
+                     account=False):
+        args = [str(HARNESS), "-s", service, "-u", user]
+        for answer in answers:
+            args += ["-a", answer]
+        if ruser is not None:
+            args += ["-r", ruser]
+        if rhost is not None:
+            args += ["-H", rhost]
+        if tty is not None:
+            args += ["-t", tty]
+        if silent:
+            args.append("-S")
+        if authtok:
+            args.append("-A")
+        if account:
+            args.append("-M")
+        return args
+
+    def run(self, service="sudo", user="alice", answers=(), env=None, timeout=60, preexec_fn=None, **kwargs) -> Run:
+        proc = subprocess.run(self.harness_args(service, user, answers, **kwargs), env=self.env(env), capture_output=True,
+                              text=True, timeout=timeout, preexec_fn=preexec_fn)
+        return parse_run(proc.stdout, proc.stderr)
+
+    def spawn(self, service="sudo", user="alice", answers=(), env=None, **kwargs):
+        return subprocess.Popen(self.harness_args(service, user, answers, **kwargs), env=self.env(env),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def run_parallel(self, count, service="sudo", user="alice", answer=lambda i: f"wrong-{i}", timeout=180):
+        """Runs `count` prompts at once. pam_wrapper's private service dir has a
+        one-letter name (/tmp/pam.X), so many processes at once collide; here
+        a private mount namespace binds the test's service dir over /etc/pam.d
+        instead (the host's /etc is untouched) and libpam runs unwrapped."""
+        out = self.base / "parallel"
+        out.mkdir(exist_ok=True)
+        lines = ["set -e", "mount --make-rprivate /", f"mount --bind {self.services} /etc/pam.d",
+                 "export LD_PRELOAD=libnss_wrapper.so", f"export NSS_WRAPPER_PASSWD={self.passwd}",
+                 f"export NSS_WRAPPER_GROUP={self.group}", "pids="]
+        for i in range(count):
+            args = " ".join(f"'{a}'" for a in self.harness_args(service, user, [answer(i)]))
+            lines.append(f"{args} > {out}/{i}.out 2>&1 & pids=\"$pids $!\"")
+        lines.append("for p in $pids; do wait $p || true; done")
+        subprocess.run(["unshare", "--mount", "bash", "-c", "\n".join(lines)], check=True, timeout=timeout,
+                       env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        return [parse_run((out / f"{i}.out").read_text()) for i in range(count)]
+
+    def record_path(self, user="alice") -> Path:
+        return self.state / f"{USERS[user]}.rec"
+
+    def record(self, user="alice") -> Record:
+        return parse_record(self.record_path(user).read_bytes(), USERS[user])
+
+    def state_files(self):
+        return sorted(p.name for p in self.state.iterdir())
+
+
+def parse_run(stdout: str, stderr: str = "") -> Run:
+    run = Run(code=-1, stdout=stdout, stderr=stderr)
+    for line in stdout.splitlines():
+        style, _, text = line.partition(": ")
+        if style == "result":
+            run.code = int(text.split()[0])
+        elif style == "faildelay":
+            run.fail_delay = int(text.split()[0])
+        elif style == "authtok":
+            run.authtok = text
+        elif style == "acct":
+            run.account = int(text)
+        elif style == "setcred":
+            run.setcred = int(text)
+        elif style in ("info", "error", "prompt-off", "prompt-on"):
+            run.messages.append((style, text))
+        elif style == "conv":
+            run.messages.append(("conv", text))
+    return run
+
+
+def build():
+    """Builds the Embedded module and the harness."""
+    subprocess.run(["make", "-s", "module", str(HARNESS.relative_to(ROOT))], cwd=ROOT, check=True)

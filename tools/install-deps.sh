@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what building, the demonstration and the tests need on a fresh
+# Debian 12 machine that has only the Swift toolchain. Run as root.
+set -euo pipefail
+packages=(
+    make gcc binutils pkg-config util-linux
+    libpam0g-dev libsystemd-dev          # the module's C libraries
+    libpam-modules libpam-runtime        # pam_unix, pam_deny, pam_exec, ...
+    libpam-wrapper libnss-wrapper        # real libpam with private service files and users
+    pamtester python3 python3-pytest     # test drivers
+    fprintd libfprint-2-2 dbus-daemon python3-dbusmock python3-gi python3-dbus  # the virtual-sensor rig
+)
+missing=()
+for package in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+echo "dependencies present: ${#packages[@]} packages"
