@@ -121,6 +121,8 @@ class PamEnv:
             "PAM_WRAPPER_SERVICE_DIR": str(self.services),
             "NSS_WRAPPER_PASSWD": str(self.passwd),
             "NSS_WRAPPER_GROUP": str(self.group),
+            # No fprintd unless a test starts the rig: a system bus that is not there.
+            "DBUS_SYSTEM_BUS_ADDRESS": f"unix:path={self.base}/no-system-bus",
         }
         if extra:
             env.update(extra)
@@ -163,7 +165,8 @@ class PamEnv:
         out.mkdir(exist_ok=True)
         lines = ["set -e", "mount --make-rprivate /", f"mount --bind {self.services} /etc/pam.d",
                  "export LD_PRELOAD=libnss_wrapper.so", f"export NSS_WRAPPER_PASSWD={self.passwd}",
-                 f"export NSS_WRAPPER_GROUP={self.group}", "pids="]
+                 f"export NSS_WRAPPER_GROUP={self.group}",
+                 f"export DBUS_SYSTEM_BUS_ADDRESS=unix:path={self.base}/no-system-bus", "pids="]
         for i in range(count):
             args = " ".join(f"'{a}'" for a in self.harness_args(service, user, [answer(i)]))
             lines.append(f"{args} > {out}/{i}.out 2>&1 & pids=\"$pids $!\"")

@@ -42,7 +42,9 @@ def cycles(pam, count, threads):
     script = ("mount --make-rprivate / && " + f"mount --bind {pam.services} /etc/pam.d && exec " +
               " ".join(f"'{a}'" for a in pam.harness_args("sudo", "root", [PASSWORDS["root"]]))
               + f" -n {count} -T {threads}")
-    proc = subprocess.run(["unshare", "--mount", "bash", "-c", script], capture_output=True, text=True, timeout=600)
+    env = {"PATH": "/usr/bin:/bin", "DBUS_SYSTEM_BUS_ADDRESS": f"unix:path={pam.base}/no-system-bus"}
+    proc = subprocess.run(["unshare", "--mount", "bash", "-c", script], env=env, capture_output=True, text=True,
+                          timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     values = dict(line.split(": ") for line in proc.stdout.splitlines())
     return int(values["rss_kb_warm"]), int(values["rss_kb_end"]), int(values["failures"])

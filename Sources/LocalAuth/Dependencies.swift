@@ -85,6 +85,13 @@ public protocol FingerprintSensor {
     mutating func verifyAttempt(deadline: Int64, onHint: (RetryHint) -> Void) -> AttemptEnd
     /// Stops verification and releases the device. Safe to call when not open.
     mutating func close()
+    /// Takes the Ctrl-C that ended an attempt as the fallback choice. Not
+    /// called for a cancel, which stays pending for the application (R16).
+    mutating func consumeInterrupt()
+}
+
+extension FingerprintSensor {
+    public mutating func consumeInterrupt() {}
 }
 
 /// The sensor of a build or machine without fingerprint support: never

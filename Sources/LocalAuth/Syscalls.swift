@@ -260,16 +260,6 @@ extension Syscalls {
         return buffer.withUnsafeBufferPointer { bytes(ofCString: $0.baseAddress!, limit: 255) }
     }
 
-    /// logind's word on the caller's session: true when remote, nil when
-    /// there is no logind or the caller has no session.
-    public static func loginSessionIsRemote() -> Bool? {
-        var session: UnsafeMutablePointer<CChar>? = nil
-        guard sd_pid_get_session(0, &session) >= 0, let name = session else { return nil }
-        defer { free(name) }
-        let remote = sd_session_is_remote(name)
-        return remote < 0 ? nil : remote > 0
-    }
-
     /// Whether `tty` (a PAM_TTY value such as `/dev/pts/3` or `pts/3`) is the
     /// process's controlling terminal.
     public static func isControllingTerminal(_ tty: [UInt8]) -> Bool {

@@ -27,7 +27,7 @@ public func localauthAuthenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc
     let target = Syscalls.lookupUser(userName)
     let facts = ScopeFacts(service: service, callerUID: Syscalls.realUserID(), targetUID: target?.uid, targetName: userName,
                            requestingUser: requestingUser, remoteHost: remoteHost, localHostName: Syscalls.hostName(),
-                           sessionIsRemote: Syscalls.loginSessionIsRemote())
+                           sessionIsRemote: loginSessionIsRemote())
     let scope = Scope.decide(facts, options: options)
     if case .outOfScope = scope {
         log.log(.debug, "out of scope for service \(printableText(service)); ignoring")
@@ -41,7 +41,7 @@ public func localauthAuthenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc
     let mode = options.mode ?? ((Syscalls.isControllingTerminal(tty) && Syscalls.threadCount() == 1) ? .terminal : .prompt)
     let request = Request(scope: scope, userName: userName, user: user, service: service, tty: tty, remoteHost: remoteHost,
                           mode: mode, silent: flags & PAMConstant.silentFlag != 0)
-    var engine = Engine(options: options, sensor: NoSensor(),
+    var engine = Engine(options: options, sensor: FprintdSensor(interruptible: mode == .terminal),
                         verifier: PAMPasscodeVerifier(service: options.passcodeService, tty: tty, remoteHost: remoteHost,
                                                       requestingUser: requestingUser),
                         prompter: PAMPrompter(handle: handle), store: FileStateStore(directoryPath: options.stateDir),
@@ -49,6 +49,7 @@ public func localauthAuthenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc
     let passcode = SecretBuffer()
     defer { passcode.wipe() }
     let result = engine.evaluate(request, policy: options.policy, passcode: passcode)
+    engine.sensor.close()
     if case .success(.passcode) = result.outcome { handle.setAuthToken(passcode) }
     if result.failDelay { handle.requestFailDelay() }
     log.log(.debug, "result \(result.pamCode.rawValue) for service \(printableText(service))")

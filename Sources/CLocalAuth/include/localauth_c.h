@@ -26,6 +26,10 @@
 #include <signal.h>
 #include <syslog.h>
 #include <systemd/sd-login.h>
+#include <systemd/sd-bus.h>
+#include <sys/signalfd.h>
+#include <poll.h>
+#include <pthread.h>
 
 static inline int la_openat(int dirfd, const char *path, int flags, unsigned mode) {
     return openat(dirfd, path, flags, (mode_t)mode);
@@ -33,6 +37,28 @@ static inline int la_openat(int dirfd, const char *path, int flags, unsigned mod
 static inline int la_errno(void) { return errno; }
 static inline int la_s_isreg(unsigned mode) { return S_ISREG(mode); }
 static inline int la_s_isdir(unsigned mode) { return S_ISDIR(mode); }
+
+/* sd-bus method calls and reads are variadic: one wrapper per signature used. */
+static inline int la_bus_call(sd_bus *bus, const char *destination, const char *path, const char *interface,
+                              const char *member, sd_bus_error *error, sd_bus_message **reply) {
+    return sd_bus_call_method(bus, destination, path, interface, member, error, reply, "");
+}
+static inline int la_bus_call_s(sd_bus *bus, const char *destination, const char *path, const char *interface,
+                                const char *member, const char *argument, sd_bus_error *error, sd_bus_message **reply) {
+    return sd_bus_call_method(bus, destination, path, interface, member, error, reply, "s", argument);
+}
+static inline int la_bus_read_s(sd_bus_message *message, const char **value) {
+    return sd_bus_message_read(message, "s", value);
+}
+static inline int la_bus_read_o(sd_bus_message *message, const char **value) {
+    return sd_bus_message_read(message, "o", value);
+}
+static inline int la_bus_read_sb(sd_bus_message *message, const char **text, int *flag) {
+    return sd_bus_message_read(message, "sb", text, flag);
+}
+static inline int la_bus_read_sss(sd_bus_message *message, const char **a, const char **b, const char **c) {
+    return sd_bus_message_read(message, "sss", a, b, c);
+}
 
 /* pam_syslog is variadic; the message is always passed as data, never as a format. */
 static inline void la_pam_syslog(const pam_handle_t *pamh, int priority, const char *message) {

@@ -1,0 +1,330 @@
+import CLocalAuth
+import LocalAuth
+
+/// The only code that calls libsystemd: fprintd over sd-bus (SPEC §9) and
+/// logind's view of the caller's session (R1).
+
+/// logind's word on the caller's session: true when remote, nil when there
+/// is no logind or the caller has no session.
+func loginSessionIsRemote() -> Bool? {
+    var session: UnsafeMutablePointer<CChar>? = nil
+    guard sd_pid_get_session(0, &session) >= 0, let name = session else { return nil }
+    defer { free(name) }
+    let remote = sd_session_is_remote(name)
+    return remote < 0 ? nil : remote > 0
+}
+
+/// What the bus callbacks leave for the verify loop. Lives at a fixed
+/// address (allocated) because sd-bus keeps a pointer to it.
+struct FprintdEvents {
+    /// VerifyStatus results not yet handled, oldest first.
+    var results: [FprintdResult] = []
+    /// fprintd left the bus (NameOwnerChanged with an empty new owner).
+    var vanished = false
+    /// fprintd's unique bus name: signals from anyone else are ignored.
+    var owner: [UInt8] = []
+}
+
+/// fprintd's VerifyStatus results.
+enum FprintdResult: Equatable {
+    case match
+    case noMatch
+    case hint(RetryHint)
+    case disconnected
+    case unknownError
+
+    init?(_ text: [UInt8]) {
+        if bytesEqual(text, "verify-match") { self = .match }
+        else if bytesEqual(text, "verify-no-match") { self = .noMatch }
+        else if bytesEqual(text, "verify-retry-scan") { self = .hint(.retryScan) }
+        else if bytesEqual(text, "verify-swipe-too-short") { self = .hint(.swipeTooShort) }
+        else if bytesEqual(text, "verify-finger-not-centered") { self = .hint(.fingerNotCentered) }
+        else if bytesEqual(text, "verify-remove-and-retry") { self = .hint(.removeAndRetry) }
+        else if bytesEqual(text, "verify-disconnected") { self = .disconnected }
+        else if bytesEqual(text, "verify-unknown-error") { self = .unknownError }
+        else { return nil }
+    }
+}
+
+private let fprintdName: StaticString = "net.reactivated.Fprint"
+private let managerPath: StaticString = "/net/reactivated/Fprint/Manager"
+private let managerInterface: StaticString = "net.reactivated.Fprint.Manager"
+private let deviceInterface: StaticString = "net.reactivated.Fprint.Device"
+
+private func cString(_ literal: StaticString) -> UnsafePointer<CChar> {
+    UnsafeRawPointer(literal.utf8Start).assumingMemoryBound(to: CChar.self)
+}
+
+/// The fingerprint reader through fprintd on the system bus.
+struct FprintdSensor: FingerprintSensor {
+    /// Ctrl-C ends a wait (terminal mode, R16).
+    let interruptible: Bool
+    private var bus: OpaquePointer? = nil
+    private var device: [UInt8] = []
+    private var claimed = false
+    private var verifying = false
+    private var events: UnsafeMutablePointer<FprintdEvents>? = nil
+    private var slots: [OpaquePointer?] = []
+    private var signalFD: Int32 = -1
+    private var savedMask = sigset_t()
+
+    init(interruptible: Bool) {
+        self.interruptible = interruptible
+    }
+
+    // MARK: FingerprintSensor
+
+    mutating func availability(userName: [UInt8]) -> SensorAvailability {
+        guard connect() else { return .unreachable }
+        return chooseDevice(userName)
+    }
+
+    mutating func open(userName: [UInt8]) -> SensorSession {
+        guard connect() else { return .failed }
+        guard case .available = chooseDevice(userName), !device.isEmpty else { return .failed }
+        guard let owner = nameOwner() else { return .failed }
+        let events = UnsafeMutablePointer<FprintdEvents>.allocate(capacity: 1)
+        events.initialize(to: FprintdEvents(owner: owner))
+        self.events = events
+        guard subscribe(events) else { close(); return .failed }
+        var error = sd_bus_error()
+        let status = withCStrings(device, userName) { path, user in
+            la_bus_call_s(bus, cString(fprintdName), path, cString(deviceInterface), "Claim", user, &error, nil)
+        }
+        let busy = status < 0 && error.name != nil && bytesEqual(Syscalls.bytes(ofCString: error.name!), "net.reactivated.Fprint.Error.AlreadyInUse")
+        sd_bus_error_free(&error)
+        guard status >= 0 else {
+            close()
+            return busy ? .busy : .failed
+        }
+        claimed = true
+        if interruptible { blockInterrupts() }
+        return .opened(scanType())
+    }
+
+    mutating func verifyAttempt(deadline: Int64, onHint: (RetryHint) -> Void) -> AttemptEnd {
+        guard let bus, let events, claimed else { return .deviceError }
+        if verifying { stopVerifying() }
+        events.pointee.results.removeAll()
+        var error = sd_bus_error()
+        let status = withCStrings(device, literalBytes("any")) { path, finger in
+            la_bus_call_s(bus, cString(fprintdName), path, cString(deviceInterface), "VerifyStart", finger, &error, nil)
+        }
+        sd_bus_error_free(&error)
+        guard status >= 0 else { return events.pointee.vanished ? .vanished : .deviceError }
+        verifying = true
+        while true {
+            while true {
+                let processed = sd_bus_process(bus, nil)
+                if processed < 0 { return .vanished }
+                if processed == 0 { break }
+            }
+            while !events.pointee.results.isEmpty {
+                let result = events.pointee.results.removeFirst()
+                switch result {
+                case .hint(let hint): onHint(hint)
+                case .match: stopVerifying(); return .match
+                case .noMatch: stopVerifying(); return .noMatch
+                case .disconnected: stopVerifying(); return .disconnected
+                case .unknownError: stopVerifying(); return .deviceError
+                }
+            }
+            if events.pointee.vanished { verifying = false; return .vanished }
+            let now = Syscalls.bootTimeNanoseconds()
+            if now >= deadline { stopVerifying(); return .timeout }
+            let waitMilliseconds = Int32(min((deadline - now) / 1_000_000 + 1, 1000))
+            var fds = [pollfd(fd: sd_bus_get_fd(bus), events: Int16(truncatingIfNeeded: sd_bus_get_events(bus)), revents: 0),
+                       pollfd(fd: signalFD, events: Int16(POLLIN), revents: 0)]
+            let ready = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress!, signalFD >= 0 ? 2 : 1, waitMilliseconds) }
+            if ready < 0 && la_errno() != EINTR { stopVerifying(); return .deviceError }
+            if signalFD >= 0 && fds[1].revents & Int16(POLLIN) != 0 { stopVerifying(); return .interrupted }
+        }
+    }
+
+    mutating func consumeInterrupt() {
+        guard signalFD >= 0 else { return }
+        var info = signalfd_siginfo()
+        _ = withUnsafeMutableBytes(of: &info) { read(signalFD, $0.baseAddress!, $0.count) }
+    }
+
+    mutating func close() {
+        if let bus {
+            if verifying { stopVerifying() }
+            if claimed {
+                var error = sd_bus_error()
+                _ = withCStrings(device, device) { path, _ in
+                    la_bus_call(bus, cString(fprintdName), path, cString(deviceInterface), "Release", &error, nil)
+                }
+                sd_bus_error_free(&error)
+                claimed = false
+            }
+        }
+        for slot in slots { if let slot { sd_bus_slot_unref(slot) } }
+        slots.removeAll()
+        if signalFD >= 0 {
+            CLocalAuth.close(signalFD)
+            signalFD = -1
+            pthread_sigmask(SIG_SETMASK, &savedMask, nil)
+        }
+        if let events {
+            events.deinitialize(count: 1)
+            events.deallocate()
+            self.events = nil
+        }
+        if let bus {
+            sd_bus_flush_close_unref(bus)
+            self.bus = nil
+        }
+    }
+
+    // MARK: Bus work
+
+    private mutating func connect() -> Bool {
+        if bus != nil { return true }
+        var opened: OpaquePointer? = nil
+        guard sd_bus_open_system(&opened) >= 0, let opened else { return false }
+        bus = opened
+        return true
+    }
+
+    /// Picks the device holding the user's prints; the default device decides
+    /// between "no device" and "not enrolled" otherwise.
+    private mutating func chooseDevice(_ userName: [UInt8]) -> SensorAvailability {
+        guard let bus else { return .unreachable }
+        var error = sd_bus_error()
+        var reply: OpaquePointer? = nil
+        let status = la_bus_call(bus, cString(fprintdName), cString(managerPath), cString(managerInterface), "GetDevices", &error, &reply)
+        sd_bus_error_free(&error)
+        guard status >= 0, let reply else { return .unreachable }
+        var paths: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = nil
+        let read = sd_bus_message_read_strv(reply, &paths)
+        sd_bus_message_unref(reply)
+        guard read >= 0, let paths else { return .unreachable }
+        var devices: [[UInt8]] = []
+        var index = 0
+        while let path = paths[index] {
+            devices.append(Syscalls.bytes(ofCString: path, limit: 256))
+            free(path)
+            index += 1
+        }
+        free(paths)
+        guard !devices.isEmpty else { return .noDevice }
+        for candidate in devices {
+            let fingers = enrolledFingers(on: candidate, userName)
+            if !fingers.isEmpty {
+                device = candidate
+                var digest = literalBytes("fprintd:")
+                digest += candidate
+                for finger in fingers { digest.append(0); digest += finger }
+                return .available(domainState: digest)
+            }
+        }
+        device = []
+        return .notEnrolled
+    }
+
+    private func enrolledFingers(on path: [UInt8], _ userName: [UInt8]) -> [[UInt8]] {
+        guard let bus else { return [] }
+        var error = sd_bus_error()
+        var reply: OpaquePointer? = nil
+        let status = withCStrings(path, userName) { cPath, user in
+            la_bus_call_s(bus, cString(fprintdName), cPath, cString(deviceInterface), "ListEnrolledFingers", user, &error, &reply)
+        }
+        sd_bus_error_free(&error)
+        guard status >= 0, let reply else { return [] }
+        defer { sd_bus_message_unref(reply) }
+        var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = nil
+        guard sd_bus_message_read_strv(reply, &names) >= 0, let names else { return [] }
+        var fingers: [[UInt8]] = []
+        var index = 0
+        while let name = names[index] {
+            fingers.append(Syscalls.bytes(ofCString: name, limit: 64))
+            free(name)
+            index += 1
+        }
+        free(names)
+        return fingers
+    }
+
+    /// fprintd's unique name, so that signals from anyone else are ignored.
+    private func nameOwner() -> [UInt8]? {
+        guard let bus else { return nil }
+        var error = sd_bus_error()
+        var reply: OpaquePointer? = nil
+        let status = la_bus_call_s(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner",
+                                   cString(fprintdName), &error, &reply)
+        sd_bus_error_free(&error)
+        guard status >= 0, let reply else { return nil }
+        defer { sd_bus_message_unref(reply) }
+        var owner: UnsafePointer<CChar>? = nil
+        guard la_bus_read_s(reply, &owner) >= 0, let owner else { return nil }
+        return Syscalls.bytes(ofCString: owner, limit: 256)
+    }
+
+    private mutating func subscribe(_ events: UnsafeMutablePointer<FprintdEvents>) -> Bool {
+        guard let bus else { return false }
+        var statusSlot: OpaquePointer? = nil
+        var ownerSlot: OpaquePointer? = nil
+        let owner = events.pointee.owner
+        let first = withCStrings(owner, device) { sender, path in
+            sd_bus_match_signal(bus, &statusSlot, sender, path, cString(deviceInterface), "VerifyStatus", { message, userdata, _ in
+                guard let message, let userdata else { return 0 }
+                let events = userdata.assumingMemoryBound(to: FprintdEvents.self)
+                guard let sender = sd_bus_message_get_sender(message),
+                      Syscalls.bytes(ofCString: sender, limit: 256) == events.pointee.owner else { return 0 }
+                var text: UnsafePointer<CChar>? = nil
+                var done: Int32 = 0
+                guard la_bus_read_sb(message, &text, &done) >= 0, let text,
+                      let result = FprintdResult(Syscalls.bytes(ofCString: text, limit: 64)) else { return 0 }
+                events.pointee.results.append(result)
+                return 0
+            }, UnsafeMutableRawPointer(events))
+        }
+        let second = sd_bus_match_signal(bus, &ownerSlot, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                         "NameOwnerChanged", { message, userdata, _ in
+            guard let message, let userdata else { return 0 }
+            let events = userdata.assumingMemoryBound(to: FprintdEvents.self)
+            var name: UnsafePointer<CChar>? = nil, old: UnsafePointer<CChar>? = nil, new: UnsafePointer<CChar>? = nil
+            guard la_bus_read_sss(message, &name, &old, &new) >= 0, let name, let new else { return 0 }
+            if bytesEqual(Syscalls.bytes(ofCString: name, limit: 64), "net.reactivated.Fprint") && new.pointee == 0 {
+                events.pointee.vanished = true
+            }
+            return 0
+        }, UnsafeMutableRawPointer(events))
+        slots.append(statusSlot)
+        slots.append(ownerSlot)
+        return first >= 0 && second >= 0
+    }
+
+    private mutating func stopVerifying() {
+        guard let bus, verifying else { return }
+        verifying = false
+        var error = sd_bus_error()
+        _ = withCStrings(device, device) { path, _ in
+            la_bus_call(bus, cString(fprintdName), path, cString(deviceInterface), "VerifyStop", &error, nil)
+        }
+        sd_bus_error_free(&error)
+    }
+
+    private func scanType() -> ScanType {
+        guard let bus else { return .press }
+        var error = sd_bus_error()
+        var value: UnsafeMutablePointer<CChar>? = nil
+        let status = withCStrings(device, device) { path, _ in
+            sd_bus_get_property_string(bus, cString(fprintdName), path, cString(deviceInterface), "scan-type", &error, &value)
+        }
+        sd_bus_error_free(&error)
+        guard status >= 0, let value else { return .press }
+        defer { free(value) }
+        return bytesEqual(Syscalls.bytes(ofCString: value, limit: 16), "swipe") ? .swipe : .press
+    }
+
+    private mutating func blockInterrupts() {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGINT)
+        guard pthread_sigmask(SIG_BLOCK, &set, &savedMask) == 0 else { return }
+        signalFD = signalfd(-1, &set, Int32(SFD_CLOEXEC | SFD_NONBLOCK))
+        if signalFD < 0 { pthread_sigmask(SIG_SETMASK, &savedMask, nil) }
+    }
+}
