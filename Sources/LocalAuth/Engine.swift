@@ -454,7 +454,11 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 guard current.recentFailures.contains(where: { $0.sequence == sequence }) else { return }
                 switch kind {
                 case .fingerprint: current.fingerprintFailures = max(0, current.fingerprintFailures - 1)
-                case .passcode: current.passcodeFailures = max(0, current.passcodeFailures - 1)
+                case .passcode:
+                    current.passcodeFailures = max(0, current.passcodeFailures - 1)
+                    // The charge started the wait its count earned (R9); a
+                    // charge is only made when no wait runs, so undo it too.
+                    current.backoffRemainingMilliseconds = 0
                 }
                 current.removeFailure(sequence: sequence)
                 record = current
@@ -622,8 +626,12 @@ struct RecordRules {
 
     /// Stores the remainder against the current boot when the boot changed,
     /// so the wait resumes rather than restarts. True when the record changed.
+    /// A boot clock below the anchor is a new boot too (the boot id could not
+    /// be read, so it did not change): without this the wait would stand
+    /// still until the new boot's clock passed the old anchor.
     func reanchorBackoff(_ record: inout StateRecord, moment: Moment) -> Bool {
-        guard record.backoffRemainingMilliseconds > 0, record.backoffBootID != moment.bootID else { return false }
+        guard record.backoffRemainingMilliseconds > 0,
+              record.backoffBootID != moment.bootID || moment.boot < record.backoffAnchorBootNanoseconds else { return false }
         record.backoffAnchorBootNanoseconds = moment.boot
         record.backoffBootID = moment.bootID
         return true

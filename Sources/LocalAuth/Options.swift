@@ -194,7 +194,7 @@ public struct OptionParser {
             else { reject(key, location, "only valid as a module argument") }
             return
         }
-        guard let value else { return reject(key, location, "missing value") }
+        guard let value else { return reject(key, location, isValueKey(key) ? "missing value" : "unknown option") }
         if bytesEqual(key, "policy") {
             if bytesEqual(value, "owner") { options.policy = .owner }
             else if bytesEqual(value, "biometrics") { options.policy = .biometrics }
@@ -245,6 +245,15 @@ public struct OptionParser {
             reject(key, location, "unknown option")
         }
     }
+}
+
+/// The keys that take a value, so that a bare unknown word (`nullok`) is
+/// reported as unknown rather than as missing its value.
+func isValueKey(_ key: ArraySlice<UInt8>) -> Bool {
+    bytesEqual(key, "policy") || bytesEqual(key, "mode") || bytesEqual(key, "services") || bytesEqual(key, "passcode_service")
+        || bytesEqual(key, "max_tries") || bytesEqual(key, "lockout") || bytesEqual(key, "timeout")
+        || bytesEqual(key, "fallback_after") || bytesEqual(key, "max_backoff") || bytesEqual(key, "passcode_backoff")
+        || bytesEqual(key, "fallback_title") || bytesEqual(key, "reason") || bytesEqual(key, "state_dir") || bytesEqual(key, "conf")
 }
 
 /// A flag given bare, or with yes/no, true/false, on/off, 1/0.

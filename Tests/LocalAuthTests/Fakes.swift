@@ -1,0 +1,361 @@
+import LocalAuth
+
+/// Test doubles for the engine's six dependencies. All are final classes:
+/// the engine holds copies of its dependencies, so reference semantics let a
+/// test look at what happened after (and during) an evaluation, and let one
+/// set of fakes serve several prompts in a row (one engine per prompt, as the
+/// PAM module builds one per `pam_sm_authenticate`).
+
+func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+// MARK: - Fingerprint sensor
+
+/// One scripted fingerprint attempt: retry hints reported first, then how the
+/// attempt ended.
+struct SensorStep: Equatable {
+    var hints: [RetryHint]
+    var end: AttemptEnd
+    init(_ end: AttemptEnd, hints: [RetryHint] = []) {
+        self.end = end
+        self.hints = hints
+    }
+}
+
+final class FakeSensor: FingerprintSensor {
+    var availabilityValue: SensorAvailability
+    var openResult: SensorSession
+    /// Attempts still to play, in order.
+    var script: [SensorStep]
+    /// Called at the start of every `verifyAttempt`; its value is recorded in
+    /// `probedAtVerify` (the test makes it read the store: R3).
+    var probe: (() -> Int)?
+    /// Called at the start of every `verifyAttempt`, after `probe` (e.g. to
+    /// move a clock).
+    var onVerify: (() -> Void)?
+
+    private(set) var availabilityCalls = 0
+    private(set) var openCalls = 0
+    private(set) var closeCalls = 0
+    private(set) var verifyCalls = 0
+    private(set) var deadlines: [Int64] = []
+    private(set) var probedAtVerify: [Int] = []
+    private(set) var userNames: [[UInt8]] = []
+    /// Set when the engine asked for an attempt the script did not have.
+    private(set) var scriptExhausted = false
+    /// Set when `verifyAttempt` ran while the device was not open.
+    private(set) var verifiedWhileClosed = false
+    private var isOpen = false
+
+    init(_ availability: SensorAvailability = .available(domainState: [0xD0, 0x0D]), open: SensorSession = .opened(.press),
+         script: [SensorStep] = []) {
+        availabilityValue = availability
+        openResult = open
+        self.script = script
+    }
+
+    func availability(userName: [UInt8]) -> SensorAvailability {
+        availabilityCalls += 1
+        userNames.append(userName)
+        return availabilityValue
+    }
+
+    func open(userName: [UInt8]) -> SensorSession {
+        openCalls += 1
+        userNames.append(userName)
+        if case .opened = openResult { isOpen = true }
+        return openResult
+    }
+
+    func verifyAttempt(deadline: Int64, onHint: (RetryHint) -> Void) -> AttemptEnd {
+        verifyCalls += 1
+        if !isOpen { verifiedWhileClosed = true }
+        deadlines.append(deadline)
+        if let probe { probedAtVerify.append(probe()) }
+        onVerify?()
+        guard !script.isEmpty else {
+            scriptExhausted = true
+            return .deviceError
+        }
+        let step = script.removeFirst()
+        for hint in step.hints { onHint(hint) }
+        return step.end
+    }
+
+    func close() {
+        closeCalls += 1
+        isOpen = false
+    }
+}
+
+// MARK: - Passcode verifier
+
+final class FakeVerifier: PasscodeVerifier {
+    var beginResult: Bool
+    var correctPasscode: [UInt8]
+    /// When set, returned instead of comparing (e.g. `.noVerdict`).
+    var forcedVerdict: PasscodeVerdict?
+    /// Called at the start of every `verify`; recorded in `probedAtVerify`.
+    var probe: (() -> Int)?
+
+    private(set) var beginCalls = 0
+    private(set) var verifyCalls = 0
+    private(set) var endCalls = 0
+    private(set) var probedAtVerify: [Int] = []
+    private(set) var begunFor: [[UInt8]] = []
+    /// Whether each verified buffer held exactly the correct passcode.
+    private(set) var sawCorrect: [Bool] = []
+    private(set) var verifiedWithoutBegin = false
+    private var begun = false
+
+    init(begin: Bool = true, correct: String = "correct horse") {
+        beginResult = begin
+        correctPasscode = bytes(correct)
+    }
+
+    func begin(userName: [UInt8]) -> Bool {
+        beginCalls += 1
+        begunFor.append(userName)
+        begun = beginResult
+        return beginResult
+    }
+
+    func verify(_ passcode: SecretBuffer) -> PasscodeVerdict {
+        verifyCalls += 1
+        if !begun { verifiedWithoutBegin = true }
+        if let probe { probedAtVerify.append(probe()) }
+        let isCorrect = passcode.equals(correctPasscode)
+        sawCorrect.append(isCorrect)
+        if let forcedVerdict { return forcedVerdict }
+        return isCorrect ? .correct : .wrong
+    }
+
+    func end() {
+        endCalls += 1
+        begun = false
+    }
+}
+
+// MARK: - Prompter
+
+enum Answer: Equatable {
+    case text(String)
+    case empty
+    case failed
+}
+
+struct Told: Equatable, CustomStringConvertible {
+    var text: String
+    var kind: MessageKind
+    var description: String { "\(kind == .error ? "error" : "info"): \(text)" }
+}
+
+final class FakePrompter: Prompter {
+    var answers: [Answer]
+    private(set) var asked: [String] = []
+    private(set) var told: [Told] = []
+    /// Set when the engine asked a question the test did not script.
+    private(set) var answersExhausted = false
+
+    init(_ answers: [Answer] = []) { self.answers = answers }
+
+    func ask(_ text: String, into secret: SecretBuffer) -> PromptAnswer {
+        asked.append(text)
+        guard !answers.isEmpty else {
+            answersExhausted = true
+            return .failed
+        }
+        switch answers.removeFirst() {
+        case .text(let value):
+            secret.assign(bytes(value))
+            return .entered
+        case .empty:
+            secret.assign([])
+            return .empty
+        case .failed:
+            return .failed
+        }
+    }
+
+    func tell(_ text: String, _ kind: MessageKind) {
+        told.append(Told(text: text, kind: kind))
+    }
+
+    func saw(_ fragment: String) -> Bool { told.contains { $0.text.contains(fragment) } }
+    func saw(_ fragment: String, kind: MessageKind) -> Bool { told.contains { $0.kind == kind && $0.text.contains(fragment) } }
+    func count(_ fragment: String) -> Int { told.filter { $0.text.contains(fragment) }.count }
+}
+
+// MARK: - State store
+
+/// An in-memory store with the semantics of `FileStateStore.withRecord`:
+/// the body gets nil for an absent or damaged record, and the record is
+/// written back when the body changed it (or replaced a damaged/absent one).
+final class FakeStore: StateStore {
+    private(set) var stored: StateRecord?
+    private(set) var status: LoadStatus
+    /// Every transaction fails before the body runs (lock or read failure).
+    var failReads = false
+    /// Every write fails (after the body ran).
+    var failWrites = false
+    /// Writes succeed this many more times, then fail.
+    var writesBeforeFailure: Int?
+
+    private(set) var transactions = 0
+    private(set) var writes = 0
+    private(set) var failedWrites = 0
+    /// uid and name of every transaction.
+    private(set) var keys: [(UInt32, [UInt8])] = []
+
+    init(_ record: StateRecord? = nil) {
+        stored = record
+        status = record == nil ? .absent : .loaded
+    }
+
+    /// A store whose record is damaged (R12).
+    static func damaged(_ why: RecordDamage) -> FakeStore {
+        let store = FakeStore()
+        store.status = .damaged(why)
+        return store
+    }
+
+    var record: StateRecord? { status == .loaded ? stored : nil }
+    var fingerprintFailures: Int { record?.fingerprintFailures ?? 0 }
+    var passcodeFailures: Int { record?.passcodeFailures ?? 0 }
+
+    func withRecord<Result>(uid: UInt32, userName: [UInt8],
+                            _ body: (inout StateRecord?, LoadStatus) -> Result) throws(StoreFailure) -> Result {
+        transactions += 1
+        keys.append((uid, userName))
+        if failReads { throw StoreFailure.lockFailed(Errno(5)) }
+        let loaded: StateRecord? = status == .loaded ? stored : nil
+        var working = loaded
+        let result = body(&working, status)
+        if let changed = working, changed != loaded || status != .loaded {
+            if failWrites { failedWrites += 1; throw StoreFailure.writeFailed(Errno(28)) }
+            if let remaining = writesBeforeFailure {
+                if remaining <= 0 { failedWrites += 1; throw StoreFailure.writeFailed(Errno(28)) }
+                writesBeforeFailure = remaining - 1
+            }
+            stored = changed
+            status = .loaded
+            writes += 1
+        }
+        return result
+    }
+}
+
+// MARK: - Clock and log
+
+final class ManualClock: Clock {
+    var boot: Int64
+    var wall: Int64
+    var bootIdentifier: [UInt8]
+
+    init(boot: Int64 = 5_000_000_000_000, wall: Int64 = 1_750_000_000, bootID: UInt8 = 1) {
+        self.boot = boot
+        self.wall = wall
+        bootIdentifier = [UInt8](repeating: bootID, count: 16)
+    }
+
+    func bootNanoseconds() -> Int64 { boot }
+    func wallSeconds() -> Int64 { wall }
+    func bootID() -> [UInt8] { bootIdentifier }
+
+    /// Time passes on both clocks.
+    func advance(seconds: Int64) {
+        boot += seconds * 1_000_000_000
+        wall += seconds
+    }
+
+    /// A reboot: a new boot id and a boot clock that starts again near zero.
+    func reboot(id: UInt8, uptimeSeconds: Int64 = 20) {
+        bootIdentifier = [UInt8](repeating: id, count: 16)
+        boot = uptimeSeconds * 1_000_000_000
+    }
+}
+
+final class RecordingLog: EventLog {
+    private(set) var entries: [(level: LogLevel, message: String)] = []
+    func log(_ level: LogLevel, _ message: String) { entries.append((level, message)) }
+    func has(_ level: LogLevel, _ fragment: String) -> Bool {
+        entries.contains { $0.level == level && $0.message.contains(fragment) }
+    }
+}
+
+// MARK: - Harness
+
+typealias TestEngine = Engine<FakeSensor, FakeVerifier, FakePrompter, FakeStore, ManualClock, RecordingLog>
+
+var alice: UserIdentity { UserIdentity(uid: 1000, name: bytes("alice")) }
+var rootUser: UserIdentity { UserIdentity(uid: 0, name: bytes("root")) }
+
+/// Texts the engine shows; the tests pin them so a prompt that changes is noticed.
+enum Text {
+    static let firstPrompt = "Password, or press Enter to use your fingerprint: "
+    static let passcodePrompt = "Enter Password: "
+    static let locked = "Too many failed fingerprint attempts. Fingerprint is locked until you enter your password."
+    static let place = "Place your finger on the fingerprint reader."
+    static let swipe = "Swipe your finger across the fingerprint reader."
+    static let noMatchTryAgain = "Fingerprint not recognized. Try again."
+    static let ctrlC = "Press Ctrl-C to Enter Password."
+    static let timedOut = "Timed out waiting for a fingerprint."
+    static let disconnected = "The fingerprint reader was disconnected."
+    static let stopped = "The fingerprint reader stopped working."
+    static let busy = "The fingerprint reader is in use by another prompt."
+    static let waitPrefix = "Too many wrong passwords. Try again in "
+}
+
+/// One set of fakes shared by the prompts of a test.
+final class World {
+    var options: Options
+    let sensor: FakeSensor
+    let verifier: FakeVerifier
+    let prompter: FakePrompter
+    let store: FakeStore
+    let clock: ManualClock
+    let log: RecordingLog
+
+    init(options: Options = Options(), sensor: FakeSensor = FakeSensor(), verifier: FakeVerifier = FakeVerifier(),
+         prompter: FakePrompter = FakePrompter(), store: FakeStore = FakeStore(), clock: ManualClock = ManualClock(),
+         log: RecordingLog = RecordingLog()) {
+        self.options = options
+        self.sensor = sensor
+        self.verifier = verifier
+        self.prompter = prompter
+        self.store = store
+        self.clock = clock
+        self.log = log
+        // R3 probes: what the store holds when a verification starts.
+        sensor.probe = { store.fingerprintFailures }
+        verifier.probe = { store.passcodeFailures }
+    }
+
+    func engine() -> TestEngine {
+        Engine(options: options, sensor: sensor, verifier: verifier, prompter: prompter, store: store, clock: clock, log: log)
+    }
+
+    func request(_ user: UserIdentity = alice, mode: InteractionMode = .terminal, silent: Bool = false,
+                 scope: ScopeDecision = .inScope, service: String = "sudo") -> Request {
+        Request(scope: scope, userName: user.name, user: scope == .inScope ? user : nil, service: bytes(service),
+                tty: bytes("/dev/pts/3"), remoteHost: [], mode: mode, silent: silent)
+    }
+
+    /// One prompt (one `pam_sm_authenticate`): a fresh engine over the same fakes.
+    @discardableResult
+    func prompt(_ user: UserIdentity = alice, policy: LAPolicy = .owner, mode: InteractionMode = .terminal, silent: Bool = false,
+                scope: ScopeDecision = .inScope, service: String = "sudo", answers: [Answer] = [], script: [SensorStep] = [],
+                passcode: SecretBuffer = SecretBuffer()) -> EvaluationResult {
+        prompter.answers.append(contentsOf: answers)
+        sensor.script.append(contentsOf: script)
+        var engine = engine()
+        return engine.evaluate(request(user, mode: mode, silent: silent, scope: scope, service: service), policy: policy, passcode: passcode)
+    }
+}
+
+/// A stored record with the given counts.
+func storedRecord(_ user: UserIdentity = alice, f: Int = 0, p: Int = 0, wall: Int64 = 1_700_000_000) -> StateRecord {
+    var record = StateRecord(uid: user.uid, userName: user.name, createdWallSeconds: wall)
+    record.fingerprintFailures = f
+    record.passcodeFailures = p
+    return record
+}

@@ -1,0 +1,76 @@
+import XCTest
+import CLocalAuth
+import LocalAuth
+
+/// SPEC §4: the one table from outcomes to PAM codes.
+final class ResultTableTests: XCTestCase {
+    func testEveryLAErrorHasItsPAMCode() {
+        let expected: [LAError: PAMCode] = [
+            .authenticationFailed: .authError,
+            .userCancel: .conversationError,
+            .userFallback: .ignore,
+            .systemCancel: .authInfoUnavailable,
+            .passcodeNotSet: .authInfoUnavailable,
+            .biometryNotAvailable: .authInfoUnavailable,
+            .biometryNotEnrolled: .authInfoUnavailable,
+            .biometryLockout: .authInfoUnavailable,
+            .appCancel: .conversationError,
+            .invalidContext: .systemError,
+            .biometryDisconnected: .authInfoUnavailable,
+            .notInteractive: .conversationError,
+        ]
+        XCTAssertEqual(Set(LAError.allCases), Set(expected.keys), "a new LAError needs a row here")
+        for error in LAError.allCases {
+            XCTAssertEqual(ResultTable.pamCode(for: error), expected[error], error.name)
+            XCTAssertEqual(ResultTable.pamCode(for: .failure(error)), expected[error], error.name)
+            XCTAssertNotEqual(ResultTable.pamCode(for: error), .success, "\(error.name) must never succeed")
+        }
+    }
+
+    func testAppleRawValuesAndNames() {
+        let expected: [(LAError, Int32, String)] = [
+            (.authenticationFailed, -1, "authenticationFailed"), (.userCancel, -2, "userCancel"), (.userFallback, -3, "userFallback"),
+            (.systemCancel, -4, "systemCancel"), (.passcodeNotSet, -5, "passcodeNotSet"),
+            (.biometryNotAvailable, -6, "biometryNotAvailable"), (.biometryNotEnrolled, -7, "biometryNotEnrolled"),
+            (.biometryLockout, -8, "biometryLockout"), (.appCancel, -9, "appCancel"), (.invalidContext, -10, "invalidContext"),
+            (.biometryDisconnected, -13, "biometryDisconnected"), (.notInteractive, -1004, "notInteractive"),
+        ]
+        XCTAssertEqual(expected.count, LAError.allCases.count)
+        for (error, raw, name) in expected {
+            XCTAssertEqual(error.rawValue, raw)
+            XCTAssertEqual(error.name, name)
+            XCTAssertEqual(LAError(rawValue: raw), error)
+        }
+    }
+
+    func testEveryOutcomeKind() {
+        XCTAssertEqual(ResultTable.pamCode(for: .outOfScope), .ignore)
+        XCTAssertEqual(ResultTable.pamCode(for: .success(.biometry)), .success)
+        XCTAssertEqual(ResultTable.pamCode(for: .success(.passcode)), .success)
+        XCTAssertEqual(ResultTable.pamCode(for: .internalError), .systemError)
+        XCTAssertEqual(EvaluationResult(.internalError).pamCode, .systemError)
+        XCTAssertEqual(EvaluationResult(.failure(.userFallback)).pamCode, .ignore)
+        XCTAssertEqual(EvaluationResult(.success(.passcode)).pamCode, .success)
+        XCTAssertFalse(EvaluationResult(.success(.passcode)).failDelay)
+        // Only a success is PAM_SUCCESS.
+        var outcomes: [Outcome] = [.outOfScope, .internalError, .success(.biometry), .success(.passcode)]
+        outcomes += LAError.allCases.map { Outcome.failure($0) }
+        for outcome in outcomes {
+            let isSuccess: Bool
+            if case .success = outcome { isSuccess = true } else { isSuccess = false }
+            XCTAssertEqual(ResultTable.pamCode(for: outcome) == .success, isSuccess, "\(outcome)")
+        }
+    }
+
+    func testPAMCodesAreLinuxPAMs() {
+        XCTAssertEqual(PAMCode.success.rawValue, PAM_SUCCESS)
+        XCTAssertEqual(PAMCode.systemError.rawValue, PAM_SYSTEM_ERR)
+        XCTAssertEqual(PAMCode.authError.rawValue, PAM_AUTH_ERR)
+        XCTAssertEqual(PAMCode.authInfoUnavailable.rawValue, PAM_AUTHINFO_UNAVAIL)
+        XCTAssertEqual(PAMCode.conversationError.rawValue, PAM_CONV_ERR)
+        XCTAssertEqual(PAMCode.ignore.rawValue, PAM_IGNORE)
+        XCTAssertEqual(PAMCode.allCases.count, 6, "a new PAMCode needs its C constant checked here")
+        // PAM_MAXTRIES is deliberately never used (SPEC §4).
+        for code in PAMCode.allCases { XCTAssertNotEqual(code.rawValue, PAM_MAXTRIES) }
+    }
+}

@@ -1,0 +1,938 @@
+import XCTest
+import LocalAuth
+
+/// SPEC §3 and §4 as a table: every row is one prompt from a given state,
+/// with everything that must (and must not) happen. Multi-prompt stories
+/// (back-off schedules, clocks, lockout across prompts) are in EngineTests.
+
+enum InitialState {
+    case absent
+    /// A stored record; `backoffMilliseconds` is a wait that started now.
+    case record(f: Int, p: Int, backoffMilliseconds: Int64 = 0)
+    case damaged(RecordDamage)
+}
+
+enum StoreFault {
+    case none
+    case reads
+    case writes
+}
+
+struct Scenario {
+    var name: String
+    var policy: LAPolicy
+    // Inputs.
+    var configure: (inout Options) -> Void = { _ in }
+    var mode: InteractionMode = .terminal
+    var silent = false
+    var user = alice
+    var scope: ScopeDecision = .inScope
+    var initial: InitialState = .record(f: 0, p: 0)
+    var storeFault: StoreFault = .none
+    var availability: SensorAvailability = .available(domainState: [0xD0, 0x0D])
+    var open: SensorSession = .opened(.press)
+    var script: [SensorStep] = []
+    var answers: [Answer] = []
+    var verifierBegins = true
+    var forcedVerdict: PasscodeVerdict? = nil
+    // Expectations. Counts default to "did not happen"; outcome and code must be given.
+    var outcome: Outcome? = nil
+    var code: PAMCode? = nil
+    var failDelay = false
+    /// F and P in the store afterwards (0 for an absent record).
+    var f = 0
+    var p = 0
+    /// The stored back-off afterwards, when it matters.
+    var backoffAfter: Int64? = nil
+    var sensorOpens = 0
+    var fingerprintAttempts = 0
+    var passcodeBegins = 0
+    var passcodeChecks = 0
+    /// P seen by each passcode verification; nil: derived (initial P + 1, R3).
+    var pAtCheck: [Int]? = nil
+    /// Exactly the prompts asked, in order.
+    var prompts: [String] = []
+    var says: [String] = []
+    var saysError: [String] = []
+    var saysNot: [String] = []
+    var logs: [(LogLevel, String)] = []
+    /// The store must never be touched (R1, R14).
+    var storeUntouched = false
+
+    init(_ name: String, _ policy: LAPolicy, _ build: (inout Scenario) -> Void) {
+        self.name = name
+        self.policy = policy
+        build(&self)
+    }
+}
+
+var wrongAnswer: Answer { .text("hunter2") }
+var rightAnswer: Answer { .text("correct horse") }
+
+extension SensorStep {
+    static var match: SensorStep { SensorStep(.match) }
+    static var noMatch: SensorStep { SensorStep(.noMatch) }
+}
+
+func scenarios() -> [Scenario] {
+    var table: [Scenario] = []
+    func add(_ name: String, _ policy: LAPolicy, _ build: (inout Scenario) -> Void) {
+        table.append(Scenario(name, policy, build))
+    }
+
+    // MARK: R1 scope
+    for policy in [LAPolicy.owner, .biometrics] {
+        for refusal in [ScopeRefusal.service, .remote, .requester] {
+            add("R1 out of scope (\(refusal)) → IGNORE, no record touched", policy) {
+                $0.scope = .outOfScope(refusal)
+                $0.initial = .record(f: 2, p: 1)
+                $0.outcome = .outOfScope; $0.code = .ignore
+                $0.f = 2; $0.p = 1; $0.storeUntouched = true
+            }
+        }
+    }
+
+    // MARK: R2 / R4 fingerprint match
+    add("R4 owner: match on the first try", .owner) {
+        $0.script = [.match]
+        $0.outcome = .success(.biometry); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.says = [Text.place]
+        $0.saysNot = ["Ctrl-C"]
+    }
+    add("R4 biometrics: match on the first try", .biometrics) {
+        $0.script = [.match]
+        $0.outcome = .success(.biometry); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.says = [Text.place]
+    }
+    add("R4 owner: a match resets F and P", .owner) {
+        $0.initial = .record(f: 4, p: 3)
+        $0.script = [.match]
+        $0.outcome = .success(.biometry); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+    }
+    add("R4 biometrics: a match resets F and P", .biometrics) {
+        $0.initial = .record(f: 2, p: 4)
+        $0.script = [.noMatch, .match]
+        $0.outcome = .success(.biometry); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+        $0.says = [Text.noMatchTryAgain]
+    }
+    add("R4 owner: a swipe reader asks for a swipe", .owner) {
+        $0.open = .opened(.swipe)
+        $0.script = [.match]
+        $0.outcome = .success(.biometry); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.says = [Text.swipe]; $0.saysNot = [Text.place]
+    }
+    add("R3 owner: retry hints are not verdicts; match after them charges nothing", .owner) {
+        $0.script = [SensorStep(.match, hints: RetryHint.allCases)]
+        $0.outcome = .success(.biometry); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.says = ["Scan failed. Try again.", "Swipe was too short. Try again.", "Finger was not centered. Try again.",
+                   "Remove your finger and try again."]
+    }
+    add("R3 biometrics: hints then a timeout are refunded", .biometrics) {
+        $0.initial = .record(f: 1, p: 0)
+        $0.script = [SensorStep(.timeout, hints: [.retryScan, .swipeTooShort])]
+        $0.outcome = .failure(.systemCancel); $0.code = .authInfoUnavailable
+        $0.f = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.says = ["Scan failed. Try again.", Text.timedOut]
+    }
+    add("R3 owner: hints then a timeout are refunded, then the passcode", .owner) {
+        $0.initial = .record(f: 1, p: 0)
+        $0.script = [SensorStep(.timeout, hints: [.removeAndRetry])]
+        $0.answers = [wrongAnswer]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.f = 1; $0.p = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.says = ["Remove your finger and try again.", Text.timedOut]
+    }
+
+    // MARK: R2 biometrics not usable
+    let unusable: [(String, SensorAvailability, LAError)] = [
+        ("fprintd unreachable", .unreachable, .biometryNotAvailable),
+        ("no device", .noDevice, .biometryNotAvailable),
+        ("no enrolled finger", .notEnrolled, .biometryNotEnrolled),
+    ]
+    for (label, availability, error) in unusable {
+        add("R2 owner: \(label) → straight to the passcode (correct)", .owner) {
+            $0.availability = availability
+            $0.initial = .record(f: 1, p: 2)
+            $0.answers = [rightAnswer]
+            $0.outcome = .success(.passcode); $0.code = .success
+            $0.passcodeBegins = 1; $0.passcodeChecks = 1
+            $0.prompts = [Text.passcodePrompt]
+            $0.saysNot = [Text.place, Text.locked]
+        }
+        add("R2 owner: \(label) → straight to the passcode (wrong)", .owner) {
+            $0.availability = availability
+            $0.answers = [wrongAnswer]
+            $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+            $0.p = 1
+            $0.passcodeBegins = 1; $0.passcodeChecks = 1
+            $0.prompts = [Text.passcodePrompt]
+        }
+        add("R2 owner prompt mode: \(label) → no fingerprint prompt, only the passcode", .owner) {
+            $0.availability = availability
+            $0.mode = .prompt
+            $0.answers = [rightAnswer]
+            $0.outcome = .success(.passcode); $0.code = .success
+            $0.passcodeBegins = 1; $0.passcodeChecks = 1
+            $0.prompts = [Text.passcodePrompt]
+        }
+        add("R2 biometrics: \(label) → \(error.name), AUTHINFO_UNAVAIL", .biometrics) {
+            $0.availability = availability
+            $0.initial = .record(f: 1, p: 0)
+            $0.outcome = .failure(error); $0.code = .authInfoUnavailable
+            $0.f = 1
+        }
+        add("R2 biometrics prompt mode: \(label) → handed over without a prompt", .biometrics) {
+            $0.availability = availability
+            $0.mode = .prompt
+            $0.outcome = .failure(error); $0.code = .authInfoUnavailable
+        }
+    }
+    add("R2 owner: reader busy → said, then the passcode", .owner) {
+        $0.open = .busy
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.sensorOpens = 1
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.says = [Text.busy]
+    }
+    add("R2 biometrics: reader busy → biometryNotAvailable", .biometrics) {
+        $0.open = .busy
+        $0.outcome = .failure(.biometryNotAvailable); $0.code = .authInfoUnavailable
+        $0.sensorOpens = 1
+        $0.says = [Text.busy]
+    }
+    add("R2 owner: the reader cannot be claimed → the passcode", .owner) {
+        $0.open = .failed
+        $0.answers = [wrongAnswer]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.p = 1
+        $0.sensorOpens = 1
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+    }
+    add("R2 biometrics: the reader cannot be claimed → biometryNotAvailable", .biometrics) {
+        $0.open = .failed
+        $0.outcome = .failure(.biometryNotAvailable); $0.code = .authInfoUnavailable
+        $0.sensorOpens = 1
+    }
+
+    // MARK: R5 lockout accounting
+    add("R5 owner: 3 no-matches then the correct passcode → success, F = 0", .owner) {
+        $0.script = [.noMatch, .noMatch, .noMatch]
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 3
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.says = [Text.noMatchTryAgain, "Fingerprint not recognized."]
+        $0.saysNot = [Text.locked]
+    }
+    add("R5 owner: 3 no-matches and a wrong passcode → AUTH_ERR, F = 3, P = 1", .owner) {
+        $0.script = [.noMatch, .noMatch, .noMatch]
+        $0.answers = [wrongAnswer]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.f = 3; $0.p = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 3
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+    }
+    add("R5 owner: the next prompt allows exactly 2 attempts, then locks", .owner) {
+        $0.initial = .record(f: 3, p: 1)
+        $0.script = [.noMatch, .noMatch]
+        $0.answers = [wrongAnswer]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.f = 5; $0.p = 2
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.saysError = [Text.locked]
+    }
+    add("R5 owner: F = L → sensor never opened, said, the correct passcode unlocks", .owner) {
+        $0.initial = .record(f: 5, p: 2)
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.saysError = [Text.locked]
+        $0.saysNot = [Text.place]
+    }
+    add("R5 owner: F > L stays locked after a wrong passcode", .owner) {
+        $0.initial = .record(f: 7, p: 1)
+        $0.answers = [wrongAnswer]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.f = 7; $0.p = 2
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.saysError = [Text.locked]
+    }
+    add("R5 owner prompt mode: locked → no fingerprint prompt", .owner) {
+        $0.mode = .prompt
+        $0.initial = .record(f: 5, p: 0)
+        $0.answers = [wrongAnswer]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.f = 5; $0.p = 1
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.saysError = [Text.locked]
+    }
+    add("R5 biometrics: 3 no-matches → attempts used up, AUTH_ERR", .biometrics) {
+        $0.script = [.noMatch, .noMatch, .noMatch]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+        $0.f = 3
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 3
+        $0.saysNot = [Text.locked]
+    }
+    add("R5 biometrics: 2 more no-matches reach L → locked, AUTH_ERR", .biometrics) {
+        $0.initial = .record(f: 3, p: 0)
+        $0.script = [.noMatch, .noMatch]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+        $0.f = 5
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+        $0.saysError = [Text.locked]
+    }
+    add("R5 biometrics: F = L → biometryLockout, sensor never opened", .biometrics) {
+        $0.initial = .record(f: 5, p: 0)
+        $0.outcome = .failure(.biometryLockout); $0.code = .authInfoUnavailable
+        $0.f = 5
+        $0.saysError = [Text.locked]
+    }
+    add("R5 owner: lockout=2 allows only 2 attempts even with max_tries 3", .owner) {
+        $0.configure = { $0.lockout = 2; $0.maxTries = 2 }
+        $0.script = [.noMatch, .noMatch]
+        $0.answers = [wrongAnswer]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.f = 2; $0.p = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.saysError = [Text.locked]
+    }
+
+    // MARK: R6 fallback
+    add("R6 owner: fallback after the first failure → passcode prompt", .owner) {
+        $0.script = [.noMatch, SensorStep(.interrupted)]
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.says = [Text.noMatchTryAgain + " " + Text.ctrlC]
+    }
+    add("R6 owner: fallback keeps the no-match charged and refunds the interrupted attempt", .owner) {
+        $0.script = [.noMatch, SensorStep(.interrupted)]
+        $0.answers = [wrongAnswer]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.f = 1; $0.p = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+    }
+    add("R6 biometrics: fallback after the first failure → userFallback, IGNORE", .biometrics) {
+        $0.script = [.noMatch, SensorStep(.interrupted)]
+        $0.outcome = .failure(.userFallback); $0.code = .ignore
+        $0.f = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+        $0.says = [Text.ctrlC]
+    }
+    add("R6 owner: Ctrl-C before any failure → userCancel, refunded", .owner) {
+        $0.initial = .record(f: 1, p: 0)
+        $0.script = [SensorStep(.interrupted)]
+        $0.outcome = .failure(.userCancel); $0.code = .conversationError
+        $0.f = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.saysNot = ["Ctrl-C"]
+    }
+    add("R6 biometrics: Ctrl-C before any failure → userCancel, CONV_ERR", .biometrics) {
+        $0.script = [SensorStep(.interrupted)]
+        $0.outcome = .failure(.userCancel); $0.code = .conversationError
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+    }
+    for policy in [LAPolicy.owner, .biometrics] {
+        add("R6 empty fallback_title: never offered, Ctrl-C cancels", policy) {
+            $0.configure = { $0.fallbackTitle = [] }
+            $0.script = [.noMatch, SensorStep(.interrupted)]
+            $0.outcome = .failure(.userCancel); $0.code = .conversationError
+            $0.f = 1
+            $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+            $0.says = [Text.noMatchTryAgain]
+            $0.saysNot = ["Ctrl-C"]
+        }
+    }
+    add("R6 owner: fallback_after=0 offers it from the start", .owner) {
+        $0.configure = { $0.fallbackAfter = 0 }
+        $0.script = [SensorStep(.interrupted)]
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.says = [Text.place + " " + Text.ctrlC]
+    }
+    add("R6 biometrics: fallback_after=0 → Ctrl-C first is the fallback", .biometrics) {
+        $0.configure = { $0.fallbackAfter = 0 }
+        $0.script = [SensorStep(.interrupted)]
+        $0.outcome = .failure(.userFallback); $0.code = .ignore
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.says = [Text.ctrlC]
+    }
+    add("R6 owner: fallback_after=2 → Ctrl-C after one failure still cancels", .owner) {
+        $0.configure = { $0.fallbackAfter = 2 }
+        $0.script = [.noMatch, SensorStep(.interrupted)]
+        $0.outcome = .failure(.userCancel); $0.code = .conversationError
+        $0.f = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+        $0.saysNot = ["Ctrl-C"]
+    }
+    add("R6 owner: fallback_after=2 → offered after the second failure", .owner) {
+        $0.configure = { $0.fallbackAfter = 2 }
+        $0.script = [.noMatch, .noMatch, SensorStep(.interrupted)]
+        $0.answers = [wrongAnswer]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.f = 2; $0.p = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 3
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.says = [Text.ctrlC]
+    }
+    add("R6 owner: a custom fallback_title is the hint and the prompt", .owner) {
+        $0.configure = { $0.fallbackTitle = bytes("Use Passcode") }
+        $0.script = [.noMatch, SensorStep(.interrupted)]
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = ["Use Passcode: "]
+        $0.says = ["Press Ctrl-C to Use Passcode."]
+        $0.saysNot = ["Enter Password"]
+    }
+    add("R6 owner: empty fallback_title → the passcode prompt says Password", .owner) {
+        $0.configure = { $0.fallbackTitle = [] }
+        $0.availability = .notEnrolled
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = ["Password: "]
+    }
+
+    // MARK: R7 the biometric phase ends without a verdict
+    let endings: [(AttemptEnd, LAError, String)] = [
+        (.timeout, .systemCancel, Text.timedOut),
+        (.disconnected, .biometryDisconnected, Text.disconnected),
+        (.deviceError, .systemCancel, Text.stopped),
+        (.vanished, .systemCancel, Text.stopped),
+    ]
+    for (end, error, message) in endings {
+        add("R7 owner: \(end) → refunded, then the passcode", .owner) {
+            $0.initial = .record(f: 2, p: 0)
+            $0.script = [SensorStep(end)]
+            $0.answers = [wrongAnswer]
+            $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+            $0.f = 2; $0.p = 1
+            $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+            $0.passcodeBegins = 1; $0.passcodeChecks = 1
+            $0.prompts = [Text.passcodePrompt]
+            $0.says = [message]
+        }
+        add("R7 biometrics: \(end) → refunded, \(error.name), AUTHINFO_UNAVAIL", .biometrics) {
+            $0.initial = .record(f: 2, p: 0)
+            $0.script = [SensorStep(end)]
+            $0.outcome = .failure(error); $0.code = .authInfoUnavailable
+            $0.f = 2
+            $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+            $0.says = [message]
+        }
+        add("R7 biometrics: no-match then \(end) → only the no-match stays charged", .biometrics) {
+            $0.script = [.noMatch, SensorStep(end)]
+            $0.outcome = .failure(error); $0.code = .authInfoUnavailable
+            $0.f = 1
+            $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+        }
+    }
+
+    // MARK: R8 passcode phase
+    add("R8 owner: wrong passcode → AUTH_ERR, charged, fail delay", .owner) {
+        $0.availability = .notEnrolled
+        $0.initial = .record(f: 0, p: 2)
+        $0.answers = [wrongAnswer]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.p = 3
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+    }
+    add("R8 owner: correct passcode resets F and P", .owner) {
+        $0.availability = .notEnrolled
+        $0.initial = .record(f: 4, p: 4)
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+    }
+    add("R8 owner: an empty entry is not a passcode → userCancel, not charged", .owner) {
+        $0.availability = .notEnrolled
+        $0.initial = .record(f: 1, p: 2)
+        $0.answers = [.empty]
+        $0.outcome = .failure(.userCancel); $0.code = .conversationError
+        $0.f = 1; $0.p = 2
+        $0.prompts = [Text.passcodePrompt]
+    }
+    add("R8 owner: empty entry after the fingerprint phase → userCancel, not charged", .owner) {
+        $0.script = [.noMatch, .noMatch, .noMatch]
+        $0.answers = [.empty]
+        $0.outcome = .failure(.userCancel); $0.code = .conversationError
+        $0.f = 3; $0.p = 0
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 3
+        $0.prompts = [Text.passcodePrompt]
+    }
+    add("R8 owner: conversation failure → userCancel, CONV_ERR", .owner) {
+        $0.availability = .unreachable
+        $0.answers = [.failed]
+        $0.outcome = .failure(.userCancel); $0.code = .conversationError
+        $0.prompts = [Text.passcodePrompt]
+    }
+    add("§4 owner: no usable passcode and no usable biometrics → passcodeNotSet", .owner) {
+        $0.availability = .unreachable
+        $0.verifierBegins = false
+        $0.initial = .record(f: 0, p: 1)
+        $0.answers = [rightAnswer]
+        $0.outcome = .failure(.passcodeNotSet); $0.code = .authInfoUnavailable
+        $0.p = 1
+        $0.passcodeBegins = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.logs = [(.error, "cannot run")]
+    }
+    add("R8 owner: a passcode stack that never asked gives no verdict → refunded, passcodeNotSet", .owner) {
+        $0.availability = .unreachable
+        $0.forcedVerdict = .noVerdict
+        $0.initial = .record(f: 0, p: 1)
+        $0.answers = [rightAnswer]
+        $0.outcome = .failure(.passcodeNotSet); $0.code = .authInfoUnavailable
+        $0.p = 1
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.logs = [(.error, "did not ask for the passcode")]
+    }
+
+    // MARK: R16 prompt mode
+    add("R16 owner prompt mode: a typed passcode skips the sensor (correct)", .owner) {
+        $0.mode = .prompt
+        $0.initial = .record(f: 2, p: 1)
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.firstPrompt]
+    }
+    add("R16 owner prompt mode: a typed passcode skips the sensor (wrong)", .owner) {
+        $0.mode = .prompt
+        $0.answers = [wrongAnswer]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.p = 1
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.firstPrompt]
+    }
+    add("R16 owner prompt mode: Enter starts the sensor", .owner) {
+        $0.mode = .prompt
+        $0.answers = [.empty]
+        $0.script = [.match]
+        $0.outcome = .success(.biometry); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.prompts = [Text.firstPrompt]
+        $0.says = [Text.place]
+        $0.saysNot = ["Ctrl-C"]
+    }
+    add("R16 owner prompt mode: Enter, 3 no-matches, then the passcode prompt", .owner) {
+        $0.mode = .prompt
+        $0.answers = [.empty, rightAnswer]
+        $0.script = [.noMatch, .noMatch, .noMatch]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 3
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.firstPrompt, Text.passcodePrompt]
+        $0.saysNot = ["Ctrl-C"]
+    }
+    add("R16 owner prompt mode: no answer → userCancel", .owner) {
+        $0.mode = .prompt
+        $0.answers = [.failed]
+        $0.outcome = .failure(.userCancel); $0.code = .conversationError
+        $0.prompts = [Text.firstPrompt]
+    }
+    add("R16 biometrics prompt mode: a typed answer is the fallback (IGNORE), never checked here", .biometrics) {
+        $0.mode = .prompt
+        $0.answers = [rightAnswer]
+        $0.outcome = .failure(.userFallback); $0.code = .ignore
+        $0.prompts = [Text.firstPrompt]
+    }
+    add("R16 biometrics prompt mode: Enter starts the sensor", .biometrics) {
+        $0.mode = .prompt
+        $0.answers = [.empty]
+        $0.script = [.match]
+        $0.outcome = .success(.biometry); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.prompts = [Text.firstPrompt]
+    }
+    add("R16 biometrics prompt mode: no answer → userCancel", .biometrics) {
+        $0.mode = .prompt
+        $0.answers = [.failed]
+        $0.outcome = .failure(.userCancel); $0.code = .conversationError
+        $0.prompts = [Text.firstPrompt]
+    }
+
+    // MARK: R9 passcode back-off
+    add("R9 owner: a running back-off refuses without asking, saying how long", .owner) {
+        $0.availability = .unreachable
+        $0.initial = .record(f: 0, p: 5, backoffMilliseconds: 60_000)
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+        $0.p = 5
+        $0.saysError = [Text.waitPrefix + "1 minute."]
+    }
+    add("R9 owner: the 5th wrong passcode starts a 1 minute wait", .owner) {
+        $0.availability = .unreachable
+        $0.initial = .record(f: 0, p: 4)
+        $0.answers = [wrongAnswer]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.p = 5; $0.backoffAfter = 60_000
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+    }
+    add("R9 owner: the fingerprint still works during a back-off and clears it", .owner) {
+        $0.initial = .record(f: 0, p: 6, backoffMilliseconds: 300_000)
+        $0.script = [.match]
+        $0.outcome = .success(.biometry); $0.code = .success
+        $0.backoffAfter = 0
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+    }
+    add("R9 owner: back-off after the fingerprint phase refuses the passcode without asking", .owner) {
+        $0.initial = .record(f: 0, p: 5, backoffMilliseconds: 60_000)
+        $0.script = [.noMatch, .noMatch, .noMatch]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+        $0.f = 3; $0.p = 5
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 3
+        $0.saysError = [Text.waitPrefix + "1 minute."]
+    }
+    add("R9 owner prompt mode: a typed passcode during a back-off is refused unchecked", .owner) {
+        $0.mode = .prompt
+        $0.initial = .record(f: 0, p: 5, backoffMilliseconds: 60_000)
+        $0.answers = [rightAnswer]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+        $0.p = 5
+        $0.passcodeBegins = 1
+        $0.prompts = [Text.firstPrompt]
+        $0.saysError = [Text.waitPrefix + "1 minute."]
+    }
+    add("R9 root is exempt from back-off; counts are still kept", .owner) {
+        $0.user = rootUser
+        $0.availability = .unreachable
+        $0.initial = .record(f: 0, p: 9)
+        $0.answers = [wrongAnswer]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.p = 10; $0.backoffAfter = 0
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+    }
+    add("R9 even_deny_root: root waits like everyone", .owner) {
+        $0.user = rootUser
+        $0.configure = { $0.evenDenyRoot = true }
+        $0.availability = .unreachable
+        $0.initial = .record(f: 0, p: 9, backoffMilliseconds: 3_600_000)
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+        $0.p = 9
+        $0.saysError = [Text.waitPrefix + "1 hour."]
+    }
+
+    // MARK: R12 fail closed
+    for damage in [RecordDamage.badChecksum, .foreign, .unsafeFile, .unreadable, .wrongSize] {
+        add("R12 owner: damaged record (\(damage)) → F = L, P = 5, wait, never success", .owner) {
+            $0.initial = .damaged(damage)
+            $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+            $0.f = 5; $0.p = 5; $0.backoffAfter = 60_000
+            $0.saysError = [Text.locked, Text.waitPrefix + "1 minute."]
+            $0.logs = [(.warning, "was replaced")]
+        }
+    }
+    add("R12 biometrics: damaged record → locked, biometryLockout", .biometrics) {
+        $0.initial = .damaged(.badMagic)
+        $0.outcome = .failure(.biometryLockout); $0.code = .authInfoUnavailable
+        $0.f = 5; $0.p = 5
+        $0.saysError = [Text.locked]
+        $0.logs = [(.warning, "was replaced")]
+    }
+    add("R12 owner prompt mode: damaged record → no fingerprint offer, wait", .owner) {
+        $0.mode = .prompt
+        $0.initial = .damaged(.malformed)
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+        $0.f = 5; $0.p = 5
+        $0.saysError = [Text.waitPrefix + "1 minute."]
+    }
+    add("R12 root (exempt from back-off): damaged record → passcode allowed at once", .owner) {
+        $0.user = rootUser
+        $0.initial = .damaged(.foreign)
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.saysError = [Text.locked]
+    }
+    add("R12 a damaged record that cannot be replaced → SYSTEM_ERR", .owner) {
+        $0.initial = .damaged(.badChecksum)
+        $0.storeFault = .writes
+        $0.outcome = .internalError; $0.code = .systemError
+    }
+
+    // MARK: R3 store failures
+    add("R3 owner: charge cannot be written → attempt refused, SYSTEM_ERR", .owner) {
+        $0.storeFault = .writes
+        $0.outcome = .internalError; $0.code = .systemError
+        $0.sensorOpens = 1
+        $0.logs = [(.error, "attempt refused")]
+    }
+    add("R3 biometrics: charge cannot be written → attempt refused, SYSTEM_ERR", .biometrics) {
+        $0.storeFault = .writes
+        $0.outcome = .internalError; $0.code = .systemError
+        $0.sensorOpens = 1
+    }
+    add("R3 owner: passcode charge cannot be written → never verified, SYSTEM_ERR", .owner) {
+        $0.availability = .unreachable
+        $0.storeFault = .writes
+        $0.answers = [rightAnswer]
+        $0.outcome = .internalError; $0.code = .systemError
+        $0.passcodeBegins = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.logs = [(.error, "attempt refused")]
+    }
+    add("R3 owner prompt mode: typed passcode, charge cannot be written → SYSTEM_ERR", .owner) {
+        $0.mode = .prompt
+        $0.storeFault = .writes
+        $0.answers = [rightAnswer]
+        $0.outcome = .internalError; $0.code = .systemError
+        $0.passcodeBegins = 1
+        $0.prompts = [Text.firstPrompt]
+    }
+    for policy in [LAPolicy.owner, .biometrics] {
+        add("R3 unreadable store → SYSTEM_ERR before anything is asked", policy) {
+            $0.storeFault = .reads
+            $0.outcome = .internalError; $0.code = .systemError
+            $0.logs = [(.error, "cannot read")]
+        }
+    }
+
+    // MARK: R14 unknown user
+    add("R14 owner: unknown user → passcode prompt, dummy check, delay, AUTH_ERR, nothing stored", .owner) {
+        $0.scope = .unknownUser
+        $0.initial = .absent
+        $0.answers = [rightAnswer]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1; $0.pAtCheck = [0]
+        $0.prompts = [Text.passcodePrompt]
+        $0.storeUntouched = true
+    }
+    add("R14 owner: unknown user, empty entry → userCancel like a known user", .owner) {
+        $0.scope = .unknownUser
+        $0.initial = .absent
+        $0.answers = [.empty]
+        $0.outcome = .failure(.userCancel); $0.code = .conversationError
+        $0.prompts = [Text.passcodePrompt]
+        $0.storeUntouched = true
+    }
+    add("R14 biometrics: unknown user → biometryNotAvailable like a user without prints", .biometrics) {
+        $0.scope = .unknownUser
+        $0.initial = .absent
+        $0.outcome = .failure(.biometryNotAvailable); $0.code = .authInfoUnavailable
+        $0.storeUntouched = true
+    }
+
+    // MARK: R15 silent
+    add("R15 silent: the instruction stays, the timeout chatter goes", .owner) {
+        $0.silent = true
+        $0.script = [SensorStep(.timeout, hints: [.fingerNotCentered])]
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.says = [Text.place, "Finger was not centered. Try again."]
+        $0.saysNot = [Text.timedOut]
+    }
+    add("R15 silent: no-match and fallback hints are interaction text", .owner) {
+        $0.silent = true
+        $0.script = [.noMatch, SensorStep(.interrupted)]
+        $0.answers = [wrongAnswer]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.f = 1; $0.p = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.says = [Text.noMatchTryAgain + " " + Text.ctrlC]
+    }
+    add("R15 silent option: busy reader chatter suppressed", .owner) {
+        $0.configure = { $0.silent = true }
+        $0.open = .busy
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.sensorOpens = 1
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.saysNot = [Text.busy]
+    }
+    add("R15 silent: disconnect chatter suppressed", .biometrics) {
+        $0.silent = true
+        $0.script = [SensorStep(.disconnected)]
+        $0.outcome = .failure(.biometryDisconnected); $0.code = .authInfoUnavailable
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.says = [Text.place]
+        $0.saysNot = [Text.disconnected]
+    }
+    add("R15 silent: lockout is still said", .biometrics) {
+        $0.silent = true
+        $0.initial = .record(f: 5, p: 0)
+        $0.outcome = .failure(.biometryLockout); $0.code = .authInfoUnavailable
+        $0.f = 5
+        $0.saysError = [Text.locked]
+    }
+    add("R15 silent: the wait is still said", .owner) {
+        $0.silent = true
+        $0.configure = { $0.silent = true }
+        $0.initial = .record(f: 5, p: 7, backoffMilliseconds: 900_000)
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+        $0.f = 5; $0.p = 7
+        $0.saysError = [Text.locked, Text.waitPrefix + "15 minutes."]
+    }
+    return table
+}
+
+final class ScenarioTests: XCTestCase {
+    func testScenarioTable() {
+        let table = scenarios()
+        XCTAssertGreaterThan(table.count, 100)
+        var names = Set<String>()
+        for scenario in table {
+            XCTAssertTrue(names.insert(scenario.name + "/\(scenario.policy)").inserted, "duplicate scenario \(scenario.name)")
+            run(scenario)
+        }
+    }
+
+    func run(_ s: Scenario) {
+        let label = "[\(s.policy)] \(s.name)"
+        guard let expectedOutcome = s.outcome, let expectedCode = s.code else {
+            return XCTFail("\(label): no expected outcome")
+        }
+        var options = Options()
+        s.configure(&options)
+        let clock = ManualClock()
+        let store: FakeStore
+        var initialF = 0
+        var initialP = 0
+        switch s.initial {
+        case .absent:
+            store = FakeStore()
+        case .record(let f, let p, let backoff):
+            var record = storedRecord(s.user, f: f, p: p)
+            if backoff > 0 {
+                record.backoffRemainingMilliseconds = backoff
+                record.backoffAnchorBootNanoseconds = clock.boot
+                record.backoffBootID = clock.bootIdentifier
+            }
+            store = FakeStore(record)
+            initialF = f
+            initialP = p
+        case .damaged(let why):
+            store = FakeStore.damaged(why)
+            initialF = options.lockout
+            initialP = options.firstBackoffThreshold
+        }
+        switch s.storeFault {
+        case .none: break
+        case .reads: store.failReads = true
+        case .writes: store.failWrites = true
+        }
+        let sensor = FakeSensor(s.availability, open: s.open, script: s.script)
+        let verifier = FakeVerifier(begin: s.verifierBegins)
+        verifier.forcedVerdict = s.forcedVerdict
+        let prompter = FakePrompter(s.answers)
+        let world = World(options: options, sensor: sensor, verifier: verifier, prompter: prompter, store: store, clock: clock)
+
+        let result = world.prompt(s.user, policy: s.policy, mode: s.mode, silent: s.silent, scope: s.scope)
+
+        XCTAssertEqual(result.outcome, expectedOutcome, "\(label): outcome")
+        XCTAssertEqual(result.pamCode, expectedCode, "\(label): PAM code")
+        XCTAssertEqual(ResultTable.pamCode(for: result.outcome), expectedCode, "\(label): table")
+        XCTAssertEqual(result.failDelay, s.failDelay, "\(label): fail delay")
+        if case .success = result.outcome { XCTAssertFalse(result.failDelay, "\(label): delay on success") }
+
+        // Store.
+        if s.storeUntouched {
+            XCTAssertEqual(store.transactions, 0, "\(label): store touched")
+            XCTAssertEqual(store.writes, 0, "\(label): store written")
+        } else {
+            XCTAssertGreaterThan(store.transactions, 0, "\(label): store never read")
+        }
+        XCTAssertEqual(store.fingerprintFailures, s.f, "\(label): F after")
+        XCTAssertEqual(store.passcodeFailures, s.p, "\(label): P after")
+        if let backoff = s.backoffAfter {
+            XCTAssertEqual(store.record?.backoffRemainingMilliseconds ?? 0, backoff, "\(label): back-off after")
+        }
+        for (uid, name) in store.keys {
+            XCTAssertEqual(uid, s.user.uid, "\(label): store keyed by another uid")
+            XCTAssertEqual(name, s.user.name, "\(label): store keyed by another name")
+        }
+        if case .success = result.outcome {
+            XCTAssertEqual(store.fingerprintFailures, 0, "\(label): success leaves F")
+            XCTAssertEqual(store.passcodeFailures, 0, "\(label): success leaves P")
+            XCTAssertEqual(store.record?.backoffRemainingMilliseconds ?? 0, 0, "\(label): success leaves a wait")
+        }
+
+        // Sensor.
+        XCTAssertEqual(sensor.openCalls, s.sensorOpens, "\(label): sensor opens")
+        XCTAssertEqual(sensor.verifyCalls, s.fingerprintAttempts, "\(label): fingerprint attempts")
+        let opened: Int
+        if case .opened = s.open { opened = s.sensorOpens } else { opened = 0 }
+        XCTAssertEqual(sensor.closeCalls, opened, "\(label): every claimed reader released once")
+        XCTAssertFalse(sensor.verifiedWhileClosed, "\(label): verified without a claim")
+        XCTAssertFalse(sensor.scriptExhausted, "\(label): more attempts than scripted")
+        XCTAssertTrue(sensor.script.isEmpty, "\(label): scripted attempts left unused: \(sensor.script)")
+        if s.fingerprintAttempts > 0 {
+            // R3: each attempt is on disk as failed before the sensor runs.
+            XCTAssertEqual(sensor.probedAtVerify, (1...s.fingerprintAttempts).map { initialF + $0 }, "\(label): F at verify")
+        }
+        if case .outOfScope = s.scope { XCTAssertEqual(sensor.availabilityCalls, 0, "\(label): sensor asked out of scope") }
+
+        // Passcode verifier.
+        XCTAssertEqual(verifier.beginCalls, s.passcodeBegins, "\(label): passcode stack opened")
+        XCTAssertEqual(verifier.verifyCalls, s.passcodeChecks, "\(label): passcode checks")
+        XCTAssertEqual(verifier.endCalls, s.verifierBegins ? s.passcodeBegins : 0, "\(label): passcode stack closed")
+        XCTAssertFalse(verifier.verifiedWithoutBegin, "\(label): verified without begin")
+        XCTAssertEqual(verifier.probedAtVerify, s.pAtCheck ?? Array(repeating: initialP + 1, count: s.passcodeChecks),
+                       "\(label): P at verify (charge before verify)")
+        if result.outcome == .success(.passcode) { XCTAssertEqual(verifier.sawCorrect.last, true, "\(label): success without the passcode") }
+
+        // Conversation.
+        XCTAssertEqual(prompter.asked, s.prompts, "\(label): prompts")
+        XCTAssertFalse(prompter.answersExhausted, "\(label): asked more than scripted")
+        XCTAssertTrue(prompter.answers.isEmpty, "\(label): answers left unused: \(prompter.answers)")
+        for fragment in s.says {
+            XCTAssertTrue(prompter.saw(fragment), "\(label): missing message \"\(fragment)\" in \(prompter.told)")
+        }
+        for fragment in s.saysError {
+            XCTAssertTrue(prompter.saw(fragment, kind: .error), "\(label): missing error \"\(fragment)\" in \(prompter.told)")
+        }
+        for fragment in s.saysNot {
+            XCTAssertFalse(prompter.saw(fragment), "\(label): unexpected message \"\(fragment)\" in \(prompter.told)")
+        }
+        if s.storeUntouched && s.scope != .unknownUser { XCTAssertEqual(prompter.told, [], "\(label): said something") }
+        for (level, fragment) in s.logs {
+            XCTAssertTrue(world.log.has(level, fragment), "\(label): missing log \(level) \"\(fragment)\" in \(world.log.entries)")
+        }
+        for entry in world.log.entries {
+            XCTAssertFalse(entry.message.contains("correct horse") || entry.message.contains("hunter2"), "\(label): secret logged")
+        }
+    }
+}

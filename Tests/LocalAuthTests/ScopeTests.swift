@@ -1,0 +1,97 @@
+import XCTest
+import LocalAuth
+
+/// R1: the module acts only for the target user, asking locally, in a
+/// covered service; R14: the unknown-user look-alike only where a known user
+/// would be in scope.
+final class ScopeTests: XCTestCase {
+    func facts(service: String = "sudo", caller: UInt32 = 1000, target: UInt32? = 1000, name: String = "alice",
+               ruser: String = "", rhost: String = "", hostName: String = "workstation", remote: Bool? = nil) -> ScopeFacts {
+        ScopeFacts(service: bytes(service), callerUID: caller, targetUID: target, targetName: bytes(name), requestingUser: bytes(ruser),
+                   remoteHost: bytes(rhost), localHostName: bytes(hostName), sessionIsRemote: remote)
+    }
+
+    func decide(_ facts: ScopeFacts, _ options: Options = Options()) -> ScopeDecision { Scope.decide(facts, options: options) }
+
+    func testDefaultServicesAreCovered() {
+        for service in ["sudo", "su", "login", "swaylock", "i3lock", "xscreensaver", "hyprlock"] {
+            XCTAssertEqual(decide(facts(service: service)), .inScope, service)
+        }
+    }
+
+    func testOtherServicesAreNot() {
+        for service in ["sshd", "passwd", "SUDO", "sudo ", "sud", "sudo-i", "", "localauth-passcode"] {
+            XCTAssertEqual(decide(facts(service: service)), .outOfScope(.service), service)
+        }
+        var options = Options()
+        options.services = [bytes("gdm-password")]
+        XCTAssertEqual(decide(facts(service: "gdm-password"), options), .inScope)
+        XCTAssertEqual(decide(facts(service: "sudo"), options), .outOfScope(.service))
+    }
+
+    func testServiceNamesAreComparedAsBytes() {
+        var options = Options()
+        options.services = [[0x73, 0x75, 0xFF]]
+        let lenient = ScopeFacts(service: [0x73, 0x75, 0xFE], callerUID: 1000, targetUID: 1000, targetName: bytes("alice"),
+                                 requestingUser: [], remoteHost: [], localHostName: [], sessionIsRemote: nil)
+        XCTAssertEqual(Scope.decide(lenient, options: options), .outOfScope(.service))
+    }
+
+    func testRemoteHostIsOutOfScope() {
+        for host in ["192.0.2.7", "attacker.example", "10.0.0.1", "localhost.evil.example", "workstation2", "::2"] {
+            XCTAssertEqual(decide(facts(rhost: host)), .outOfScope(.remote), host)
+            XCTAssertEqual(decide(facts(caller: 0, rhost: host)), .outOfScope(.remote), host)
+        }
+    }
+
+    func testLoopbackAndOwnHostNameAreLocal() {
+        for host in ["", "localhost", "127.0.0.1", "::1", "workstation"] {
+            XCTAssertEqual(decide(facts(rhost: host)), .inScope, host)
+        }
+        XCTAssertTrue(Scope.isLocal([], localHostName: []))
+        XCTAssertFalse(Scope.isLocal(bytes("workstation"), localHostName: []), "an unknown own name matches nothing")
+    }
+
+    func testLogindRemoteSessionIsOutOfScope() {
+        XCTAssertEqual(decide(facts(remote: true)), .outOfScope(.remote))
+        XCTAssertEqual(decide(facts(remote: false)), .inScope)
+        XCTAssertEqual(decide(facts(remote: nil)), .inScope)
+        XCTAssertEqual(decide(facts(caller: 0, remote: true)), .outOfScope(.remote))
+    }
+
+    func testRequesterChecks() {
+        // The caller is the target (sudo authenticates the invoking user).
+        XCTAssertEqual(decide(facts(caller: 1000, target: 1000)), .inScope)
+        XCTAssertEqual(decide(facts(caller: 1000, target: 1000, ruser: "alice")), .inScope)
+        // Root callers (login, display managers) with PAM_RUSER unset or naming the target.
+        XCTAssertEqual(decide(facts(caller: 0, target: 1000)), .inScope)
+        XCTAssertEqual(decide(facts(caller: 0, target: 1000, ruser: "alice")), .inScope)
+        // su alice run by bob: out.
+        XCTAssertEqual(decide(facts(caller: 0, target: 1000, ruser: "bob")), .outOfScope(.requester))
+        XCTAssertEqual(decide(facts(caller: 1001, target: 1000, ruser: "bob")), .outOfScope(.requester))
+        // Another unprivileged caller: out, whatever PAM_RUSER says.
+        XCTAssertEqual(decide(facts(caller: 1001, target: 1000)), .outOfScope(.requester))
+        XCTAssertEqual(decide(facts(caller: 1001, target: 1000, ruser: "alice")), .outOfScope(.requester))
+        // Root as the target, asked by root.
+        XCTAssertEqual(decide(facts(caller: 0, target: 0, name: "root")), .inScope)
+        XCTAssertEqual(decide(facts(caller: 0, target: 0, name: "root", ruser: "root")), .inScope)
+        // PAM_RUSER is compared as bytes, exactly.
+        XCTAssertEqual(decide(facts(caller: 0, target: 1000, ruser: "alice ")), .outOfScope(.requester))
+        XCTAssertEqual(decide(facts(caller: 0, target: 1000, ruser: "Alice")), .outOfScope(.requester))
+    }
+
+    func testUnknownUser() {
+        XCTAssertEqual(decide(facts(caller: 0, target: nil, name: "mallory")), .unknownUser)
+        XCTAssertEqual(decide(facts(caller: 0, target: nil, name: "mallory", ruser: "mallory")), .unknownUser)
+        XCTAssertEqual(decide(facts(caller: 0, target: nil, name: "mallory", ruser: "bob")), .outOfScope(.requester))
+        XCTAssertEqual(decide(facts(caller: 1000, target: nil, name: "mallory")), .outOfScope(.requester))
+        XCTAssertEqual(decide(facts(service: "sshd", caller: 0, target: nil, name: "mallory")), .outOfScope(.service))
+        XCTAssertEqual(decide(facts(caller: 0, target: nil, name: "mallory", rhost: "192.0.2.1")), .outOfScope(.remote))
+    }
+
+    /// The checks run in a fixed order: service, then locality, then requester.
+    func testRefusalOrder() {
+        XCTAssertEqual(decide(facts(service: "sshd", caller: 1001, rhost: "192.0.2.1")), .outOfScope(.service))
+        XCTAssertEqual(decide(facts(caller: 1001, rhost: "192.0.2.1")), .outOfScope(.remote))
+    }
+}

@@ -1,0 +1,155 @@
+import XCTest
+import Glibc
+import LocalAuth
+
+/// SPEC §7 through the real `FileStateStore`, in a private temporary
+/// directory owned by the user running the tests.
+final class StoreTests: XCTestCase {
+    var directory = ""
+
+    override func setUp() {
+        super.setUp()
+        var template = Array("/tmp/localauth-store-test.XXXXXX".utf8CString)
+        template.withUnsafeMutableBufferPointer { buffer in _ = mkdtemp(buffer.baseAddress!) }
+        directory = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        chmod(directory, 0o700)
+    }
+
+    override func tearDown() {
+        if let dir = opendir(directory) {
+            while let entry = readdir(dir) {
+                let name = withUnsafePointer(to: entry.pointee.d_name) { String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)) }
+                if name != "." && name != ".." { unlink(directory + "/" + name) }
+            }
+            closedir(dir)
+        }
+        rmdir(directory)
+        super.tearDown()
+    }
+
+    func store() -> FileStateStore { FileStateStore(directoryPath: bytes(directory), trustedOwner: geteuid()) }
+
+    func path(_ name: String) -> String { directory + "/" + name }
+
+    func writeFile(_ name: String, _ data: [UInt8], mode: mode_t = 0o600) {
+        let fd = open(path(name), O_WRONLY | O_CREAT | O_TRUNC, mode)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        data.withUnsafeBytes { _ = write(fd, $0.baseAddress, $0.count) }
+        fchmod(fd, mode)
+        close(fd)
+    }
+
+    func readFile(_ name: String) -> [UInt8]? {
+        let fd = open(path(name), O_RDONLY)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var result: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let got = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if got <= 0 { break }
+            result += buffer[0..<got]
+        }
+        return result
+    }
+
+    /// What the store hands to the body, without changing anything.
+    func peek(_ uid: UInt32 = 1000, _ name: String = "alice") -> (StateRecord?, LoadStatus)? {
+        var s = store()
+        return try? s.withRecord(uid: uid, userName: bytes(name)) { record, status in (record, status) }
+    }
+
+    func testAbsentThenWrittenThenLoaded() throws {
+        XCTAssertEqual(peek()?.1, .absent)
+        XCTAssertNil(readFile("1000.rec"), "reading an absent record writes nothing")
+        var s = store()
+        var record = storedRecord(f: 2, p: 1)
+        _ = record.appendFailure(kind: .fingerprint, wallSeconds: 5, service: bytes("sudo"), tty: [], remoteHost: [])
+        try s.withRecord(uid: 1000, userName: bytes("alice")) { stored, _ in stored = record }
+        XCTAssertEqual(readFile("1000.rec"), RecordFormat.encode(record))
+        var info = stat()
+        XCTAssertEqual(stat(path("1000.rec"), &info), 0)
+        XCTAssertEqual(info.st_mode & 0o777, 0o600)
+        XCTAssertNotNil(readFile("1000.lock"), "a separate lock file")
+        XCTAssertNil(readFile("1000.rec.tmp"), "no temporary left behind")
+        let loaded = peek()
+        XCTAssertEqual(loaded?.1, .loaded)
+        XCTAssertEqual(loaded?.0, record)
+    }
+
+    func testAnUnchangedRecordIsNotRewritten() throws {
+        var s = store()
+        let record = storedRecord(f: 1)
+        try s.withRecord(uid: 1000, userName: bytes("alice")) { stored, _ in stored = record }
+        var before = stat()
+        stat(path("1000.rec"), &before)
+        try s.withRecord(uid: 1000, userName: bytes("alice")) { stored, _ in _ = stored }
+        var after = stat()
+        stat(path("1000.rec"), &after)
+        XCTAssertEqual(before.st_ino, after.st_ino, "not replaced")
+    }
+
+    func testRecordsArePerUID() throws {
+        var s = store()
+        try s.withRecord(uid: 1000, userName: bytes("alice")) { stored, _ in stored = storedRecord(f: 3) }
+        let bob = UserIdentity(uid: 1001, name: bytes("bob"))
+        XCTAssertEqual(peek(1001, "bob")?.1, .absent)
+        try s.withRecord(uid: 1001, userName: bytes("bob")) { stored, _ in stored = storedRecord(bob, p: 2) }
+        XCTAssertEqual(peek()?.0?.fingerprintFailures, 3)
+        XCTAssertEqual(peek(1001, "bob")?.0?.passcodeFailures, 2)
+    }
+
+    func testDamagedFilesAreReported() throws {
+        let good = RecordFormat.encode(storedRecord(f: 1))
+        writeFile("1000.rec", Array(good.dropLast()))
+        XCTAssertEqual(peek()?.1, .damaged(.wrongSize))
+        var flipped = good
+        flipped[700] ^= 0x10
+        writeFile("1000.rec", flipped)
+        XCTAssertEqual(peek()?.1, .damaged(.badChecksum))
+        writeFile("1000.rec", good)
+        XCTAssertEqual(peek(1000, "mallory")?.1, .damaged(.foreign), "a reused uid")
+        XCTAssertEqual(peek()?.1, .loaded)
+        writeFile("1000.rec", good, mode: 0o622)
+        XCTAssertEqual(peek()?.1, .damaged(.unsafeFile), "writable by others")
+        writeFile("1000.rec", good, mode: 0o620)
+        XCTAssertEqual(peek()?.1, .damaged(.unsafeFile), "writable by the group")
+        unlink(path("1000.rec"))
+        writeFile("elsewhere", good)
+        symlink(path("elsewhere"), path("1000.rec"))
+        XCTAssertEqual(peek()?.1, .damaged(.unsafeFile), "a symlink is never followed")
+    }
+
+    func testADamagedRecordIsReplacedThroughTheEngine() throws {
+        writeFile("1000.rec", [UInt8](repeating: 0x41, count: RecordFormat.size))
+        let log = RecordingLog()
+        var engine = Engine(options: Options(), sensor: FakeSensor(), verifier: FakeVerifier(), prompter: FakePrompter(),
+                            store: store(), clock: ManualClock(), log: log)
+        let snapshot = engine.snapshot(alice)
+        XCTAssertEqual(snapshot?.fingerprintFailures, 5)
+        XCTAssertEqual(snapshot?.passcodeFailures, 5)
+        XCTAssertEqual(snapshot?.backoffRemainingMilliseconds, 60_000)
+        XCTAssertEqual(peek()?.0?.fingerprintFailures, 5, "the replacement is on disk")
+        XCTAssertTrue(log.has(.warning, "not a localauth record"))
+    }
+
+    func testAnUnsafeDirectoryRefusesEverything() {
+        chmod(directory, 0o777)
+        var s = store()
+        XCTAssertThrowsError(try s.withRecord(uid: 1000, userName: bytes("alice")) { stored, _ in stored = storedRecord() })
+        XCTAssertNil(readFile("1000.rec"))
+        let w = World()
+        var engine = Engine(options: Options(), sensor: w.sensor, verifier: w.verifier, prompter: w.prompter, store: store(),
+                            clock: w.clock, log: w.log)
+        let result = engine.evaluate(w.request(), policy: .owner, passcode: SecretBuffer())
+        XCTAssertEqual(result.pamCode, .systemError)
+        XCTAssertEqual(w.prompter.asked, [])
+        XCTAssertEqual(w.sensor.openCalls, 0)
+        chmod(directory, 0o700)
+    }
+
+    func testAForeignOwnerIsUntrusted() {
+        var s = FileStateStore(directoryPath: bytes(directory), trustedOwner: geteuid() &+ 4242)
+        XCTAssertThrowsError(try s.withRecord(uid: 1000, userName: bytes("alice")) { _, _ in () })
+    }
+}
