@@ -624,14 +624,23 @@ struct RecordRules {
         return max(0, record.backoffRemainingMilliseconds - elapsed)
     }
 
-    /// Stores the remainder against the current boot when the boot changed,
-    /// so the wait resumes rather than restarts. True when the record changed.
-    /// A boot clock below the anchor is a new boot too (the boot id could not
-    /// be read, so it did not change): without this the wait would stand
-    /// still until the new boot's clock passed the old anchor.
+    /// Saves the wait's progress: the remainder as of now, anchored to now in
+    /// this boot. A later boot then resumes from the last remainder any
+    /// prompt saw, rather than from the full wait (R13). A boot clock below
+    /// the anchor, or another boot id, counts no elapsed time: the boot id may
+    /// be unreadable, and time is never assumed to have passed.
+    /// True when the record changed.
     func reanchorBackoff(_ record: inout StateRecord, moment: Moment) -> Bool {
-        guard record.backoffRemainingMilliseconds > 0,
-              record.backoffBootID != moment.bootID || moment.boot < record.backoffAnchorBootNanoseconds else { return false }
+        guard record.backoffRemainingMilliseconds > 0 else { return false }
+        var remaining = record.backoffRemainingMilliseconds
+        if record.backoffBootID == moment.bootID, moment.boot >= record.backoffAnchorBootNanoseconds {
+            remaining = max(0, remaining - (moment.boot - record.backoffAnchorBootNanoseconds) / 1_000_000)
+        }
+        if remaining == record.backoffRemainingMilliseconds, record.backoffBootID == moment.bootID,
+           record.backoffAnchorBootNanoseconds == moment.boot {
+            return false
+        }
+        record.backoffRemainingMilliseconds = remaining
         record.backoffAnchorBootNanoseconds = moment.boot
         record.backoffBootID = moment.bootID
         return true

@@ -248,6 +248,25 @@ final class EngineTests: XCTestCase {
         XCTAssertEqual(w.verifier.verifyCalls, 2)
     }
 
+    /// R13: a refused prompt saves the wait's progress, so a reboot resumes
+    /// from what was left then, not from the full wait.
+    func testARebootResumesFromTheLastSavedProgress() {
+        var options = Options()
+        options.backoff = [BackoffStep(failures: 5, seconds: 3600)]
+        let w = World(options: options, sensor: FakeSensor(.unreachable), store: FakeStore(storedRecord(p: 4)))
+        w.prompt(answers: [wrongAnswer])
+        XCTAssertEqual(w.store.record?.backoffRemainingMilliseconds, 3_600_000)
+        w.clock.advance(seconds: 59 * 60)
+        w.prompt()
+        XCTAssertEqual(w.prompter.told.last?.text, Text.waitPrefix + "1 minute.")
+        XCTAssertEqual(w.store.record?.backoffRemainingMilliseconds, 60_000, "progress saved by the refusal")
+        w.clock.reboot(id: 7, uptimeSeconds: 5)
+        w.prompt()
+        XCTAssertEqual(w.prompter.told.last?.text, Text.waitPrefix + "1 minute.", "resumed, not restarted")
+        w.clock.advance(seconds: 60)
+        XCTAssertEqual(w.prompt(answers: [rightAnswer]).outcome, .success(.passcode))
+    }
+
     /// A boot whose id could not be read (all zeros every boot): the boot
     /// clock starting below the anchor marks the new boot. The wait neither
     /// ends nor stands still until the new clock passes the old anchor.
