@@ -230,3 +230,19 @@ def test_arguments_win_over_the_config_file(pam):
     pam.write_owner_stack(args="passcode_backoff=5:1h")
     assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
     assert pam.run(answers=[ALICE]).code == PAM_SUCCESS
+
+
+def test_inner_fail_delay_is_a_no_op_and_the_outer_delay_is_requested(pam):
+    # pam_faildelay in the passcode stack asks for 10 s after the wrong entry.
+    # The inner handle's PAM_FAIL_DELAY callback ignores it; the delay is the
+    # application's, requested on the outer handle (the harness records it).
+    pam.write_service("localauth-passcode", [
+        "auth optional pam_faildelay.so delay=10000000",
+        f"auth required {PAM_MATRIX} passdb={pam.passdb}",
+    ])
+    started = time.monotonic()
+    run = pam.run(answers=["wrong"], timeout=9)
+    assert time.monotonic() - started < 9
+    assert run.code == PAM_AUTH_ERR
+    assert run.fail_delay and run.fail_delay > 0
+    assert pam.record().P == 1
