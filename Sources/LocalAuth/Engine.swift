@@ -226,6 +226,9 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
             case .interrupted:
                 refund(user, kind: .fingerprint, sequence: sequence)
                 let fallbackNow = offersFallback && failures >= options.fallbackAfter
+                // A fallback takes the Ctrl-C; a cancel leaves it pending so
+                // the application sees it once the signal mask is restored.
+                if fallbackNow { sensor.consumeInterrupt() }
                 return fallbackNow ? .fallback : .cancelled
             case .timeout:
                 refund(user, kind: .fingerprint, sequence: sequence)

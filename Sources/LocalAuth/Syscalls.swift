@@ -285,3 +285,37 @@ extension Syscalls {
         return parseDecimal(fields[17]) ?? 0
     }
 }
+
+// MARK: - Directories
+extension Syscalls {
+    /// The entries of a directory below `directory` (or an absolute path),
+    /// without `.` and `..`, sorted bytewise, with whether each is a
+    /// directory; nil when it cannot be opened as a directory (symlinks are
+    /// not followed).
+    public static func directoryEntries(at directory: Int32?, _ path: [UInt8], limit: Int = 256) -> [(name: [UInt8], isDirectory: Bool)]? {
+        guard let fd = try? open(at: directory, path, flags: O_RDONLY | O_DIRECTORY) else { return nil }
+        guard let stream = fdopendir(fd) else {
+            close(fd)
+            return nil
+        }
+        defer { closedir(stream) }
+        var entries: [(name: [UInt8], isDirectory: Bool)] = []
+        while entries.count < limit, let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                bytes(ofCString: raw.baseAddress!.assumingMemoryBound(to: CChar.self), limit: 255)
+            }
+            if name.isEmpty || bytesEqual(name, ".") || bytesEqual(name, "..") { continue }
+            entries.append((name, entry.pointee.d_type == UInt8(DT_DIR)))
+        }
+        entries.sort { $0.name.lexicographicallyPrecedes($1.name) }
+        return entries
+    }
+
+    /// Reads a regular file below `directory`, up to `limit` bytes; nil otherwise.
+    public static func readRegularFile(at directory: Int32?, _ path: [UInt8], limit: Int) -> [UInt8]? {
+        guard let fd = try? open(at: directory, path, flags: O_RDONLY | O_NONBLOCK) else { return nil }
+        defer { close(fd) }
+        guard let facts = try? facts(fd), facts.isRegular, facts.size <= limit else { return nil }
+        return try? readAll(fd, limit: limit)
+    }
+}

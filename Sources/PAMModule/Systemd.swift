@@ -213,10 +213,8 @@ struct FprintdSensor: FingerprintSensor {
             let fingers = enrolledFingers(on: candidate, userName)
             if !fingers.isEmpty {
                 device = candidate
-                var digest = literalBytes("fprintd:")
-                digest += candidate
-                for finger in fingers { digest.append(0); digest += finger }
-                return .available(domainState: digest)
+                return .available(domainState: EnrollmentDigest.compute(
+                    device: candidate, fingers: fingers, userName: userName, printRoot: literalBytes(EnrollmentDigest.defaultPrintRoot)))
             }
         }
         device = []

@@ -248,6 +248,18 @@ final class EngineTests: XCTestCase {
         XCTAssertEqual(w.verifier.verifyCalls, 2)
     }
 
+    /// R16: Ctrl-C chosen as the fallback is taken; a cancel is left pending
+    /// for the application.
+    func testOnlyAFallbackConsumesTheCtrlC() {
+        let cancel = World()
+        XCTAssertEqual(cancel.prompt(script: [SensorStep(.interrupted)]).outcome, .failure(.userCancel))
+        XCTAssertEqual(cancel.sensor.consumeInterruptCalls, 0)
+        let fallback = World()
+        XCTAssertEqual(fallback.prompt(policy: .biometrics, script: [.noMatch, SensorStep(.interrupted)]).outcome,
+                       .failure(.userFallback))
+        XCTAssertEqual(fallback.sensor.consumeInterruptCalls, 1)
+    }
+
     /// R13: a refused prompt saves the wait's progress, so a reboot resumes
     /// from what was left then, not from the full wait.
     func testARebootResumesFromTheLastSavedProgress() {

@@ -36,6 +36,7 @@ final class FakeSensor: FingerprintSensor {
     private(set) var availabilityCalls = 0
     private(set) var openCalls = 0
     private(set) var closeCalls = 0
+    private(set) var consumeInterruptCalls = 0
     private(set) var verifyCalls = 0
     private(set) var deadlines: [Int64] = []
     private(set) var probedAtVerify: [Int] = []
@@ -84,6 +85,10 @@ final class FakeSensor: FingerprintSensor {
     func close() {
         closeCalls += 1
         isOpen = false
+    }
+
+    func consumeInterrupt() {
+        consumeInterruptCalls += 1
     }
 }
 

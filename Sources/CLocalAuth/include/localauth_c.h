@@ -29,6 +29,7 @@
 #include <systemd/sd-bus.h>
 #include <sys/signalfd.h>
 #include <poll.h>
+#include <dirent.h>
 #include <pthread.h>
 
 static inline int la_openat(int dirfd, const char *path, int flags, unsigned mode) {
