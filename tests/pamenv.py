@@ -36,6 +36,7 @@ class Run:
     authtok: str = None
     account: int = None
     setcred: int = None
+    interrupts_delivered: int = None
     stdout: str = ""
     stderr: str = ""
 
@@ -129,7 +130,7 @@ class PamEnv:
         return env
 
     def harness_args(self, service, user, answers=(), ruser=None, rhost=None, tty=None, silent=False, authtok=False,
-                     account=False):
+                     account=False, count_interrupts=False):
         args = [str(HARNESS), "-s", service, "-u", user]
         for answer in answers:
             args += ["-a", answer]
@@ -145,6 +146,8 @@ class PamEnv:
             args.append("-A")
         if account:
             args.append("-M")
+        if count_interrupts:
+            args.append("-I")
         return args
 
     def run(self, service="sudo", user="alice", answers=(), env=None, timeout=60, preexec_fn=None, **kwargs) -> Run:
@@ -199,6 +202,8 @@ def parse_run(stdout: str, stderr: str = "") -> Run:
             run.account = int(text)
         elif style == "setcred":
             run.setcred = int(text)
+        elif style == "sigint-delivered":
+            run.interrupts_delivered = int(text)
         elif style in ("info", "error", "prompt-off", "prompt-on"):
             run.messages.append((style, text))
         elif style == "conv":

@@ -9,6 +9,8 @@
  * Prints each conversation message as "<style>: <text>", the requested fail
  * delay as "faildelay: <usec>", then "result: <code> <name>". -A prints
  * whether PAM_AUTHTOK (as exported by pam_get_items.so) equals the first answer.
+ * -I counts SIGINTs delivered to the process ("sigint-delivered:"), as an
+ * application's handler would see a Ctrl-C the module left pending.
  * -M also runs pam_setcred and pam_acct_mgmt after a success ("setcred:", "acct:"). Answers are given in order to
  * prompts; with none left the conversation fails (as at end of input).
  * -n/-T run CYCLES transactions on each of THREADS threads quietly and print
@@ -17,6 +19,7 @@
 #define _GNU_SOURCE
 #include <security/pam_appl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +30,9 @@
 static const char *service, *user, *ruser, *rhost, *tty;
 static const char *answers[MAX_ANSWERS];
 static int answer_count, quiet, silent_flag, show_authtok, account_too;
+static volatile sig_atomic_t interrupts_seen;
+
+static void on_interrupt(int signo) { (void)signo; interrupts_seen++; }
 
 struct conv_state { int next; };
 
@@ -114,7 +120,7 @@ static void *cycle_thread(void *arg) {
 
 int main(int argc, char **argv) {
     int threads = 1, opt;
-    while ((opt = getopt(argc, argv, "s:u:a:r:H:t:SAMn:T:q")) != -1) {
+    while ((opt = getopt(argc, argv, "s:u:a:r:H:t:SAMIn:T:q")) != -1) {
         switch (opt) {
         case 's': service = optarg; break;
         case 'u': user = optarg; break;
@@ -125,6 +131,7 @@ int main(int argc, char **argv) {
         case 'S': silent_flag = 1; break;
         case 'A': show_authtok = 1; break;
         case 'M': account_too = 1; break;
+        case 'I': signal(SIGINT, on_interrupt); break;
         case 'n': cycles = atoi(optarg); break;
         case 'T': threads = atoi(optarg); break;
         case 'q': quiet = 1; break;
@@ -132,7 +139,11 @@ int main(int argc, char **argv) {
         }
     }
     if (!service || !user) { fprintf(stderr, "usage: pamharness -s SERVICE -u USER ...\n"); return 2; }
-    if (cycles <= 0) return run_once() == PAM_SUCCESS ? 0 : 1;
+    if (cycles <= 0) {
+        int rc = run_once();
+        printf("sigint-delivered: %d\n", (int)interrupts_seen);
+        return rc == PAM_SUCCESS ? 0 : 1;
+    }
 
     quiet = 1;
     int warm = cycles / 10 > 0 ? cycles / 10 : 1;

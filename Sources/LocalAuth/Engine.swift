@@ -537,7 +537,9 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
 
     func instructionText(_ request: Request, scanType: ScanType, fallbackOffered: Bool) -> String {
         let action = scanType == .swipe ? "Swipe your finger across" : "Place your finger on"
-        var text = reasonText(request) + " " + action + " the fingerprint reader."
+        var reason = reasonText(request)
+        if let last = reason.utf8.last, last != 0x2E, last != 0x21, last != 0x3F, last != 0x3A { reason += "." }
+        var text = reason + " " + action + " the fingerprint reader."
         if fallbackOffered && request.mode == .terminal {
             text += " Press Ctrl-C to " + printableText(options.fallbackTitle) + "."
         }

@@ -105,7 +105,6 @@ struct FprintdSensor: FingerprintSensor {
     mutating func verifyAttempt(deadline: Int64, onHint: (RetryHint) -> Void) -> AttemptEnd {
         guard let bus, let events, claimed else { return .deviceError }
         if verifying { stopVerifying() }
-        events.pointee.results.removeAll()
         var error = sd_bus_error()
         let status = withCStrings(device, literalBytes("any")) { path, finger in
             la_bus_call_s(bus, cString(fprintdName), path, cString(deviceInterface), "VerifyStart", finger, &error, nil)
@@ -294,6 +293,9 @@ struct FprintdSensor: FingerprintSensor {
         return first >= 0 && second >= 0
     }
 
+    /// Stops the running verification. fprintd answers a stop with a
+    /// `verify-no-match` status sent before the method reply; it is drained
+    /// here so it can never count against the next attempt.
     private mutating func stopVerifying() {
         guard let bus, verifying else { return }
         verifying = false
@@ -302,18 +304,25 @@ struct FprintdSensor: FingerprintSensor {
             la_bus_call(bus, cString(fprintdName), path, cString(deviceInterface), "VerifyStop", &error, nil)
         }
         sd_bus_error_free(&error)
+        while sd_bus_process(bus, nil) > 0 {}
+        events?.pointee.results.removeAll()
     }
 
+    /// The device's `scan-type` property. Read through Properties.Get: the
+    /// name has a dash, which sd-bus refuses as a member name.
     private func scanType() -> ScanType {
         guard let bus else { return .press }
         var error = sd_bus_error()
-        var value: UnsafeMutablePointer<CChar>? = nil
-        let status = withCStrings(device, device) { path, _ in
-            sd_bus_get_property_string(bus, cString(fprintdName), path, cString(deviceInterface), "scan-type", &error, &value)
+        var reply: OpaquePointer? = nil
+        let status = withCStrings(device, literalBytes("scan-type")) { path, property in
+            la_bus_call_ss(bus, cString(fprintdName), path, "org.freedesktop.DBus.Properties", "Get", cString(deviceInterface),
+                           property, &error, &reply)
         }
         sd_bus_error_free(&error)
-        guard status >= 0, let value else { return .press }
-        defer { free(value) }
+        guard status >= 0, let reply else { return .press }
+        defer { sd_bus_message_unref(reply) }
+        var value: UnsafePointer<CChar>? = nil
+        guard la_bus_read_variant_s(reply, &value) >= 0, let value else { return .press }
         return bytesEqual(Syscalls.bytes(ofCString: value, limit: 16), "swipe") ? .swipe : .press
     }
 

@@ -48,6 +48,14 @@ static inline int la_bus_call_s(sd_bus *bus, const char *destination, const char
                                 const char *member, const char *argument, sd_bus_error *error, sd_bus_message **reply) {
     return sd_bus_call_method(bus, destination, path, interface, member, error, reply, "s", argument);
 }
+static inline int la_bus_call_ss(sd_bus *bus, const char *destination, const char *path, const char *interface,
+                                 const char *member, const char *first, const char *second, sd_bus_error *error,
+                                 sd_bus_message **reply) {
+    return sd_bus_call_method(bus, destination, path, interface, member, error, reply, "ss", first, second);
+}
+static inline int la_bus_read_variant_s(sd_bus_message *message, const char **value) {
+    return sd_bus_message_read(message, "v", "s", value);
+}
 static inline int la_bus_read_s(sd_bus_message *message, const char **value) {
     return sd_bus_message_read(message, "s", value);
 }

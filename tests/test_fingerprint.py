@@ -1,0 +1,287 @@
+"""Fingerprint first, through the real module, real libpam and a real fprintd
+with libfprint's virtual device (SPEC §9, tests/fprint_rig.py); the passcode
+through pam_matrix. Codes, conversation messages and counters on disk."""
+import signal
+import time
+
+import pytest
+
+from conftest import (PAM_AUTHINFO_UNAVAIL, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_IGNORE, PAM_SUCCESS, PASSWORDS, parse_run)
+from fprint_rig import FprintRig
+
+ALICE = PASSWORDS["alice"]
+FIRST_PROMPT = "Password, or press Enter to use your fingerprint: "
+PASSCODE_PROMPT = "Enter Password: "
+MATCH = "SCAN finger-alice"
+MISS = "SCAN finger-nobody"
+LOCKED = "Fingerprint is locked"
+
+
+@pytest.fixture
+def rig():
+    with FprintRig() as rig:
+        rig.enroll("alice")
+        yield rig
+
+
+def run(pam, rig, answers, feed=(), **kwargs):
+    if feed:
+        rig.feed(list(feed))
+    result = pam.run(answers=answers, env=rig.env(), **kwargs)
+    if feed:
+        report = rig.feed_wait(timeout=30)
+        result.fed = [command for command, *_ in report.sent]
+    return result
+
+
+def instruction(result):
+    return [t for t in result.texts("info") if "fingerprint reader" in t]
+
+
+# ---- prompt mode (no controlling terminal: the default for this harness) ----
+
+def test_match_first_try(pam, rig):
+    result = run(pam, rig, [""], [MATCH])
+    assert result.code == PAM_SUCCESS
+    assert result.prompts() == [FIRST_PROMPT]
+    assert instruction(result) == ["sudo needs to confirm your identity (alice). "
+                                   "Swipe your finger across the fingerprint reader."]
+    record = pam.record()
+    assert (record.F, record.P, record.failures) == (0, 0, 0)
+    assert record.last_fingerprint_wall > 0
+
+
+def test_retry_hints_then_match_charge_nothing(pam, rig):
+    result = run(pam, rig, [""], ["RETRY 0", "RETRY 1", "RETRY 2", "RETRY 3", MATCH])
+    assert result.code == PAM_SUCCESS
+    hints = result.texts("info")
+    for text in ("Scan failed. Try again.", "Swipe was too short. Try again.", "Finger was not centered. Try again.",
+                 "Remove your finger and try again."):
+        assert text in hints
+    assert (pam.record().F, pam.record().failures) == (0, 0)
+
+
+def test_three_misses_then_correct_passcode(pam, rig):
+    result = run(pam, rig, ["", ALICE], [MISS] * 3)
+    assert result.code == PAM_SUCCESS
+    assert result.prompts() == [FIRST_PROMPT, PASSCODE_PROMPT]
+    assert result.texts("error").count("Fingerprint not recognized. Try again.") == 2
+    assert (pam.record().F, pam.record().P) == (0, 0)
+
+
+def test_three_misses_and_a_wrong_passcode_then_two_more_then_locked(pam, rig):
+    first = run(pam, rig, ["", "wrong"], [MISS] * 3)
+    assert first.code == PAM_AUTH_ERR
+    assert (pam.record().F, pam.record().P) == (3, 1)
+    second = run(pam, rig, ["", "wrong again"], [MISS] * 2)
+    assert second.code == PAM_AUTH_ERR
+    assert second.fed == [MISS] * 2
+    assert any(LOCKED in t for t in second.texts("error"))
+    assert (pam.record().F, pam.record().P) == (5, 2)
+    third = run(pam, rig, [ALICE])
+    assert third.prompts() == [PASSCODE_PROMPT]  # the sensor is skipped
+    assert any(LOCKED in t for t in third.texts("error"))
+    assert third.code == PAM_SUCCESS
+    assert (pam.record().F, pam.record().P) == (0, 0)
+
+
+def test_lockout_survives_new_processes_and_an_fprintd_restart(pam, rig):
+    run(pam, rig, ["", "wrong"], [MISS] * 3)
+    run(pam, rig, ["", "wrong"], [MISS] * 2)
+    assert pam.record().F == 5
+    rig.restart_fprintd()
+    locked = run(pam, rig, [])
+    assert any(LOCKED in t for t in locked.texts("error"))
+    assert locked.prompts() == [PASSCODE_PROMPT] and locked.code == PAM_CONV_ERR
+    assert pam.record().F == 5
+    assert run(pam, rig, [ALICE]).code == PAM_SUCCESS
+    assert run(pam, rig, [""], [MATCH]).code == PAM_SUCCESS
+
+
+def test_typed_passcode_skips_the_sensor(pam, rig):
+    result = run(pam, rig, [ALICE])
+    assert result.code == PAM_SUCCESS
+    assert result.prompts() == [FIRST_PROMPT]
+    assert instruction(result) == []
+
+
+def test_locker_style_conversation_answering_every_prompt_with_the_password(pam, rig):
+    result = run(pam, rig, [ALICE] * 4)
+    assert result.code == PAM_SUCCESS
+    assert pam.record().P == 0
+
+
+def test_reason_and_fallback_title_are_shown(pam, rig):
+    pam.write_owner_stack(args="[reason=Unlock the vault for %u via %s] [fallback_title=Use Passcode]")
+    result = run(pam, rig, ["", ALICE], [MISS] * 3)
+    assert any(t.startswith("Unlock the vault for alice via sudo. ") for t in instruction(result))
+    assert result.prompts() == [FIRST_PROMPT, "Use Passcode: "]
+
+
+def test_timeout_ends_the_phase_uncharged(pam, rig):
+    pam.write_owner_stack(args="timeout=1")
+    started = time.monotonic()
+    result = run(pam, rig, ["", ALICE])
+    assert time.monotonic() - started >= 1
+    assert result.code == PAM_SUCCESS
+    assert result.prompts() == [FIRST_PROMPT, PASSCODE_PROMPT]
+    assert pam.record().F == 0
+
+
+def test_disconnect_ends_the_phase_uncharged(pam, rig):
+    result = run(pam, rig, ["", ALICE], ["ERROR 5"])
+    assert result.code == PAM_SUCCESS
+    assert result.prompts() == [FIRST_PROMPT, PASSCODE_PROMPT]
+    assert pam.record().F == 0
+
+
+def test_unplug_ends_the_phase_uncharged(pam, rig):
+    result = run(pam, rig, ["", ALICE], ["UNPLUG"])
+    assert result.code == PAM_SUCCESS
+    assert result.prompts() == [FIRST_PROMPT, PASSCODE_PROMPT]
+    assert pam.record().F == 0
+    after = run(pam, rig, [ALICE])  # no device any more: straight to the passcode
+    assert after.prompts() == [PASSCODE_PROMPT] and after.code == PAM_SUCCESS
+
+
+def test_fprintd_not_running_goes_straight_to_the_passcode(pam, rig):
+    rig.stop_fprintd()
+    result = run(pam, rig, [ALICE])
+    assert result.prompts() == [PASSCODE_PROMPT] and result.code == PAM_SUCCESS
+
+
+def test_device_claimed_elsewhere_means_no_biometrics_for_this_prompt(pam, rig):
+    rig.claim_elsewhere("alice")
+    try:
+        result = run(pam, rig, ["", ALICE])
+    finally:
+        rig.release_elsewhere()
+    assert result.code == PAM_SUCCESS
+    assert result.prompts() == [FIRST_PROMPT, PASSCODE_PROMPT]
+    assert pam.record().F == 0
+
+
+def test_user_without_prints_goes_straight_to_the_passcode(pam, rig):
+    result = pam.run(user="bob", answers=[PASSWORDS["bob"]], env=rig.env())
+    assert result.prompts() == [PASSCODE_PROMPT] and result.code == PAM_SUCCESS
+
+
+def test_remote_host_is_ignored(pam, rig):
+    result = pam.run(rhost="198.51.100.7", answers=[ALICE], env=rig.env())
+    assert result.ignored
+    assert pam.state_files() == []
+
+
+# ---- terminal mode: Ctrl-C (R16) ----
+
+def run_with_ctrl_c(pam, rig, answers, feed, wait_for, args="mode=terminal"):
+    """Starts the prompt, sends SIGINT once `wait_for` appears on its output."""
+    pam.write_owner_stack(args=args)
+    if feed:
+        rig.feed(list(feed))
+    proc = pam.spawn(answers=answers, env=rig.env(), count_interrupts=True)
+    lines = []
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if wait_for in line:
+            proc.send_signal(signal.SIGINT)
+            break
+    rest, err = proc.communicate(timeout=30)
+    if feed:
+        rig.feed_wait(timeout=30)
+    return parse_run("".join(lines) + rest, err)
+
+
+def test_ctrl_c_before_the_first_failure_cancels_and_stays_pending(pam, rig):
+    result = run_with_ctrl_c(pam, rig, [ALICE], [], "fingerprint reader")
+    assert result.code == PAM_CONV_ERR
+    assert result.prompts() == []
+    assert result.interrupts_delivered == 1  # left for the application
+    assert pam.record().F == 0
+
+
+def test_ctrl_c_after_a_failure_chooses_the_fallback(pam, rig):
+    result = run_with_ctrl_c(pam, rig, [ALICE], [MISS], "Press Ctrl-C to Enter Password")
+    assert result.code == PAM_SUCCESS
+    assert result.prompts() == [PASSCODE_PROMPT]
+    assert result.interrupts_delivered == 0  # taken as the fallback choice
+    assert (pam.record().F, pam.record().P) == (0, 0)
+
+
+def test_ctrl_c_with_an_empty_fallback_title_cancels(pam, rig):
+    result = run_with_ctrl_c(pam, rig, [ALICE], [MISS], "Fingerprint not recognized", args="mode=terminal fallback_title=")
+    assert result.code == PAM_CONV_ERR
+    assert result.prompts() == []
+    assert result.interrupts_delivered == 1
+    assert pam.record().F == 1
+
+
+def test_terminal_mode_match(pam, rig):
+    pam.write_owner_stack(args="mode=terminal")
+    result = run(pam, rig, [], [MATCH])
+    assert result.code == PAM_SUCCESS and result.prompts() == []
+
+
+# ---- policy biometrics: §4's codes ----
+
+def bio(pam, rig, answers, feed=(), args=""):
+    pam.write_service("bio", [pam.module_line("required", f"policy=biometrics services=bio {args}")])
+    if feed:
+        rig.feed(list(feed))
+    result = pam.run(service="bio", answers=answers, env=rig.env())
+    if feed:
+        rig.feed_wait(timeout=30)
+    return result
+
+
+def test_biometrics_match(pam, rig):
+    assert bio(pam, rig, [""], [MATCH]).code == PAM_SUCCESS
+
+
+def test_biometrics_tries_used_up(pam, rig):
+    assert bio(pam, rig, [""], [MISS] * 3).code == PAM_AUTH_ERR
+    assert pam.record().F == 3
+
+
+def test_biometrics_locked_not_enrolled_timeout_disconnect(pam, rig):
+    bio(pam, rig, [""], [MISS] * 3)
+    bio(pam, rig, [""], [MISS] * 2)
+    assert bio(pam, rig, [""]).code == PAM_AUTHINFO_UNAVAIL  # locked
+    pam.record_path().unlink()
+    assert pam.run(service="bio", user="bob", answers=[""], env=rig.env()).code == PAM_AUTHINFO_UNAVAIL
+    assert bio(pam, rig, [""], args="timeout=1").code == PAM_AUTHINFO_UNAVAIL
+    assert bio(pam, rig, [""], ["ERROR 5"]).code == PAM_AUTHINFO_UNAVAIL
+    assert pam.record().F == 0
+
+
+def test_biometrics_typed_password_is_the_fallback(pam, rig):
+    # Prompt mode: a typed password under policy biometrics hands over (IGNORE).
+    pam.write_owner_stack("bio", args="policy=biometrics services=bio")
+    result = pam.run(service="bio", answers=[ALICE], env=rig.env())
+    assert result.ignored
+    assert result.prompts() == [FIRST_PROMPT]
+    assert not pam.record_path().exists()
+
+
+def test_biometrics_stack_with_password_and_authsucc(pam, rig):
+    from test_shipped_stacks import install
+    install(pam, "sudo-biometrics")
+    miss = run_service(pam, rig, "sudo-biometrics", ["", "wrong"], [MISS] * 3)
+    assert miss.code == PAM_AUTH_ERR and pam.record().F == 3
+    good = run_service(pam, rig, "sudo-biometrics", ["", ALICE], [MISS] * 2)
+    assert good.code == PAM_SUCCESS
+    assert (pam.record().F, pam.record().P) == (0, 0)  # authsucc reset the lockout
+    assert run_service(pam, rig, "sudo-biometrics", [""], [MATCH]).code == PAM_SUCCESS
+
+
+def run_service(pam, rig, service, answers, feed=()):
+    if feed:
+        rig.feed(list(feed))
+    result = pam.run(service=service, answers=answers, env=rig.env())
+    if feed:
+        rig.feed_wait(timeout=30)
+    return result
