@@ -500,7 +500,7 @@ final class EngineTests: XCTestCase {
         options.reason = bytes("Unlock %s for %u at 100%")
         let w = World(options: options)
         w.prompt(service: "swaylock", script: [.match])
-        XCTAssertEqual(w.prompter.told.first?.text, "Unlock swaylock for alice at 100% " + Text.place)
+        XCTAssertEqual(w.prompter.told.first?.text, "Unlock swaylock for alice at 100%. " + Text.place)
 
         let plain = World()
         let hostile = UserIdentity(uid: 1001, name: [0x65, 0x76, 0x1B, 0x5B, 0x32, 0x4A, 0x0A, 0xFF, 0x65])
