@@ -9,6 +9,7 @@ packages=(
     libpam-wrapper libnss-wrapper        # real libpam with private service files and users
     pamtester python3 python3-pytest     # test drivers
     fprintd libfprint-2-2 dbus-daemon python3-dbusmock python3-gi python3-dbus  # the virtual-sensor rig
+    libpam-fprintd                       # the reference the tests and benchmark compare with
 )
 missing=()
 for package in "${packages[@]}"; do
