@@ -285,3 +285,89 @@ def run_service(pam, rig, service, answers, feed=()):
     if feed:
         rig.feed_wait(timeout=30)
     return result
+
+
+# ---- fprintd leaving the bus in the middle of an attempt ----
+
+def test_fprintd_vanishing_during_the_wait_ends_the_phase_uncharged(pam, rig):
+    proc = pam.spawn(answers=["", ALICE], env=rig.env())
+    lines = []
+    while True:
+        line = proc.stdout.readline()
+        assert line, "the prompt ended before the sensor phase"
+        lines.append(line)
+        if "fingerprint reader" in line:
+            break
+    rig.stop_fprintd()
+    rest, err = proc.communicate(timeout=30)
+    result = parse_run("".join(lines) + rest, err)
+    assert result.code == PAM_SUCCESS
+    assert result.prompts() == [FIRST_PROMPT, PASSCODE_PROMPT]
+    assert pam.record().F == 0
+
+
+# ---- R16: the mode follows the controlling terminal ----
+
+def run_on_a_terminal(pam, rig, answers, tty_is_controlling=True, feed=()):
+    """Runs the harness as the session leader of a new pseudo-terminal."""
+    import os
+    import pty
+    if feed:
+        rig.feed(list(feed))
+    pid, master = pty.fork()
+    if pid == 0:
+        tty = os.ttyname(0) if tty_is_controlling else "/dev/null"
+        args = pam.harness_args("sudo", "alice", answers, tty=tty)
+        os.execve(args[0], args, pam.env(rig.env()))
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.waitpid(pid, 0)
+    os.close(master)
+    if feed:
+        rig.feed_wait(timeout=30)
+    return parse_run(b"".join(chunks).decode().replace("\r\n", "\n"))
+
+
+def test_controlling_terminal_selects_terminal_mode(pam, rig):
+    result = run_on_a_terminal(pam, rig, [], feed=[MATCH])
+    assert result.code == PAM_SUCCESS
+    assert result.prompts() == []  # fingerprint first, no "press Enter" prompt
+    assert instruction(result)
+
+
+def test_a_tty_that_is_not_the_controlling_terminal_selects_prompt_mode(pam, rig):
+    result = run_on_a_terminal(pam, rig, [""], tty_is_controlling=False, feed=[MATCH])
+    assert result.code == PAM_SUCCESS
+    assert result.prompts() == [FIRST_PROMPT]
+
+
+# ---- the domain state: a digest of the enrolled prints (R8, R10) ----
+
+def passcode_digest(pam):
+    return pam.record_path().read_bytes()[352:384]
+
+
+def test_domain_state_changes_when_a_finger_is_re_enrolled(pam, rig):
+    """fprintd's print files are read from /var/lib/fprint: the rig's prints
+    are bound there in a private mount namespace."""
+    import subprocess
+    def passcode_success():
+        script = (f"mount --make-rprivate / && mount --bind {rig.prints_dir} /var/lib/fprint && exec "
+                  + " ".join(f"'{a}'" for a in pam.harness_args("sudo", "alice", [ALICE])))
+        proc = subprocess.run(["unshare", "--mount", "bash", "-c", script], env=pam.env(rig.env()),
+                              capture_output=True, text=True, timeout=60)
+        assert parse_run(proc.stdout).code == PAM_SUCCESS, proc.stdout + proc.stderr
+        return passcode_digest(pam)
+    first = passcode_success()
+    assert first != bytes(32)
+    assert passcode_success() == first  # stable while nothing changes
+    rig.enroll("alice", print_id="another-print")  # same finger name, new print
+    assert rig.list_enrolled("alice") == ["right-index-finger"]
+    assert passcode_success() != first

@@ -261,28 +261,32 @@ extension Syscalls {
     }
 
     /// Whether `tty` (a PAM_TTY value such as `/dev/pts/3` or `pts/3`) is the
-    /// process's controlling terminal.
+    /// process's controlling terminal: its device number equals `tty_nr` of
+    /// /proc/self/stat (an fd opened on /dev/tty would only show /dev/tty's).
     public static func isControllingTerminal(_ tty: [UInt8]) -> Bool {
-        guard !tty.isEmpty else { return false }
+        guard !tty.isEmpty, let controlling = procSelfStatField(7), controlling != 0 else { return false }
         let path = tty.first == 0x2F ? tty : literalBytes("/dev/") + tty
-        guard let controlling = try? open(at: nil, literalBytes("/dev/tty"), flags: O_RDONLY | O_NOCTTY | O_NONBLOCK) else { return false }
-        defer { close(controlling) }
         guard let named = try? open(at: nil, path, flags: O_RDONLY | O_NOCTTY | O_NONBLOCK) else { return false }
         defer { close(named) }
-        var first = stat(), second = stat()
-        guard fstat(controlling, &first) == 0, fstat(named, &second) == 0 else { return false }
-        return first.st_rdev == second.st_rdev
+        var info = stat()
+        guard fstat(named, &info) == 0, la_s_ischr(info.st_mode) != 0 else { return false }
+        return UInt64(info.st_rdev) == UInt64(controlling)
     }
 
-    /// The number of threads of this process (from /proc/self/stat).
-    public static func threadCount() -> Int {
-        guard let fd = try? open(at: nil, literalBytes("/proc/self/stat"), flags: O_RDONLY) else { return 0 }
+    /// A numeric field of /proc/self/stat, numbered as in proc(5).
+    static func procSelfStatField(_ number: Int) -> Int? {
+        guard number >= 3, let fd = try? open(at: nil, literalBytes("/proc/self/stat"), flags: O_RDONLY) else { return nil }
         defer { close(fd) }
-        guard let text = try? readAll(fd, limit: 4096), let closing = text.lastIndex(of: 0x29) else { return 0 }
-        // Fields after the command name: state is field 3, num_threads field 20.
+        // The command name (field 2) may hold spaces; fields resume after its ")".
+        guard let text = try? readAll(fd, limit: 4096), let closing = text.lastIndex(of: 0x29), closing + 2 < text.count else { return nil }
         let fields = splitBytes(text[(closing + 2)...], on: 0x20)
-        guard fields.count > 17 else { return 0 }
-        return parseDecimal(fields[17]) ?? 0
+        guard fields.count > number - 3 else { return nil }
+        return parseDecimal(trimmedSpaces(fields[number - 3]), limit: Int(Int32.max))
+    }
+
+    /// The number of threads of this process (field 20 of /proc/self/stat).
+    public static func threadCount() -> Int {
+        procSelfStatField(20) ?? 0
     }
 }
 

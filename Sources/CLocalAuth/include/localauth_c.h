@@ -38,6 +38,7 @@ static inline int la_openat(int dirfd, const char *path, int flags, unsigned mod
 static inline int la_errno(void) { return errno; }
 static inline int la_s_isreg(unsigned mode) { return S_ISREG(mode); }
 static inline int la_s_isdir(unsigned mode) { return S_ISDIR(mode); }
+static inline int la_s_ischr(unsigned mode) { return S_ISCHR(mode); }
 
 /* sd-bus method calls and reads are variadic: one wrapper per signature used. */
 static inline int la_bus_call(sd_bus *bus, const char *destination, const char *path, const char *interface,
