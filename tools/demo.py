@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
-"""The demonstration: the real pam_localauth.so in real libpam (pam_wrapper),
-for the test user alice, printing each conversation as a terminal user sees
-it. No fingerprint reader is connected yet (the fprintd adapter is the next
-step), so this shows the passcode path: a correct passcode, a wrong one, the
-back-off after five, its end, and an unknown user."""
+"""The demonstration: the real pam_localauth.so in real libpam (pam_wrapper)
+against a real fprintd with libfprint's virtual fingerprint device, for the
+test user alice, printing each conversation as a terminal user sees it: a
+match; three misses then the password; the lockout after five misses and
+its unlock by the password; then the password's own back-off."""
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from fprint_rig import FprintRig  # noqa: E402
 from pamenv import PASSWORDS, PamEnv, build  # noqa: E402
 
+NAMES = {0: "PAM_SUCCESS", 7: "PAM_AUTH_ERR", 19: "PAM_CONV_ERR", 9: "PAM_AUTHINFO_UNAVAIL", 25: "PAM_IGNORE"}
 
-def show(title, run, answers):
+
+def show(title, run, answers, scans=()):
     print(f"\n$ {title}")
+    if scans:
+        print("  (the virtual sensor is fed: " + ", ".join(scans) + ")")
     typed = iter(answers)
     for style, text in run.messages:
         if style.startswith("prompt"):
@@ -23,17 +28,44 @@ def show(title, run, answers):
             print(f"  {text}{shown}" + ("   [Enter]" if answer == "" else "") + ("   [Ctrl-D]" if answer is None else ""))
         elif style in ("info", "error"):
             print(f"  {text}")
-    names = {0: "PAM_SUCCESS", 7: "PAM_AUTH_ERR", 19: "PAM_CONV_ERR", 9: "PAM_AUTHINFO_UNAVAIL", 25: "PAM_IGNORE"}
-    print(f"  -> {names.get(run.code, run.code)}")
+    print(f"  -> {NAMES.get(run.code, run.code)}")
+
+
+def fingerprint_part(pam, rig):
+    good = PASSWORDS["alice"]
+    match, miss = "SCAN finger-alice", "SCAN some-other-finger"
+
+    def prompt(title, answers, scans):
+        rig.feed(list(scans))
+        run = pam.run(answers=answers, env=rig.env())
+        rig.feed_wait(timeout=30)
+        show(title, run, answers, [s.replace("SCAN ", "") for s in scans])
+        return run
+
+    print("\n== fingerprint first (sudo in a terminal: mode=terminal) ==")
+    prompt("sudo -v   # alice's finger", [], [match])
+    prompt("sudo -v   # three misses, then the password", [good], [miss] * 3)
+    prompt("sudo -v   # three misses and a wrong password", ["wrong"], [miss] * 3)
+    prompt("sudo -v   # the next prompt allows two more", ["wrong again"], [miss] * 2)
+    record = pam.record()
+    print(f"\n  on disk: F={record.F} (locked at 5) P={record.P}")
+    prompt("sudo -v   # locked: the sensor is skipped, only the password unlocks", [good], [])
+    record = pam.record()
+    print(f"\n  on disk: F={record.F} P={record.P}")
+    prompt("sudo -v   # the finger works again", [], [match])
 
 
 def main():
     build()
-    with tempfile.TemporaryDirectory(prefix="localauth-demo-") as base:
+    with tempfile.TemporaryDirectory(prefix="localauth-demo-") as base, FprintRig() as rig:
+        rig.enroll("alice")
         pam = PamEnv(Path(base))
-        pam.write_owner_stack("sudo", args="passcode_backoff=5:3s,6:1m")
-        print("localauth demonstration: service sudo, user alice, policy owner, no fingerprint reader")
-        print("(back-off shortened to 3 s after 5 wrong passwords for the demonstration)")
+        pam.write_owner_stack("sudo", args="mode=terminal passcode_backoff=5:3s,6:1m")
+        print("localauth demonstration: service sudo, user alice, policy owner,")
+        print("a real fprintd with libfprint's virtual device, the password checked by pam_matrix")
+        fingerprint_part(pam, rig)
+        rig.stop_fprintd()
+        print("\n== the password's back-off (fprintd stopped; shortened to 3 s for the demonstration) ==")
         good = PASSWORDS["alice"]
         run = pam.run(answers=[good])
         show("sudo -v   # the right password", run, [good])
