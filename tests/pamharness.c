@@ -4,14 +4,17 @@
  * PAM_WRAPPER_SERVICE_DIR=DIR) so service files come from a test directory.
  *
  *   pamharness -s SERVICE -u USER [-a ANSWER]... [-r RUSER] [-H RHOST]
- *              [-t TTY] [-S] [-A] [-M] [-n CYCLES] [-T THREADS]
+ *              [-t TTY] [-S] [-A] [-M] [-I] [-L] [-n CYCLES] [-T THREADS] [-q]
  *
  * Prints each conversation message as "<style>: <text>", the requested fail
  * delay as "faildelay: <usec>", then "result: <code> <name>". -A prints
  * whether PAM_AUTHTOK (as exported by pam_get_items.so) equals the first answer.
  * -I counts SIGINTs delivered to the process ("sigint-delivered:"), as an
  * application's handler would see a Ctrl-C the module left pending.
- * -M also runs pam_setcred and pam_acct_mgmt after a success ("setcred:", "acct:"). Answers are given in order to
+ * -M also runs pam_setcred and pam_acct_mgmt after a success ("setcred:", "acct:").
+ * -L prints "elapsed_us: <usec>", the CLOCK_MONOTONIC time from just before
+ * pam_authenticate to its return (conversation time included; pam_start's
+ * module loading excluded), for tools/bench.py. Answers are given in order to
  * prompts; with none left the conversation fails (as at end of input).
  * -n/-T run CYCLES transactions on each of THREADS threads quietly and print
  * VmRSS after the first tenth and at the end, and how many did not succeed.
@@ -23,13 +26,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_ANSWERS 16
 
 static const char *service, *user, *ruser, *rhost, *tty;
 static const char *answers[MAX_ANSWERS];
-static int answer_count, quiet, silent_flag, show_authtok, account_too;
+static int answer_count, quiet, silent_flag, show_authtok, account_too, show_latency;
 static volatile sig_atomic_t interrupts_seen;
 
 static void on_interrupt(int signo) { (void)signo; interrupts_seen++; }
@@ -78,8 +82,15 @@ static int run_once(void) {
     if (rhost) pam_set_item(pamh, PAM_RHOST, rhost);
     if (tty) pam_set_item(pamh, PAM_TTY, tty);
     pam_set_item(pamh, PAM_FAIL_DELAY, (const void *)record_delay);
+    struct timespec started, ended;
+    clock_gettime(CLOCK_MONOTONIC, &started);
     rc = pam_authenticate(pamh, silent_flag ? PAM_SILENT : 0);
+    clock_gettime(CLOCK_MONOTONIC, &ended);
     if (!quiet) {
+        if (show_latency) {
+            long long usec = (long long)(ended.tv_sec - started.tv_sec) * 1000000LL + (ended.tv_nsec - started.tv_nsec) / 1000;
+            printf("elapsed_us: %lld\n", usec);
+        }
         if (show_authtok) {
             /* Applications cannot read PAM_AUTHTOK; pam_get_items.so, placed
                after our module, exports it to the PAM environment. */
@@ -120,7 +131,7 @@ static void *cycle_thread(void *arg) {
 
 int main(int argc, char **argv) {
     int threads = 1, opt;
-    while ((opt = getopt(argc, argv, "s:u:a:r:H:t:SAMIn:T:q")) != -1) {
+    while ((opt = getopt(argc, argv, "s:u:a:r:H:t:SAMILn:T:q")) != -1) {
         switch (opt) {
         case 's': service = optarg; break;
         case 'u': user = optarg; break;
@@ -132,6 +143,7 @@ int main(int argc, char **argv) {
         case 'A': show_authtok = 1; break;
         case 'M': account_too = 1; break;
         case 'I': signal(SIGINT, on_interrupt); break;
+        case 'L': show_latency = 1; break;
         case 'n': cycles = atoi(optarg); break;
         case 'T': threads = atoi(optarg); break;
         case 'q': quiet = 1; break;
