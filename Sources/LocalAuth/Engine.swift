@@ -338,6 +338,31 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         }
     }
 
+    /// What the store holds for a user, read without changing anything (for
+    /// `localauth status`): a damaged record is reported, not replaced.
+    public struct Inspection: Equatable {
+        public var status: LoadStatus
+        public var record: StateRecord?
+        public var remainingBackoffMilliseconds: Int64
+        public var fingerprintLocked: Bool
+    }
+
+    public mutating func inspect(_ user: UserIdentity) -> Inspection? {
+        let moment = now()
+        let rules = RecordRules(options: options, backoffApplies: backoffApplies(user))
+        let lockout = options.lockout
+        do {
+            return try store.withRecord(uid: user.uid, userName: user.name) { record, status -> Inspection in
+                let remaining = record.map { rules.remainingBackoff($0, moment: moment) } ?? 0
+                let locked = (record?.fingerprintFailures ?? 0) >= lockout
+                return Inspection(status: status, record: record, remainingBackoffMilliseconds: remaining, fingerprintLocked: locked)
+            }
+        } catch {
+            log.log(.error, "cannot read the record of uid \(user.uid): \(storeFailureText(error))")
+            return nil
+        }
+    }
+
     // MARK: - Store transactions
 
     mutating func now() -> Moment {
@@ -575,7 +600,7 @@ public func durationText(_ milliseconds: Int64) -> String {
     return unit((seconds + 3599) / 3600, "hour")
 }
 
-func storeFailureText(_ failure: StoreFailure) -> String {
+public func storeFailureText(_ failure: StoreFailure) -> String {
     switch failure {
     case .directoryUnusable: return "state directory missing, not root-owned or writable by others"
     case .lockFailed(let errno): return "lock failed (errno \(errno.code))"

@@ -323,3 +323,83 @@ extension Syscalls {
         return try? readAll(fd, limit: limit)
     }
 }
+
+// MARK: - Users by uid, the terminal (for the command-line tool)
+extension Syscalls {
+    /// The name of the user with `uid`, nil when there is none.
+    public static func userName(uid: UInt32) -> [UInt8]? {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>? = nil
+        var scratch = [CChar](repeating: 0, count: 16384)
+        let status = scratch.withUnsafeMutableBufferPointer { getpwuid_r(uid, &entry, $0.baseAddress!, $0.count, &result) }
+        guard status == 0, let found = result, let name = found.pointee.pw_name else { return nil }
+        return bytes(ofCString: name)
+    }
+
+    /// The path of the terminal on standard input, empty when it is not one.
+    public static func standardInputTerminal() -> [UInt8] {
+        guard isatty(0) == 1, let name = ttyname(0) else { return [] }
+        return bytes(ofCString: name, limit: 256)
+    }
+
+    /// Reads one line from the controlling terminal with echo and signals
+    /// off (Ctrl-C arrives as a byte and cancels), straight into `secret`.
+    /// nil when there is no terminal; false on cancel or end of input.
+    public static func readSecretFromTerminal(prompt: String, into secret: SecretBuffer) -> Bool? {
+        guard let fd = try? open(at: nil, literalBytes("/dev/tty"), flags: O_RDWR | O_NOCTTY) else { return nil }
+        defer { close(fd) }
+        var saved = termios()
+        guard tcgetattr(fd, &saved) == 0 else { return nil }
+        var quiet = saved
+        quiet.c_lflag &= ~tcflag_t(ECHO | ISIG)
+        _ = tcsetattr(fd, TCSAFLUSH, &quiet)
+        defer {
+            _ = tcsetattr(fd, TCSAFLUSH, &saved)
+            try? writeAll(fd, [0x0A])
+        }
+        try? writeAll(fd, utf8Bytes(prompt))
+        let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: SecretBuffer.capacity + 1)
+        defer {
+            wipe(buffer, count: SecretBuffer.capacity + 1)
+            buffer.deallocate()
+        }
+        var count = 0
+        while true {
+            var byte: UInt8 = 0
+            let got = CLocalAuth.read(fd, &byte, 1)
+            if got < 0 && la_errno() == EINTR { continue }
+            if got <= 0 || byte == 0x03 || byte == 0x04 { return false }
+            if byte == 0x0A || byte == 0x0D { break }
+            if count <= SecretBuffer.capacity { buffer[count] = byte }
+            count += 1
+            byte = 0
+        }
+        secret.assign(from: buffer, length: count)
+        return true
+    }
+}
+
+/// Seconds since the epoch as `2026-11-29T18:01:02Z` (UTC), without Foundation.
+public func utcTimestamp(_ seconds: Int64) -> String {
+    let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+    let secondOfDay = seconds - days * 86_400
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468
+    let era = (z >= 0 ? z : z - 146_096) / 146_097
+    let dayOfEra = z - era * 146_097
+    let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+    let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+    let monthIndex = (5 * dayOfYear + 2) / 153
+    let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+    let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+    let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+    func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+    return "\(year)-\(two(month))-\(two(day))T\(two(secondOfDay / 3600)):\(two(secondOfDay % 3600 / 60)):\(two(secondOfDay % 60))Z"
+}
+
+extension Syscalls {
+    /// Flushes stdio and ends the process (the command-line tool only).
+    public static func exitProcess(_ code: Int32) -> Never {
+        exit(code)
+    }
+}

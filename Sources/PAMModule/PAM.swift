@@ -134,7 +134,7 @@ struct InnerConversationState {
 /// SPEC §6: checks the passcode with a separate PAM transaction on the
 /// passcode service. Its conversation answers exactly one echo-off prompt;
 /// anything else makes the verdict "wrong".
-struct PAMPasscodeVerifier: PasscodeVerifier {
+public struct PAMPasscodeVerifier: PasscodeVerifier {
     let service: [UInt8]
     let tty: [UInt8]
     let remoteHost: [UInt8]
@@ -143,14 +143,14 @@ struct PAMPasscodeVerifier: PasscodeVerifier {
     private var state: UnsafeMutablePointer<InnerConversationState>? = nil
     private var conversation: UnsafeMutablePointer<pam_conv>? = nil
 
-    init(service: [UInt8], tty: [UInt8], remoteHost: [UInt8], requestingUser: [UInt8]) {
+    public init(service: [UInt8], tty: [UInt8], remoteHost: [UInt8], requestingUser: [UInt8]) {
         self.service = service
         self.tty = tty
         self.remoteHost = remoteHost
         self.requestingUser = requestingUser
     }
 
-    mutating func begin(userName: [UInt8]) -> Bool {
+    public mutating func begin(userName: [UInt8]) -> Bool {
         end()
         let state = UnsafeMutablePointer<InnerConversationState>.allocate(capacity: 1)
         state.initialize(to: InnerConversationState())
@@ -177,7 +177,7 @@ struct PAMPasscodeVerifier: PasscodeVerifier {
         return true
     }
 
-    mutating func verify(_ passcode: SecretBuffer) -> PasscodeVerdict {
+    public mutating func verify(_ passcode: SecretBuffer) -> PasscodeVerdict {
         guard let inner, let state, !passcode.overflowed, passcode.count > 0 else { return .wrong }
         la_passcode_guard_enter()
         defer { la_passcode_guard_leave() }
@@ -191,7 +191,7 @@ struct PAMPasscodeVerifier: PasscodeVerifier {
         return status == PAM_SUCCESS && exactlyOnePrompt ? .correct : .wrong
     }
 
-    mutating func end() {
+    public mutating func end() {
         if let inner {
             pam_end(inner, PAM_SUCCESS)
             self.inner = nil

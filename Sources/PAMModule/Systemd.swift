@@ -6,7 +6,7 @@ import LocalAuth
 
 /// logind's word on the caller's session: true when remote, nil when there
 /// is no logind or the caller has no session.
-func loginSessionIsRemote() -> Bool? {
+public func loginSessionIsRemote() -> Bool? {
     var session: UnsafeMutablePointer<CChar>? = nil
     guard sd_pid_get_session(0, &session) >= 0, let name = session else { return nil }
     defer { free(name) }
@@ -56,7 +56,7 @@ private func cString(_ literal: StaticString) -> UnsafePointer<CChar> {
 }
 
 /// The fingerprint reader through fprintd on the system bus.
-struct FprintdSensor: FingerprintSensor {
+public struct FprintdSensor: FingerprintSensor {
     /// Ctrl-C ends a wait (terminal mode, R16).
     let interruptible: Bool
     private var bus: OpaquePointer? = nil
@@ -68,18 +68,27 @@ struct FprintdSensor: FingerprintSensor {
     private var signalFD: Int32 = -1
     private var savedMask = sigset_t()
 
-    init(interruptible: Bool) {
+    public init(interruptible: Bool) {
         self.interruptible = interruptible
+    }
+
+    /// For `localauth status`: the device holding the user's prints and the
+    /// enrolled finger names, with the availability (never claims).
+    public mutating func describe(userName: [UInt8]) -> (availability: SensorAvailability, device: [UInt8], fingers: [[UInt8]]) {
+        guard connect() else { return (.unreachable, [], []) }
+        let availability = chooseDevice(userName)
+        let fingers = device.isEmpty ? [] : enrolledFingers(on: device, userName)
+        return (availability, device, fingers)
     }
 
     // MARK: FingerprintSensor
 
-    mutating func availability(userName: [UInt8]) -> SensorAvailability {
+    public mutating func availability(userName: [UInt8]) -> SensorAvailability {
         guard connect() else { return .unreachable }
         return chooseDevice(userName)
     }
 
-    mutating func open(userName: [UInt8]) -> SensorSession {
+    public mutating func open(userName: [UInt8]) -> SensorSession {
         guard connect() else { return .failed }
         guard case .available = chooseDevice(userName), !device.isEmpty else { return .failed }
         guard let owner = nameOwner() else { return .failed }
@@ -102,7 +111,7 @@ struct FprintdSensor: FingerprintSensor {
         return .opened(scanType())
     }
 
-    mutating func verifyAttempt(deadline: Int64, onHint: (RetryHint) -> Void) -> AttemptEnd {
+    public mutating func verifyAttempt(deadline: Int64, onHint: (RetryHint) -> Void) -> AttemptEnd {
         guard let bus, let events, claimed else { return .deviceError }
         if verifying { stopVerifying() }
         var error = sd_bus_error()
@@ -140,13 +149,13 @@ struct FprintdSensor: FingerprintSensor {
         }
     }
 
-    mutating func consumeInterrupt() {
+    public mutating func consumeInterrupt() {
         guard signalFD >= 0 else { return }
         var info = signalfd_siginfo()
         _ = withUnsafeMutableBytes(of: &info) { read(signalFD, $0.baseAddress!, $0.count) }
     }
 
-    mutating func close() {
+    public mutating func close() {
         if let bus {
             if verifying { stopVerifying() }
             if claimed {

@@ -30,6 +30,7 @@
 #include <sys/signalfd.h>
 #include <poll.h>
 #include <dirent.h>
+#include <termios.h>
 #include <pthread.h>
 
 static inline int la_openat(int dirfd, const char *path, int flags, unsigned mode) {

@@ -1,0 +1,302 @@
+import LocalAuth
+import PAMModule
+
+/// `localauth`: see what the module decided, reset it, check and try it, and
+/// lint the configuration. `main.swift` only calls `run(arguments:)`.
+
+/// Documented exit codes (localauth(1)).
+public enum ExitCode: Int32 {
+    case success = 0
+    case failure = 1
+    case usage = 2
+    case permissionDenied = 3
+    case unknownUser = 4
+    case passcodeNotSet = 10
+    case biometryNotAvailable = 11
+    case biometryNotEnrolled = 12
+    case biometryLockout = 13
+}
+
+/// An error for the person at the terminal: printed on stderr, with its exit code.
+struct CLIError: Error {
+    var message: String
+    var code: ExitCode
+    init(_ message: String, _ code: ExitCode = .failure) {
+        self.message = message
+        self.code = code
+    }
+}
+
+let usageText = """
+usage: localauth <command> [options]
+
+commands:
+  status [--user NAME] [--json]          sensor, counters, back-off, recent failures, configuration
+  check [--user NAME] [--policy owner|biometrics] [--json]
+                                         can the policy run? never prompts (exit codes in localauth(1))
+  reset [--user NAME]                    clear the counters and the back-off (root only)
+  test [--user NAME] [--policy owner|biometrics] [--reason TEXT]
+                                         a real evaluation in this terminal (root only)
+  config --check [FILE] [--pam-dir DIR]  validate the configuration file and lint the PAM stacks
+
+common options:
+  --conf FILE    read FILE instead of /etc/security/localauth.conf (root only)
+  --help         help for a command
+"""
+
+/// Runs one command; returns the process exit code.
+public func run(arguments: [String]) -> Int32 {
+    var rest = Array(arguments.dropFirst())
+    guard let verb = rest.first else {
+        standardError(usageText)
+        return ExitCode.usage.rawValue
+    }
+    rest.removeFirst()
+    do {
+        switch verb {
+        case "status": return try statusCommand(try Arguments(rest, flags: ["--json"], values: ["--user", "--conf"], verb: verb)).rawValue
+        case "check": return try checkCommand(try Arguments(rest, flags: ["--json"], values: ["--user", "--conf", "--policy"], verb: verb)).rawValue
+        case "reset": return try resetCommand(try Arguments(rest, flags: [], values: ["--user", "--conf"], verb: verb)).rawValue
+        case "test": return try testCommand(try Arguments(rest, flags: [], values: ["--user", "--conf", "--policy", "--reason"], verb: verb)).rawValue
+        case "config": return try configCommand(try Arguments(rest, flags: ["--check"], values: ["--pam-dir"], verb: verb, positional: 1)).rawValue
+        case "--help", "-h", "help":
+            print(usageText, terminator: "")
+            return ExitCode.success.rawValue
+        default:
+            throw CLIError("unknown command '\(verb)'\n" + usageText, .usage)
+        }
+    } catch let error as CLIError {
+        if error.code == .success {
+            print(error.message, terminator: "")
+            return ExitCode.success.rawValue
+        }
+        standardError("localauth: " + error.message + (error.message.hasSuffix("\n") ? "" : "\n"))
+        return error.code.rawValue
+    } catch {
+        standardError("localauth: unexpected error\n")
+        return ExitCode.failure.rawValue
+    }
+}
+
+func standardError(_ text: String) {
+    try? Syscalls.writeAll(2, utf8Bytes(text))
+}
+
+/// Parsed options of one command: `--flag`, `--key VALUE` or `--key=VALUE`.
+struct Arguments {
+    var flags: Set<String> = []
+    var values: [String: String] = [:]
+    var positional: [String] = []
+    let verb: String
+
+    init(_ arguments: [String], flags allowedFlags: Set<String>, values allowedValues: Set<String>, verb: String, positional maxPositional: Int = 0) throws {
+        self.verb = verb
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            if argument == "--help" || argument == "-h" { throw CLIError(helpText(verb), .success) }
+            if argument.hasPrefix("--") {
+                let parts = argument.split(separator: "=", maxSplits: 1).map(String.init)
+                let name = parts[0]
+                if allowedFlags.contains(name) && parts.count == 1 {
+                    flags.insert(name)
+                } else if allowedValues.contains(name) {
+                    if parts.count == 2 {
+                        values[name] = parts[1]
+                    } else {
+                        guard index < arguments.count else { throw CLIError("\(name) needs a value\n" + helpText(verb), .usage) }
+                        values[name] = arguments[index]
+                        index += 1
+                    }
+                } else {
+                    throw CLIError("unknown option '\(name)' for '\(verb)'\n" + helpText(verb), .usage)
+                }
+            } else if positional.count < maxPositional {
+                positional.append(argument)
+            } else {
+                throw CLIError("unexpected argument '\(argument)'\n" + helpText(verb), .usage)
+            }
+        }
+    }
+}
+
+func helpText(_ verb: String) -> String {
+    switch verb {
+    case "status":
+        return """
+        usage: localauth status [--user NAME] [--json] [--conf FILE]
+          Shows the fingerprint reader (device, enrolled fingers, domain state), the
+          failure counts, whether the fingerprint is locked and why, the password
+          back-off, recent failures and the effective configuration with where each
+          value came from. Only root may name another user.
+
+        """
+    case "check":
+        return """
+        usage: localauth check [--user NAME] [--policy owner|biometrics] [--json] [--conf FILE]
+          The canEvaluatePolicy preflight: never prompts, never counts an attempt.
+          Exit 0 when the policy can run; otherwise 10 passcodeNotSet,
+          11 biometryNotAvailable, 12 biometryNotEnrolled, 13 biometryLockout, with
+          the error's name on stderr.
+
+        """
+    case "reset":
+        return """
+        usage: localauth reset [--user NAME] [--conf FILE]
+          Clears the fingerprint and password failure counts and the back-off of a
+          user (root only), like faillock --reset.
+
+        """
+    case "test":
+        return """
+        usage: localauth test [--user NAME] [--policy owner|biometrics] [--reason TEXT] [--conf FILE]
+          Runs a real evaluation in this terminal through the engine, fprintd and the
+          passcode service, counting attempts like any prompt (root only). Try it
+          before putting the module into sudo.
+
+        """
+    case "config":
+        return """
+        usage: localauth config --check [FILE] [--pam-dir DIR]
+          Validates FILE (default /etc/security/localauth.conf), naming each bad
+          line, and lints the PAM stacks in DIR (default /etc/pam.d) against the
+          rules of pam_localauth(8): no 'done' on its lines, every path that skips
+          it reaches a mandatory password module or pam_deny.so, an authsucc line
+          after a policy=biometrics line, and a passcode service that is an
+          explicit list without fingerprint, token, pam_rootok or pam_permit
+          modules. Exit 1 when an error was found.
+
+        """
+    default:
+        return usageText
+    }
+}
+
+// MARK: - Shared context
+
+/// The configuration as the module would read it, with where values came from.
+struct LoadedConfiguration {
+    var options: Options
+    var path: [UInt8]
+    /// Keys set by a valid line of the file.
+    var keysFromFile: [String]
+    var problems: [String]
+}
+
+func loadConfiguration(_ arguments: Arguments) throws -> LoadedConfiguration {
+    var path = literalBytes(Options.defaultConfigPath)
+    if let given = arguments.values["--conf"] {
+        guard Syscalls.realUserID() == 0 else { throw CLIError("--conf is for root only", .permissionDenied) }
+        path = utf8Bytes(given)
+    }
+    var parser = OptionParser()
+    let (contents, problem) = Syscalls.readTrustedFile(path, limit: OptionParser.maxConfigSize)
+    var problems: [String] = []
+    if let problem { problems.append("\(printableText(path)): ignored: \(problem)") }
+    var keys: [String] = []
+    if let contents {
+        parser.applyConfigFile(contents)
+        var lineNumber = 0
+        for line in splitBytes(contents[...], on: 0x0A) {
+            lineNumber += 1
+            var text = line
+            if let hash = text.firstIndex(of: 0x23) { text = text[text.startIndex..<hash] }
+            text = trimmedSpaces(text)
+            guard !text.isEmpty else { continue }
+            let key = trimmedSpaces(text.firstIndex(of: 0x3D).map { text[text.startIndex..<$0] } ?? text)
+            let bad = parser.diagnostics.contains { $0.contains("(line \(lineNumber))") }
+            if !bad { keys.append(printableText(key)) }
+        }
+    }
+    parser.finish()
+    problems += parser.diagnostics
+    return LoadedConfiguration(options: parser.options, path: path, keysFromFile: keys, problems: problems)
+}
+
+/// The user a command is about: `--user` (root, or the caller's own name) or the caller.
+func targetUser(_ arguments: Arguments) throws -> UserIdentity {
+    let caller = Syscalls.realUserID()
+    if let name = arguments.values["--user"] {
+        let bytes = utf8Bytes(name)
+        if caller != 0 {
+            // R14: the same answer whether or not the named user exists.
+            guard let own = Syscalls.userName(uid: caller), own == bytes else {
+                throw CLIError("only root may ask about another user", .permissionDenied)
+            }
+        }
+        guard let found = Syscalls.lookupUser(bytes) else { throw CLIError("no such user '\(printableText(bytes))'", .unknownUser) }
+        return UserIdentity(uid: found.uid, name: found.name)
+    }
+    guard let own = Syscalls.userName(uid: caller) else { throw CLIError("the calling user has no name", .unknownUser) }
+    return UserIdentity(uid: caller, name: own)
+}
+
+func requireRoot(_ what: String) throws {
+    guard Syscalls.realUserID() == 0, Syscalls.effectiveUserID() == 0 else {
+        throw CLIError("\(what) needs root: the attempt state is readable by root only", .permissionDenied)
+    }
+}
+
+func parsePolicy(_ arguments: Arguments, default value: LAPolicy) throws -> LAPolicy {
+    guard let text = arguments.values["--policy"] else { return value }
+    switch text {
+    case "owner": return .owner
+    case "biometrics": return .biometrics
+    default: throw CLIError("--policy must be owner or biometrics", .usage)
+    }
+}
+
+func hex(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef")
+    var text = ""
+    for byte in bytes {
+        text.append(digits[Int(byte >> 4)])
+        text.append(digits[Int(byte & 0x0F)])
+    }
+    return text
+}
+
+/// Log lines of the engine go to stderr only with debugging on.
+struct StandardErrorLog: EventLog {
+    var verbose = false
+    mutating func log(_ level: LogLevel, _ message: String) {
+        if verbose || level == .error { standardError("localauth: \(message)\n") }
+    }
+}
+
+/// A prompter for commands that must never prompt (status, check, reset).
+struct NoConversation: Prompter {
+    mutating func ask(_ text: String, into secret: SecretBuffer) -> PromptAnswer { .failed }
+    mutating func tell(_ text: String, _ kind: MessageKind) {}
+}
+
+/// The conversation of `localauth test`: messages on stdout, the passcode
+/// read from the terminal with echo off.
+struct TerminalConversation: Prompter {
+    mutating func ask(_ text: String, into secret: SecretBuffer) -> PromptAnswer {
+        switch Syscalls.readSecretFromTerminal(prompt: text, into: secret) {
+        case .some(true): return secret.isEmpty ? .empty : .entered
+        case .some(false), .none: return .failed
+        }
+    }
+
+    mutating func tell(_ text: String, _ kind: MessageKind) {
+        print(text)
+    }
+}
+
+typealias ToolEngine<Conversation: Prompter> = Engine<FprintdSensor, PAMPasscodeVerifier, Conversation, FileStateStore, SystemClock, StandardErrorLog>
+
+func makeEngine<Conversation: Prompter>(_ options: Options, conversation: Conversation, interruptible: Bool = false,
+                                        tty: [UInt8] = []) -> ToolEngine<Conversation> {
+    Engine(options: options, sensor: FprintdSensor(interruptible: interruptible),
+           verifier: PAMPasscodeVerifier(service: options.passcodeService, tty: tty, remoteHost: [], requestingUser: []),
+           prompter: conversation, store: FileStateStore(directoryPath: options.stateDir), clock: SystemClock(),
+           log: StandardErrorLog(verbose: options.debug))
+}
+
+/// Ends the process with `code` after flushing standard output.
+public func terminate(_ code: Int32) -> Never {
+    Syscalls.exitProcess(code)
+}

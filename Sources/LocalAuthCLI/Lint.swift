@@ -1,0 +1,226 @@
+import LocalAuth
+
+/// `localauth config --check`: the configuration file, and the PAM stacks
+/// against SPEC §4 and §6.
+
+func configCommand(_ arguments: Arguments) throws -> ExitCode {
+    guard arguments.flags.contains("--check") else { throw CLIError("config needs --check\n" + helpText("config"), .usage) }
+    var errors = 0
+    var warnings = 0
+    func report(_ severity: String, _ message: String) {
+        print("\(severity): \(message)")
+        if severity == "error" { errors += 1 } else { warnings += 1 }
+    }
+
+    // The configuration file.
+    let path = utf8Bytes(arguments.positional.first ?? "\(Options.defaultConfigPath)")
+    var parser = OptionParser()
+    let (contents, problem) = Syscalls.readTrustedFile(path, limit: OptionParser.maxConfigSize)
+    if let problem {
+        report("error", "\(printableText(path)): \(problem); the module ignores it")
+    } else if contents == nil {
+        print("note: \(printableText(path)) does not exist; defaults apply")
+    }
+    if let contents {
+        parser.applyConfigFile(contents)
+        parser.finish()
+        for diagnostic in parser.diagnostics { report("error", "\(printableText(path)): \(diagnostic)") }
+    }
+    let options = parser.options
+
+    // The PAM stacks.
+    let directory = utf8Bytes(arguments.values["--pam-dir"] ?? "/etc/pam.d")
+    guard let entries = Syscalls.directoryEntries(at: nil, directory, limit: 1024) else {
+        throw CLIError("cannot read \(printableText(directory))")
+    }
+    let lint = StackLint(directory: directory)
+    for entry in entries where !entry.isDirectory {
+        let name = printableText(entry.name)
+        if entry.name == options.passcodeService {
+            for finding in lint.passcodeServiceFindings(name) { report(finding.severity, finding.text) }
+        } else {
+            for finding in lint.serviceFindings(name) { report(finding.severity, finding.text) }
+        }
+    }
+    if !entries.contains(where: { $0.name == options.passcodeService }) {
+        report("warning", "\(printableText(directory))/\(printableText(options.passcodeService)) is missing: the passcode fallback cannot run")
+    }
+    print("\(errors) error(s), \(warnings) warning(s)")
+    return errors == 0 ? .success : .failure
+}
+
+struct Finding {
+    var severity: String
+    var text: String
+}
+
+/// One `auth` rule of a stack, after includes are expanded.
+struct Rule {
+    var file: String
+    var line: Int
+    var control: String
+    var module: String
+    var arguments: [String]
+
+    var moduleName: String { String(module.split(separator: "/").last ?? Substring(module)) }
+    var isLocalAuth: Bool { moduleName == "pam_localauth.so" }
+    var isAuthsucc: Bool { isLocalAuth && arguments.contains("authsucc") }
+    var location: String { "\(file):\(line)" }
+
+    /// The action for a PAM return code name ("success", "ignore", ...).
+    func action(for code: String) -> String {
+        switch control {
+        case "required", "requisite": return code == "success" ? "ok" : (control == "requisite" ? "die" : "bad")
+        case "sufficient": return code == "success" ? "done" : "ignore"
+        case "optional": return code == "success" ? "ok" : "ignore"
+        default: break
+        }
+        var fallback = "bad"
+        let inner = control.hasPrefix("[") ? String(control.dropFirst().dropLast()) : control
+        for pair in inner.split(separator: " ") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { continue }
+            if parts[0] == code { return parts[1] }
+            if parts[0] == "default" { fallback = parts[1] }
+        }
+        return fallback
+    }
+}
+
+struct StackLint {
+    let directory: [UInt8]
+
+    static let passwordModules: Set<String> = [
+        "pam_unix.so", "pam_sss.so", "pam_ldap.so", "pam_krb5.so", "pam_winbind.so", "pam_systemd_home.so", "pam_matrix.so",
+    ]
+    static let forbiddenInPasscodeService: Set<String> = [
+        "pam_fprintd.so", "pam_u2f.so", "pam_oath.so", "pam_google_authenticator.so", "pam_yubico.so", "pam_rootok.so",
+        "pam_permit.so", "pam_p11.so", "pam_pkcs11.so", "pam_howdy.so", "pam_localauth.so", "pam_succeed_if.so",
+    ]
+
+    func read(_ name: String) -> [(line: Int, words: [String])]? {
+        guard let contents = Syscalls.readRegularFile(at: nil, directory + [0x2F] + utf8Bytes(name), limit: 1 << 20) else { return nil }
+        var result: [(Int, [String])] = []
+        var number = 0
+        for raw in splitBytes(contents[...], on: 0x0A) {
+            number += 1
+            var text = String(decoding: raw, as: UTF8.self)
+            if let hash = text.firstIndex(of: "#") { text = String(text[..<hash]) }
+            var words: [String] = []
+            var current = ""
+            var depth = 0
+            for character in text {
+                if character == "[" { depth += 1 }
+                if character == "]" { depth = max(0, depth - 1) }
+                if (character == " " || character == "\t") && depth == 0 {
+                    if !current.isEmpty { words.append(current); current = "" }
+                } else {
+                    current.append(character)
+                }
+            }
+            if !current.isEmpty { words.append(current) }
+            if !words.isEmpty { result.append((number, words)) }
+        }
+        return result
+    }
+
+    /// The auth rules of a service with @include, include and substack expanded.
+    func authRules(_ name: String, depth: Int = 0) -> [Rule] {
+        guard depth < 8, let lines = read(name) else { return [] }
+        var rules: [Rule] = []
+        for (number, words) in lines {
+            if words[0] == "@include", words.count > 1 {
+                rules += authRules(words[1], depth: depth + 1)
+                continue
+            }
+            let type = words[0].hasPrefix("-") ? String(words[0].dropFirst()) : words[0]
+            guard type == "auth", words.count >= 3 else { continue }
+            if words[1] == "include" || words[1] == "substack" {
+                rules += authRules(words[2], depth: depth + 1)
+                continue
+            }
+            rules.append(Rule(file: name, line: number, control: words[1], module: words[2], arguments: Array(words.dropFirst(3))))
+        }
+        return rules
+    }
+
+    /// Whether the rules from `start` on meet a password module or pam_deny
+    /// that an ignore cannot step over.
+    func reachesMandatoryCheck(_ rules: [Rule], from start: Int) -> Bool {
+        var index = start
+        while index < rules.count {
+            let rule = rules[index]
+            if rule.moduleName == "pam_deny.so" && rule.control != "optional" { return true }
+            if StackLint.passwordModules.contains(rule.moduleName) {
+                let onFailure = rule.action(for: "auth_err")
+                if onFailure == "die" || onFailure == "bad" { return true }
+                // [success=N default=ignore]: a failure goes on, to pam_deny usually.
+            }
+            index += 1
+        }
+        return false
+    }
+
+    func landing(_ action: String, from index: Int) -> Int? {
+        switch action {
+        case "ignore", "ok": return index + 1
+        case "die", "bad", "done", "reset": return nil
+        default:
+            if let jump = Int(action) { return index + 1 + jump }
+            return nil
+        }
+    }
+
+    func serviceFindings(_ name: String) -> [Finding] {
+        let rules = authRules(name)
+        var findings: [Finding] = []
+        for (index, rule) in rules.enumerated() where rule.isLocalAuth && !rule.isAuthsucc {
+            let biometrics = rule.arguments.contains("policy=biometrics")
+            if rule.control == "sufficient" || rule.control.contains("=done") {
+                findings.append(Finding(severity: "error", text: "\(rule.location): 'done' on the pam_localauth.so line ends the whole service when the file is included; jump with success=N"))
+            }
+            for code in ["ignore", "authinfo_unavail", "auth_err", "cred_insufficient", "conv_err", "system_err"] {
+                let action = rule.action(for: code)
+                guard let next = landing(action, from: index) else { continue }
+                if !reachesMandatoryCheck(rules, from: next) {
+                    findings.append(Finding(severity: "error", text: "\(rule.location): when the module returns \(code) the stack goes on to only optional modules; add a mandatory password module or pam_deny.so"))
+                    break
+                }
+            }
+            if !biometrics, let successLanding = landing(rule.action(for: "success"), from: index), successLanding <= rules.count {
+                let skipped = rules[(index + 1)..<min(successLanding, rules.count)]
+                if !skipped.contains(where: { StackLint.passwordModules.contains($0.moduleName) }),
+                   rules[successLanding...].contains(where: { StackLint.passwordModules.contains($0.moduleName) }) {
+                    findings.append(Finding(severity: "warning", text: "\(rule.location): success does not jump past the password module, which will ask again"))
+                }
+            }
+            if biometrics && !rules[(index + 1)...].contains(where: { $0.isAuthsucc }) {
+                findings.append(Finding(severity: "error", text: "\(rule.location): a policy=biometrics line needs a later 'pam_localauth.so authsucc' line reached through the password module's success (R11)"))
+            }
+        }
+        return findings
+    }
+
+    func passcodeServiceFindings(_ name: String) -> [Finding] {
+        guard let lines = read(name) else { return [Finding(severity: "error", text: "\(name): unreadable")] }
+        var findings: [Finding] = []
+        var passwordModules = 0
+        for (number, words) in lines {
+            if words[0] == "@include" || (words.count > 1 && (words[1] == "include" || words[1] == "substack")) {
+                findings.append(Finding(severity: "error", text: "\(name):\(number): the passcode service must be an explicit list, not an include (it may bring in fingerprint or token modules)"))
+                continue
+            }
+            let type = words[0].hasPrefix("-") ? String(words[0].dropFirst()) : words[0]
+            guard type == "auth", words.count >= 3 else { continue }
+            let module = String(words[2].split(separator: "/").last ?? Substring(words[2]))
+            if StackLint.forbiddenInPasscodeService.contains(module) {
+                findings.append(Finding(severity: "error", text: "\(name):\(number): \(module) must not be in the passcode service: it could stand in for the password"))
+            }
+            if StackLint.passwordModules.contains(module) { passwordModules += 1 }
+        }
+        if passwordModules == 0 {
+            findings.append(Finding(severity: "error", text: "\(name): no password module (such as pam_unix.so) checks the passcode"))
+        }
+        return findings
+    }
+}

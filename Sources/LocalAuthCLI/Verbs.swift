@@ -1,0 +1,253 @@
+import LocalAuth
+import PAMModule
+
+// MARK: - status
+
+func statusCommand(_ arguments: Arguments) throws -> ExitCode {
+    let user = try targetUser(arguments)
+    let configuration = try loadConfiguration(arguments)
+    let options = configuration.options
+    var engine = makeEngine(options, conversation: NoConversation())
+    let sensor = engine.sensor.describe(userName: user.name)
+    engine.sensor.close()
+    let inspection: Engine<FprintdSensor, PAMPasscodeVerifier, NoConversation, FileStateStore, SystemClock, StandardErrorLog>.Inspection?
+    inspection = Syscalls.effectiveUserID() == 0 ? engine.inspect(user) : nil
+
+    var availability = "unreachable"
+    var domainState: [UInt8]? = nil
+    switch sensor.availability {
+    case .available(let state): availability = "available"; domainState = state
+    case .notEnrolled: availability = "not-enrolled"
+    case .noDevice: availability = "no-device"
+    case .unreachable: availability = "unreachable"
+    }
+    let record = inspection?.record
+    let recordStatus: String
+    var damage: String? = nil
+    switch inspection?.status {
+    case .none: recordStatus = "unreadable"
+    case .some(.absent): recordStatus = "absent"
+    case .some(.loaded): recordStatus = "loaded"
+    case .some(.damaged(let why)): recordStatus = "damaged"; damage = "\(why.text)"
+    }
+    let fingerprintFailures = record?.fingerprintFailures ?? (recordStatus == "damaged" ? options.lockout : 0)
+    let locked = fingerprintFailures >= options.lockout
+    var lockReason: String? = nil
+    if recordStatus == "damaged" {
+        lockReason = "the record is damaged (\(damage ?? "")); the next prompt replaces it locked (R12)"
+    } else if locked {
+        lockReason = "\(fingerprintFailures) consecutive failed fingerprint attempts (lockout \(options.lockout))"
+    }
+    let remaining = inspection?.remainingBackoffMilliseconds ?? 0
+
+    if arguments.flags.contains("--json") {
+        let json = JSONWriter()
+        json.object {
+            json.field("user", printableText(user.name, limit: 255))
+            json.field("uid", Int64(user.uid))
+            json.key("sensor")
+            json.object {
+                json.field("availability", availability)
+                json.field("device", sensor.device.isEmpty ? nil : printableText(sensor.device, limit: 255))
+                json.key("fingers")
+                json.array { for finger in sensor.fingers { json.value(printableText(finger)) } }
+                json.field("domain_state", domainState.map(hex))
+            }
+            json.key("record")
+            json.object {
+                json.field("status", recordStatus)
+                json.field("damage", damage)
+            }
+            json.key("fingerprint")
+            json.object {
+                json.field("failures", inspection == nil ? nil : Int64(fingerprintFailures))
+                json.field("lockout", Int64(options.lockout))
+                json.field("locked", inspection == nil ? nil : locked)
+                json.field("reason", lockReason)
+                json.field("last_success", (record?.lastFingerprintSuccessWallSeconds).flatMap { $0 > 0 ? $0 : nil })
+            }
+            json.key("passcode")
+            json.object {
+                json.field("failures", record.map { Int64($0.passcodeFailures) } ?? (inspection == nil ? nil : 0))
+                json.field("backoff_remaining_ms", inspection == nil ? nil : remaining)
+                json.field("last_success", (record?.lastPasscodeSuccessWallSeconds).flatMap { $0 > 0 ? $0 : nil })
+            }
+            json.key("recent_failures")
+            json.array {
+                for entry in record?.recentFailures ?? [] {
+                    json.object {
+                        json.field("time", entry.wallSeconds)
+                        json.field("kind", entry.kind == .fingerprint ? "fingerprint" : "passcode")
+                        json.field("service", printableText(entry.service))
+                        json.field("tty", printableText(entry.tty))
+                        json.field("rhost", printableText(entry.remoteHost))
+                    }
+                }
+            }
+            json.key("config")
+            json.array {
+                for (key, value) in configurationRows(options) {
+                    json.object {
+                        json.field("key", key)
+                        json.field("value", value)
+                        json.field("source", configuration.keysFromFile.contains(key) ? printableText(configuration.path) : "default")
+                    }
+                }
+            }
+            json.key("config_problems")
+            json.array { for problem in configuration.problems { json.value(problem) } }
+        }
+        print(json.text)
+        return .success
+    }
+
+    print("user: \(printableText(user.name)) (uid \(user.uid))")
+    var sensorLine = "sensor: \(availability)"
+    if !sensor.device.isEmpty { sensorLine += ", device \(printableText(sensor.device))" }
+    if !sensor.fingers.isEmpty { sensorLine += ", enrolled: " + sensor.fingers.map { printableText($0) }.joined(separator: ", ") }
+    print(sensorLine)
+    if let domainState { print("domain state: \(hex(domainState))") }
+    if inspection == nil {
+        print("record: not readable (run as root to see the counters)")
+    } else {
+        print("record: \(recordStatus)" + (damage.map { " (\($0))" } ?? ""))
+        print("fingerprint: \(fingerprintFailures) consecutive failures of \(options.lockout), " + (locked ? "LOCKED: \(lockReason ?? "")" : "not locked"))
+        let waitText = remaining > 0 ? "wait \(durationText(remaining)) before the next entry" : "no wait"
+        print("password: \(record?.passcodeFailures ?? 0) consecutive wrong, \(waitText)")
+        if let seconds = record?.lastPasscodeSuccessWallSeconds, seconds > 0 { print("last password success: \(utcTimestamp(seconds))") }
+        if let seconds = record?.lastFingerprintSuccessWallSeconds, seconds > 0 { print("last fingerprint success: \(utcTimestamp(seconds))") }
+        let failures = record?.recentFailures ?? []
+        print("recent failures: \(failures.isEmpty ? "none" : "")")
+        for entry in failures.reversed() {
+            let kind = entry.kind == .fingerprint ? "fingerprint" : "password"
+            let host = entry.remoteHost.isEmpty ? "-" : printableText(entry.remoteHost)
+            let tty = entry.tty.isEmpty ? "-" : printableText(entry.tty)
+            print("  \(utcTimestamp(entry.wallSeconds))  \(kind)  service=\(printableText(entry.service))  tty=\(tty)  rhost=\(host)")
+        }
+    }
+    print("configuration:")
+    for (key, value) in configurationRows(options) {
+        let source = configuration.keysFromFile.contains(key) ? printableText(configuration.path) : "default"
+        print("  \(key) = \(value)  (\(source))")
+    }
+    for problem in configuration.problems { print("  note: \(problem)") }
+    print("  (module arguments in the PAM stack may override these per service)")
+    return .success
+}
+
+func configurationRows(_ options: Options) -> [(String, String)] {
+    [
+        ("policy", options.policy == .owner ? "owner" : "biometrics"),
+        ("services", options.services.map { printableText($0) }.joined(separator: ",")),
+        ("max_tries", "\(options.maxTries)"),
+        ("lockout", "\(options.lockout)"),
+        ("timeout", "\(options.timeoutSeconds)s"),
+        ("fallback_after", "\(options.fallbackAfter)"),
+        ("fallback_title", printableText(options.fallbackTitle)),
+        ("reason", options.reason.map { printableText($0, limit: 200) } ?? "(a sentence naming the service)"),
+        ("mode", options.mode.map { $0 == .terminal ? "terminal" : "prompt" } ?? "auto"),
+        ("passcode_service", printableText(options.passcodeService)),
+        ("passcode_backoff", options.backoff.map { "\($0.failures):\($0.seconds)s" }.joined(separator: ",")),
+        ("max_backoff", "\(options.maxBackoffSeconds)s"),
+        ("even_deny_root", options.evenDenyRoot ? "yes" : "no"),
+        ("state_dir", printableText(options.stateDir)),
+        ("debug", options.debug ? "yes" : "no"),
+        ("silent", options.silent ? "yes" : "no"),
+    ]
+}
+
+// MARK: - check
+
+func checkCommand(_ arguments: Arguments) throws -> ExitCode {
+    let user = try targetUser(arguments)
+    let policy = try parsePolicy(arguments, default: .owner)
+    try requireRoot("check")
+    let configuration = try loadConfiguration(arguments)
+    var engine = makeEngine(configuration.options, conversation: NoConversation())
+    let result = engine.canEvaluate(policy, user: user)
+    engine.sensor.close()
+    let code: ExitCode
+    var errorName: String? = nil
+    var domainState: [UInt8]? = nil
+    switch result {
+    case .success(let state):
+        code = .success
+        domainState = state
+    case .failure(let error):
+        errorName = error.name
+        switch error {
+        case .passcodeNotSet: code = .passcodeNotSet
+        case .biometryNotAvailable: code = .biometryNotAvailable
+        case .biometryNotEnrolled: code = .biometryNotEnrolled
+        case .biometryLockout: code = .biometryLockout
+        default: code = .failure
+        }
+    }
+    if arguments.flags.contains("--json") {
+        let json = JSONWriter()
+        json.object {
+            json.field("user", printableText(user.name, limit: 255))
+            json.field("policy", policy == .owner ? "owner" : "biometrics")
+            json.field("can_evaluate", errorName == nil)
+            json.field("error", errorName)
+            json.field("error_code", errorName == nil ? nil : Int64(resultErrorCode(result)))
+            json.field("domain_state", domainState.flatMap { $0.isEmpty ? nil : hex($0) })
+        }
+        print(json.text)
+    } else if errorName == nil {
+        print("\(policy == .owner ? "owner" : "biometrics"): can evaluate for \(printableText(user.name))")
+    }
+    if let errorName { standardError("\(errorName)\n") }
+    return code
+}
+
+func resultErrorCode(_ result: Result<[UInt8], LAError>) -> Int32 {
+    if case .failure(let error) = result { return error.rawValue }
+    return 0
+}
+
+// MARK: - reset
+
+func resetCommand(_ arguments: Arguments) throws -> ExitCode {
+    try requireRoot("reset")
+    let user = try targetUser(arguments)
+    let configuration = try loadConfiguration(arguments)
+    var engine = makeEngine(configuration.options, conversation: NoConversation())
+    let before = engine.inspect(user)
+    guard engine.resetAfterPasswordSuccess(user) else { throw CLIError("cannot write the record of \(printableText(user.name))") }
+    let record = before?.record
+    print("reset \(printableText(user.name)) (uid \(user.uid)): fingerprint failures \(record?.fingerprintFailures ?? 0) -> 0, password failures \(record?.passcodeFailures ?? 0) -> 0, wait cleared")
+    return .success
+}
+
+// MARK: - test
+
+func testCommand(_ arguments: Arguments) throws -> ExitCode {
+    try requireRoot("test")
+    let user = try targetUser(arguments)
+    let configuration = try loadConfiguration(arguments)
+    var options = configuration.options
+    options.policy = try parsePolicy(arguments, default: options.policy)
+    if let reason = arguments.values["--reason"] { options.reason = utf8Bytes(reason) }
+    let tty = Syscalls.standardInputTerminal()
+    let mode: InteractionMode = options.mode ?? (tty.isEmpty ? .prompt : .terminal)
+    var engine = makeEngine(options, conversation: TerminalConversation(), interruptible: mode == .terminal, tty: tty)
+    let request = Request(scope: .inScope, userName: user.name, user: user, service: literalBytes("localauth-test"), tty: tty,
+                          mode: mode, silent: false)
+    let passcode = SecretBuffer()
+    defer { passcode.wipe() }
+    let result = engine.evaluate(request, policy: options.policy, passcode: passcode)
+    engine.sensor.close()
+    switch result.outcome {
+    case .success(.biometry): print("authenticated: fingerprint"); return .success
+    case .success(.passcode): print("authenticated: password"); return .success
+    case .failure(let error):
+        print("not authenticated: \(error.name) (\(error.rawValue)), PAM code \(result.pamCode.rawValue)")
+        return .failure
+    case .internalError:
+        print("not authenticated: internal error (see above)")
+        return .failure
+    case .outOfScope:
+        return .failure
+    }
+}
