@@ -1,0 +1,236 @@
+"""The `localauth` command, launched as a built binary (issue 4, item 1)."""
+import json
+import os
+import pty
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import PAM_AUTH_ERR, PAM_SUCCESS, PASSWORDS, ROOT, PamEnv
+from fprint_rig import FprintRig
+
+ALICE = PASSWORDS["alice"]
+
+
+@pytest.fixture(scope="session")
+def cli():
+    subprocess.run(["swift", "build", "--product", "localauth"], cwd=ROOT, check=True, capture_output=True)
+    path = subprocess.run(["swift", "build", "--show-bin-path"], cwd=ROOT, check=True, capture_output=True,
+                          text=True).stdout.strip()
+    return Path(path) / "localauth"
+
+
+@pytest.fixture
+def tool(pam, cli):
+    """Runs localauth with the test's users, state dir and PAM services."""
+    pam.conf.write_text(f"state_dir = {pam.state}\n")
+    os.chmod(pam.conf, 0o600)
+
+    def run(*args, env=None, conf=True, preexec=None, uid=None):
+        command = [str(cli), *args]
+        if conf and args and args[0] in ("status", "check", "reset", "test"):
+            command += ["--conf", str(pam.conf)]
+        if uid is not None:
+            command = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"] + command
+        return subprocess.run(command, env=pam.env(env), capture_output=True, text=True, timeout=60)
+    return run
+
+
+def test_help_and_usage_errors(cli):
+    assert subprocess.run([str(cli)], capture_output=True).returncode == 2
+    for verb in ("status", "check", "reset", "test", "config"):
+        result = subprocess.run([str(cli), verb, "--help"], capture_output=True, text=True)
+        assert result.returncode == 0 and f"usage: localauth {verb}" in result.stdout
+    bad = subprocess.run([str(cli), "frobnicate"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "unknown command" in bad.stderr and bad.stdout == ""
+    bad = subprocess.run([str(cli), "status", "--bogus"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "unknown option '--bogus'" in bad.stderr
+
+
+def test_status_shows_counters_failures_and_configuration(pam, tool):
+    for attempt in range(2):
+        assert pam.run(answers=[f"wrong-{attempt}"], tty="/dev/pts/9").code == PAM_AUTH_ERR
+    text = tool("status", "--user", "alice")
+    assert text.returncode == 0, text.stderr
+    assert "user: alice (uid 1001)" in text.stdout
+    assert "password: 2 consecutive wrong, no wait" in text.stdout
+    assert "fingerprint: 0 consecutive failures of 5, not locked" in text.stdout
+    assert "password  service=sudo  tty=/dev/pts/9  rhost=-" in text.stdout
+    assert f"state_dir = {pam.state}  ({pam.conf})" in text.stdout
+    assert "max_tries = 3  (default)" in text.stdout
+    data = json.loads(tool("status", "--user", "alice", "--json").stdout)
+    assert data["user"] == "alice" and data["uid"] == 1001
+    assert data["passcode"]["failures"] == 2 and data["passcode"]["backoff_remaining_ms"] == 0
+    assert data["fingerprint"] == {"failures": 0, "lockout": 5, "locked": False, "reason": None, "last_success": None}
+    assert [f["kind"] for f in data["recent_failures"]] == ["passcode", "passcode"]
+    assert data["recent_failures"][0]["tty"] == "/dev/pts/9"
+    assert data["sensor"]["availability"] == "unreachable"
+    sources = {row["key"]: row["source"] for row in data["config"]}
+    assert sources["state_dir"] == str(pam.conf) and sources["lockout"] == "default"
+
+
+def test_status_reports_the_wait_and_a_damaged_record(pam, tool):
+    pam.write_owner_stack(args="passcode_backoff=1:1h")
+    pam.run(answers=["wrong"])
+    data = json.loads(tool("status", "--user", "alice", "--json").stdout)
+    assert 3_500_000 < data["passcode"]["backoff_remaining_ms"] <= 3_600_000
+    pam.record_path().write_bytes(b"garbage")
+    data = json.loads(tool("status", "--user", "alice", "--json").stdout)
+    assert data["record"]["status"] == "damaged" and data["fingerprint"]["locked"] is True
+    assert pam.record_path().read_bytes() == b"garbage"  # status changes nothing
+
+
+def test_non_root_may_ask_only_about_themselves(cli):
+    """As bob (uid 1002): the same refusal whether or not the user exists (R14)."""
+    base = Path(tempfile.mkdtemp(prefix="localauth-cli-"))
+    try:
+        os.chmod(base, 0o755)
+        world = PamEnv(base)
+        for path in (world.passwd, world.group):
+            os.chmod(path, 0o644)
+        env = world.env()
+        env["LD_PRELOAD"] = "libnss_wrapper.so"
+
+        def as_bob(*args):
+            return subprocess.run(["setpriv", "--reuid=1002", "--regid=1002", "--clear-groups", str(cli), *args],
+                                  env=env, capture_output=True, text=True, timeout=60)
+        for user in ("alice", "nosuchuser"):
+            denied = as_bob("status", "--user", user)
+            assert denied.returncode == 3, denied.stderr
+            assert denied.stderr == "localauth: only root may ask about another user\n"
+        assert as_bob("reset", "--user", "bob").returncode == 3
+        assert as_bob("check").returncode == 3
+        own = as_bob("status", "--user", "bob")
+        assert own.returncode == 0, own.stderr
+        assert "user: bob (uid 1002)" in own.stdout
+        assert "record: not readable (run as root to see the counters)" in own.stdout
+    finally:
+        shutil.rmtree(base)
+
+
+def test_check_exit_codes_without_a_sensor(pam, tool):
+    owner = tool("check", "--user", "alice")
+    assert owner.returncode == 0, owner.stderr
+    bio = tool("check", "--user", "alice", "--policy", "biometrics", "--json")
+    assert bio.returncode == 11 and bio.stderr == "biometryNotAvailable\n"
+    data = json.loads(bio.stdout)
+    assert data == {"user": "alice", "policy": "biometrics", "can_evaluate": False, "error": "biometryNotAvailable",
+                    "error_code": -6, "domain_state": None}
+    assert not pam.record_path().exists()  # the preflight charges nothing
+
+
+def test_check_and_status_with_the_virtual_sensor(pam, tool):
+    with FprintRig() as rig:
+        rig.enroll("alice")
+        env = rig.env()
+        ok = tool("check", "--user", "alice", "--policy", "biometrics", "--json", env=env)
+        assert ok.returncode == 0, ok.stderr
+        assert len(json.loads(ok.stdout)["domain_state"]) == 64
+        assert tool("check", "--user", "bob", "--policy", "biometrics", env=env).returncode == 12
+        status = json.loads(tool("status", "--user", "alice", "--json", env=env).stdout)
+        assert status["sensor"]["availability"] == "available"
+        assert status["sensor"]["fingers"] == ["right-index-finger"]
+        assert status["sensor"]["device"].startswith("/net/reactivated/Fprint/Device/")
+        for count in (3, 2):
+            rig.feed(["SCAN nope"] * count)
+            pam.run(answers=["", "wrong"], env=env)
+            rig.feed_wait(timeout=30)
+        locked = tool("check", "--user", "alice", "--policy", "biometrics", env=env)
+        assert locked.returncode == 13 and locked.stderr == "biometryLockout\n"
+        assert tool("check", "--user", "alice", env=env).returncode == 0  # owner: the password still works
+        text = tool("status", "--user", "alice", env=env).stdout
+        assert "LOCKED: 5 consecutive failed fingerprint attempts" in text
+
+
+def test_reset_clears_counters_and_is_root_only(pam, tool):
+    for attempt in range(3):
+        pam.run(answers=[f"wrong-{attempt}"])
+    assert pam.record().P == 3
+    result = tool("reset", "--user", "alice")
+    assert result.returncode == 0 and "password failures 3 -> 0" in result.stdout
+    assert (pam.record().F, pam.record().P, pam.record().backoff_ms) == (0, 0, 0)
+    assert tool("reset", "--user", "nosuchuser").returncode == 4
+
+
+def run_in_terminal(command, env, answers, timeout=30):
+    """Runs `command` on a new pseudo-terminal, answering prompts."""
+    pid, master = pty.fork()
+    if pid == 0:
+        os.execve(command[0], command, env)
+    output = b""
+    pending = list(answers)
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        output += data
+        if pending and output.rstrip().endswith(b":"):
+            os.write(master, pending.pop(0).encode() + b"\n")
+    _, status = os.waitpid(pid, 0)
+    os.close(master)
+    return os.waitstatus_to_exitcode(status), output.decode().replace("\r\n", "\n")
+
+
+def test_test_verb_runs_a_real_evaluation(pam, tool, cli):
+    with FprintRig() as rig:
+        rig.enroll("alice")
+        command = [str(cli), "test", "--user", "alice", "--conf", str(pam.conf), "--reason", "Trying localauth"]
+        rig.feed(["SCAN finger-alice"])
+        code, output = run_in_terminal(command, pam.env(rig.env()), [])
+        rig.feed_wait(timeout=30)
+        assert code == 0, output
+        assert "Trying localauth. Swipe your finger across the fingerprint reader." in output
+        assert "authenticated: fingerprint" in output
+        rig.feed(["SCAN nope"] * 3)
+        code, output = run_in_terminal(command, pam.env(rig.env()), [ALICE])
+        rig.feed_wait(timeout=30)
+        assert code == 0 and "authenticated: password" in output, output
+        assert ALICE not in output  # echo was off
+        assert (pam.record().F, pam.record().P) == (0, 0)
+        code, output = run_in_terminal(command, pam.env(rig.env()), ["wrong"])
+        assert code == 1 and "not authenticated: authenticationFailed (-1)" in output
+
+
+def lint(cli, directory, config=None):
+    args = [str(cli), "config", "--check"] + ([str(config)] if config else ["/nonexistent.conf"]) + ["--pam-dir", str(directory)]
+    return subprocess.run(args, capture_output=True, text=True, timeout=30)
+
+
+def test_config_check_accepts_the_shipped_stacks(cli):
+    result = lint(cli, ROOT / "pam.d")
+    assert result.returncode == 0, result.stdout
+    assert "0 error(s)" in result.stdout
+
+
+def test_config_check_names_each_problem(cli, tmp_path):
+    pam_dir = tmp_path / "pam.d"
+    pam_dir.mkdir()
+    (pam_dir / "sudo").write_text("auth sufficient pam_localauth.so\nauth required pam_unix.so\n")
+    (pam_dir / "su").write_text("auth [success=1 default=ignore] pam_localauth.so\nauth optional pam_permit.so\n")
+    (pam_dir / "login").write_text("auth [success=3 conv_err=die default=ignore] pam_localauth.so policy=biometrics\n"
+                                   "auth [success=1 default=die] pam_unix.so\nauth requisite pam_deny.so\n"
+                                   "auth required pam_permit.so\n")
+    (pam_dir / "localauth-passcode").write_text("@include common-auth\nauth sufficient pam_fprintd.so\n"
+                                                "auth required pam_permit.so\n")
+    (pam_dir / "common-auth").write_text("auth required pam_unix.so\n")
+    config = tmp_path / "localauth.conf"
+    config.write_text("max_tries = banana\n# fine\nlockout = 5\nwhatever = 1\n")
+    os.chmod(config, 0o600)
+    result = lint(cli, pam_dir, config)
+    assert result.returncode == 1
+    out = result.stdout
+    assert "sudo:1: 'done' on the pam_localauth.so line" in out
+    assert "su:1: when the module returns" in out and "only optional modules" in out
+    assert "login:1: a policy=biometrics line needs a later 'pam_localauth.so authsucc' line" in out
+    assert "localauth-passcode:1: the passcode service must be an explicit list" in out
+    assert "localauth-passcode:2: pam_fprintd.so must not be in the passcode service" in out
+    assert "localauth-passcode:3: pam_permit.so must not be in the passcode service" in out
+    assert "(line 1): expected a number" in out and "(line 4): unknown option" in out
+    os.chmod(config, 0o666)
+    assert "not owned by root or writable by group/others" in lint(cli, pam_dir, config).stdout
