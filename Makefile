@@ -25,7 +25,7 @@ LDFLAGS_MODULE := -shared -Wl,--version-script=Sources/CShim/pam_localauth.map -
 	-Wl,-z,relro -Wl,--gc-sections -Wl,--as-needed
 LIBS_MODULE := -lpam -lsystemd
 
-.PHONY: all module demo test unit-test integration-test install uninstall clean deps tools
+.PHONY: all module cli demo test unit-test integration-test install uninstall clean deps tools
 
 all: module
 
@@ -70,14 +70,40 @@ integration-test: module tools
 
 test: unit-test integration-test
 
-install: module
-	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(SYSCONFDIR)/pam.d
+# The command-line tool: release build with the Swift runtime linked in, so
+# the installed binary needs nothing from the toolchain.
+CLI_BUILD := .build/cli
+cli:
+	swift build -c release --product localauth --static-swift-stdlib --scratch-path $(CLI_BUILD)
+
+MANPAGES := man/pam_localauth.8 man/localauth.1 man/localauth.conf.5
+
+install: module cli
+	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(SYSCONFDIR)/pam.d $(DESTDIR)$(SYSCONFDIR)/security \
+		$(DESTDIR)$(PREFIX)/bin $(DESTDIR)/usr/share/pam-configs \
+		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man8
 	install -m 0644 $(BUILD)/pam_localauth.so $(DESTDIR)$(PAMDIR)/pam_localauth.so
+	install -s -m 0755 $$(swift build -c release --scratch-path $(CLI_BUILD) --show-bin-path)/localauth $(DESTDIR)$(PREFIX)/bin/localauth
 	install -m 0644 pam.d/localauth-passcode $(DESTDIR)$(SYSCONFDIR)/pam.d/localauth-passcode
+	test -e $(DESTDIR)$(SYSCONFDIR)/security/localauth.conf || \
+		install -m 0644 config/localauth.conf $(DESTDIR)$(SYSCONFDIR)/security/localauth.conf
+	install -m 0644 config/pam-auth-update.localauth $(DESTDIR)/usr/share/pam-configs/localauth
+	install -m 0644 man/localauth.1 $(DESTDIR)$(PREFIX)/share/man/man1/localauth.1
+	install -m 0644 man/localauth.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/localauth.conf.5
+	install -m 0644 man/pam_localauth.8 $(DESTDIR)$(PREFIX)/share/man/man8/pam_localauth.8
 	install -d -m 0700 $(DESTDIR)/var/lib/localauth
 
+# Leaves /etc/security/localauth.conf (it may hold the administrator's
+# settings) and /var/lib/localauth (the attempt state).
 uninstall:
-	rm -f $(DESTDIR)$(PAMDIR)/pam_localauth.so $(DESTDIR)$(SYSCONFDIR)/pam.d/localauth-passcode
+	rm -f $(DESTDIR)$(PAMDIR)/pam_localauth.so $(DESTDIR)$(SYSCONFDIR)/pam.d/localauth-passcode \
+		$(DESTDIR)$(PREFIX)/bin/localauth $(DESTDIR)/usr/share/pam-configs/localauth \
+		$(DESTDIR)$(PREFIX)/share/man/man1/localauth.1 $(DESTDIR)$(PREFIX)/share/man/man5/localauth.conf.5 \
+		$(DESTDIR)$(PREFIX)/share/man/man8/pam_localauth.8
 
 clean:
 	rm -rf .build
+
+.PHONY: bench
+bench: module $(BUILD)/pamharness
+	$(PYTHON) tools/bench.py
