@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from conftest import (PAM_AUTHINFO_UNAVAIL, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_IGNORE, PAM_SUCCESS, PASSWORDS, parse_run)
+from conftest import (PAM_AUTHINFO_UNAVAIL, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_IGNORE, PAM_SUCCESS, PASSWORDS, ROOT,
+                      parse_run)
 from fprint_rig import FprintRig
 
 ALICE = PASSWORDS["alice"]
@@ -371,3 +372,47 @@ def test_domain_state_changes_when_a_finger_is_re_enrolled(pam, rig):
     rig.enroll("alice", print_id="another-print")  # same finger name, new print
     assert rig.list_enrolled("alice") == ["right-index-finger"]
     assert passcode_success() != first
+
+
+# ---- statuses broadcast for another session (security review finding) ----
+
+def test_a_verdict_broadcast_for_another_session_never_counts(pam, rig, tmp_path):
+    """bob's match, broadcast after our subscription but before our Claim,
+    must not authenticate alice (fprintd broadcasts every session's status)."""
+    import subprocess
+    shim = tmp_path / "claimdelay.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(shim), str(ROOT / "tests" / "claimdelay.c"), "-lsystemd"], check=True)
+    rig.enroll("bob")
+    pam.write_owner_stack(args="timeout=2")
+    env = rig.env({"LD_PRELOAD": f"libpam_wrapper.so libnss_wrapper.so {shim}", "CLAIM_DELAY_DIR": str(tmp_path)})
+    proc = pam.spawn(answers=["", "wrong"], env=env)
+    deadline = time.monotonic() + 20
+    while not (tmp_path / "claim-entered").exists():
+        assert time.monotonic() < deadline and proc.poll() is None, "the module never reached its Claim"
+        time.sleep(0.01)
+    monitor = subprocess.Popen(["dbus-monitor", "--address", rig.bus_address, "type='signal',member='VerifyStatus'"],
+                               stdout=subprocess.PIPE)
+    try:
+        rig.claim_elsewhere("bob")
+        rig.feed(["SCAN finger-bob"])
+        rig.device_call("VerifyStart", "any", sig="(s)", client=rig._elsewhere)
+        rig.feed_wait(timeout=30)
+        # The precondition of the attack: bob's match went out on the bus.
+        import os
+        import select
+        seen = b""
+        while b"verify-match" not in seen:
+            remaining = deadline - time.monotonic()
+            assert remaining > 0 and select.select([monitor.stdout], [], [], remaining)[0], "bob's match was never broadcast"
+            seen += os.read(monitor.stdout.fileno(), 65536)
+    finally:
+        monitor.kill()
+        monitor.wait()
+    rig.device_call("VerifyStop", client=rig._elsewhere)
+    rig.release_elsewhere()
+    (tmp_path / "go").touch()
+    out, err = proc.communicate(timeout=60)
+    result = parse_run(out, err)
+    assert result.code == PAM_AUTH_ERR, out
+    assert result.prompts() == [FIRST_PROMPT, PASSCODE_PROMPT]  # timed out, then the (wrong) password
+    assert (pam.record().F, pam.record().P) == (0, 1)

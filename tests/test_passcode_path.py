@@ -200,8 +200,9 @@ def test_damaged_record_locks_biometrics_and_starts_the_first_backoff(pam):
     assert (pam.record().F, pam.record().P) == (0, 0)
 
 
-def test_unsafe_state_directory_never_grants(pam):
-    os.chmod(pam.state, 0o777)
+@pytest.mark.parametrize("mode", [0o777, 0o755, 0o750])
+def test_unsafe_state_directory_never_grants(pam, mode):
+    os.chmod(pam.state, mode)  # 0700 only: others may not even list the uids
     run = pam.run(answers=[ALICE])
     assert run.code == PAM_SYSTEM_ERR
     assert pam.state_files() == []

@@ -46,15 +46,17 @@ def test_requester_naming_the_target_is_in_scope(pam):
     assert pam.record().P == 1
 
 
-@pytest.mark.parametrize("rhost", ["203.0.113.9", "attacker.example", "10.1.2.3"])
+@pytest.mark.parametrize("rhost", ["203.0.113.9", "attacker.example", "10.1.2.3", "localhost"])
 def test_remote_host_is_ignored_and_touches_nothing(pam, rhost):
     run = pam.run(rhost=rhost, answers=["wrong"])
     assert run.ignored
     assert pam.state_files() == []
 
 
-@pytest.mark.parametrize("rhost", ["localhost", "127.0.0.1", "::1", os.uname().nodename])
+@pytest.mark.parametrize("rhost", ["127.0.0.1", "127.0.1.1", "::1", os.uname().nodename])
 def test_local_host_names_are_in_scope(pam, rhost):
+    # Names other than this host's own (which sudo sets) may come from an
+    # attacker's reverse DNS: only loopback literals and sudo's own name count.
     assert pam.run(rhost=rhost, answers=["wrong"]).code == PAM_AUTH_ERR
     assert pam.record().P == 1
 
@@ -151,3 +153,31 @@ def test_account_management_and_setcred_never_fail_and_never_reset(pam):
     run = pam.run(service="acct", answers=[ALICE], account=True)
     assert (run.code, run.setcred, run.account) == (PAM_SUCCESS, PAM_SUCCESS, PAM_SUCCESS)
     assert pam.record().P == 2
+
+
+def test_this_hosts_name_counts_as_local_only_for_sudo(pam):
+    pam.write_owner_stack("login", args="services=login")
+    run = pam.run(service="login", rhost=os.uname().nodename, answers=["wrong"])
+    assert run.ignored
+    assert pam.state_files() == []
+
+
+def test_without_root_the_module_steps_aside():
+    """A screen locker runs as the user: without the helper (SPEC §8) the
+    state cannot be kept, so the module ignores rather than lock the user out."""
+    base = Path(tempfile.mkdtemp(prefix="localauth-nonroot-"))
+    try:
+        os.chmod(base, 0o755)
+        pam = PamEnv(base)
+        pam.write_owner_stack("swaylock")
+        for path in base.iterdir():
+            if path != pam.state:
+                os.chmod(path, 0o755 if path.is_dir() else 0o644)
+        proc = subprocess.run(["setpriv", "--reuid=1002", "--regid=1002", "--clear-groups"] +
+                              pam.harness_args("swaylock", "bob", ["wrong"]), env=pam.env(), capture_output=True,
+                              text=True, timeout=60)
+        run = parse_run(proc.stdout, proc.stderr)
+        assert run.ignored, proc.stdout + proc.stderr
+        assert pam.state_files() == []
+    finally:
+        shutil.rmtree(base)

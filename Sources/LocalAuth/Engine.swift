@@ -476,6 +476,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
 
     /// An attempt that provably ended without a verdict is given back (R3).
     public mutating func refund(_ user: UserIdentity, kind: FailureEntry.Kind, sequence: UInt64) {
+        let rules = RecordRules(options: options, backoffApplies: backoffApplies(user))
         do {
             try store.withRecord(uid: user.uid, userName: user.name) { record, status in
                 guard status == .loaded, var current = record else { return }
@@ -484,9 +485,12 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 case .fingerprint: current.fingerprintFailures = max(0, current.fingerprintFailures - 1)
                 case .passcode:
                     current.passcodeFailures = max(0, current.passcodeFailures - 1)
-                    // The charge started the wait its count earned (R9); a
-                    // charge is only made when no wait runs, so undo it too.
-                    current.backoffRemainingMilliseconds = 0
+                    // The charge started the wait its count earned (R9). Drop
+                    // it only when the count left earns none: a parallel
+                    // prompt's charge may have earned the running wait.
+                    if rules.options.backoffSeconds(afterFailures: current.passcodeFailures) == 0 || !rules.backoffApplies {
+                        current.backoffRemainingMilliseconds = 0
+                    }
                 }
                 current.removeFailure(sequence: sequence)
                 record = current
@@ -602,7 +606,7 @@ public func durationText(_ milliseconds: Int64) -> String {
 
 public func storeFailureText(_ failure: StoreFailure) -> String {
     switch failure {
-    case .directoryUnusable: return "state directory missing, not root-owned or writable by others"
+    case .directoryUnusable: return "state directory missing, not root-owned, or open to group or others (must be 0700)"
     case .lockFailed(let errno): return "lock failed (errno \(errno.code))"
     case .writeFailed(let errno): return "write failed (errno \(errno.code))"
     case .fileSizeLimited: return "file size limit"

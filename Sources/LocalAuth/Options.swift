@@ -137,10 +137,13 @@ public struct OptionParser {
     }
 
     /// Finds `conf=PATH` among module arguments without applying anything.
+    /// Only a safe absolute path counts; anything else leaves the default
+    /// file in force (and `apply` reports it).
     public static func configPath(in arguments: [[UInt8]]) -> [UInt8]? {
         var found: [UInt8]? = nil
         for argument in arguments where argument.count > 5 && bytesEqual(argument.prefix(5), "conf=") {
-            found = Array(argument.dropFirst(5))
+            let path = argument.dropFirst(5)
+            if isSafeAbsolutePath(path) { found = Array(path) }
         }
         return found
     }

@@ -49,7 +49,7 @@ public enum ScopeDecision: Equatable {
 public enum Scope {
     public static func decide(_ facts: ScopeFacts, options: Options) -> ScopeDecision {
         guard options.covers(service: facts.service) else { return .outOfScope(.service) }
-        guard isLocal(facts.remoteHost, localHostName: facts.localHostName), facts.sessionIsRemote != true else {
+        guard isLocal(facts.remoteHost, localHostName: facts.localHostName, service: facts.service), facts.sessionIsRemote != true else {
             return .outOfScope(.remote)
         }
         let requesterNamesTarget = facts.requestingUser.isEmpty || facts.requestingUser == facts.targetName
@@ -61,12 +61,23 @@ public enum Scope {
         return .outOfScope(.requester)
     }
 
-    /// An unset `PAM_RHOST`, a loopback name or address, or this host's own name.
-    public static func isLocal(_ remoteHost: [UInt8], localHostName: [UInt8]) -> Bool {
+    /// An unset `PAM_RHOST`, or a loopback address literal. Host names come
+    /// from reverse lookups that a remote attacker may control, so a name
+    /// counts as local only for sudo naming this very host (sudo sets
+    /// `PAM_RHOST` to the local host name).
+    public static func isLocal(_ remoteHost: [UInt8], localHostName: [UInt8], service: [UInt8]) -> Bool {
         if remoteHost.isEmpty { return true }
-        if bytesEqual(remoteHost, "localhost") || bytesEqual(remoteHost, "127.0.0.1") || bytesEqual(remoteHost, "::1") {
-            return true
+        if bytesEqual(remoteHost, "::1") || isIPv4Loopback(remoteHost) { return true }
+        return bytesEqual(service, "sudo") && !localHostName.isEmpty && remoteHost == localHostName
+    }
+
+    /// `127.x.y.z` written as a dotted quad.
+    static func isIPv4Loopback(_ text: [UInt8]) -> Bool {
+        let parts = splitBytes(text[...], on: 0x2E)
+        guard parts.count == 4, bytesEqual(parts[0], "127") else { return false }
+        for part in parts {
+            guard part.count <= 3, let value = parseDecimal(part), value <= 255 else { return false }
         }
-        return !localHostName.isEmpty && remoteHost == localHostName
+        return true
     }
 }

@@ -60,7 +60,7 @@ public struct FileStateStore: StateStore {
     }
 
     /// Opens (creating if missing, 0700) the state directory and checks that
-    /// only its owner can change it.
+    /// only its owner can use it.
     func openDirectory() throws(StoreFailure) -> Int32 {
         let fd: Int32
         do {
@@ -74,7 +74,8 @@ public struct FileStateStore: StateStore {
                 throw .directoryUnusable
             }
         }
-        guard let facts = try? Syscalls.facts(fd), facts.isDirectory, facts.owner == trustedOwner, facts.mode & 0o022 == 0 else {
+        // 0700: others may not even list which uids have records.
+        guard let facts = try? Syscalls.facts(fd), facts.isDirectory, facts.owner == trustedOwner, facts.mode & 0o077 == 0 else {
             Syscalls.close(fd)
             throw .directoryUnusable
         }

@@ -265,11 +265,14 @@ extension Syscalls {
     /// /proc/self/stat (an fd opened on /dev/tty would only show /dev/tty's).
     public static func isControllingTerminal(_ tty: [UInt8]) -> Bool {
         guard !tty.isEmpty, let controlling = procSelfStatField(7), controlling != 0 else { return false }
-        let path = tty.first == 0x2F ? tty : literalBytes("/dev/") + tty
-        guard let named = try? open(at: nil, path, flags: O_RDONLY | O_NOCTTY | O_NONBLOCK) else { return false }
-        defer { close(named) }
+        var path = tty.first == 0x2F ? tty : literalBytes("/dev/") + tty
+        path.append(0)
+        // stat, not open: opening a device node as root has side effects.
         var info = stat()
-        guard fstat(named, &info) == 0, la_s_ischr(info.st_mode) != 0 else { return false }
+        let status = path.withUnsafeBufferPointer { buffer in
+            fstatat(AT_FDCWD, UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self), &info, AT_SYMLINK_NOFOLLOW)
+        }
+        guard status == 0, la_s_ischr(info.st_mode) != 0 else { return false }
         return UInt64(info.st_rdev) == UInt64(controlling)
     }
 

@@ -15,6 +15,13 @@ public func localauthAuthenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc
     let options = loadOptions(handle, arguments: moduleArguments(argc, argv))
     var log = PAMLog(handle: handle, debug: options.debug)
     if options.authsucc { return resetAfterPasswordModule(handle, options: options, log: &log) }
+    // Without root the attempt state cannot be kept (screen lockers run as
+    // the user; the privileged helper of SPEC §8 is still to come): step
+    // aside rather than fail, so the stack's password line decides (R12).
+    if Syscalls.effectiveUserID() != 0 {
+        log.log(.notice, "not running as root: the attempt state cannot be kept; ignoring")
+        return PAMCode.ignore.rawValue
+    }
 
     let service = handle.stringItem(PAM_SERVICE)
     let (userStatus, userName) = handle.userName()

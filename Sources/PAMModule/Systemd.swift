@@ -23,6 +23,9 @@ struct FprintdEvents {
     var vanished = false
     /// fprintd's unique bus name: signals from anyone else are ignored.
     var owner: [UInt8] = []
+    /// Set from just before our VerifyStart until our VerifyStop: fprintd
+    /// broadcasts every session's statuses, and only these are ours.
+    var armed = false
 }
 
 /// fprintd's VerifyStatus results.
@@ -107,6 +110,9 @@ public struct FprintdSensor: FingerprintSensor {
             return busy ? .busy : .failed
         }
         claimed = true
+        // Anything fprintd sent before the claim was answered belongs to
+        // another session (statuses are broadcast): drop it.
+        drain()
         if interruptible { blockInterrupts() }
         return .opened(scanType())
     }
@@ -114,13 +120,19 @@ public struct FprintdSensor: FingerprintSensor {
     public mutating func verifyAttempt(deadline: Int64, onHint: (RetryHint) -> Void) -> AttemptEnd {
         guard let bus, let events, claimed else { return .deviceError }
         if verifying { stopVerifying() }
+        drain()
+        events.pointee.armed = true
         var error = sd_bus_error()
         let status = withCStrings(device, literalBytes("any")) { path, finger in
             la_bus_call_s(bus, cString(fprintdName), path, cString(deviceInterface), "VerifyStart", finger, &error, nil)
         }
         sd_bus_error_free(&error)
-        guard status >= 0 else { return events.pointee.vanished ? .vanished : .deviceError }
+        guard status >= 0 else {
+            events.pointee.armed = false
+            return events.pointee.vanished ? .vanished : .deviceError
+        }
         verifying = true
+        var interrupted = false
         while true {
             while true {
                 let processed = sd_bus_process(bus, nil)
@@ -137,7 +149,10 @@ public struct FprintdSensor: FingerprintSensor {
                 case .unknownError: stopVerifying(); return .deviceError
                 }
             }
-            if events.pointee.vanished { verifying = false; return .vanished }
+            if events.pointee.vanished { verifying = false; events.pointee.armed = false; return .vanished }
+            // A Ctrl-C counts only after every verdict already received was
+            // handled: a verdict that arrived is never thrown away (R3).
+            if interrupted { stopVerifying(); return .interrupted }
             let now = Syscalls.bootTimeNanoseconds()
             if now >= deadline { stopVerifying(); return .timeout }
             let waitMilliseconds = Int32(min((deadline - now) / 1_000_000 + 1, 1000))
@@ -145,7 +160,7 @@ public struct FprintdSensor: FingerprintSensor {
                        pollfd(fd: signalFD, events: Int16(POLLIN), revents: 0)]
             let ready = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress!, signalFD >= 0 ? 2 : 1, waitMilliseconds) }
             if ready < 0 && la_errno() != EINTR { stopVerifying(); return .deviceError }
-            if signalFD >= 0 && fds[1].revents & Int16(POLLIN) != 0 { stopVerifying(); return .interrupted }
+            if signalFD >= 0 && fds[1].revents & Int16(POLLIN) != 0 { interrupted = true }
         }
     }
 
@@ -191,6 +206,8 @@ public struct FprintdSensor: FingerprintSensor {
         if bus != nil { return true }
         var opened: OpaquePointer? = nil
         guard sd_bus_open_system(&opened) >= 0, let opened else { return false }
+        // No call may hang the prompt: fprintd answers in milliseconds.
+        _ = sd_bus_set_method_call_timeout(opened, 5_000_000)
         bus = opened
         return true
     }
@@ -278,6 +295,7 @@ public struct FprintdSensor: FingerprintSensor {
                 let events = userdata.assumingMemoryBound(to: FprintdEvents.self)
                 guard let sender = sd_bus_message_get_sender(message),
                       Syscalls.bytes(ofCString: sender, limit: 256) == events.pointee.owner else { return 0 }
+                guard events.pointee.armed else { return 0 }
                 var text: UnsafePointer<CChar>? = nil
                 var done: Int32 = 0
                 guard la_bus_read_sb(message, &text, &done) >= 0, let text,
@@ -313,6 +331,13 @@ public struct FprintdSensor: FingerprintSensor {
             la_bus_call(bus, cString(fprintdName), path, cString(deviceInterface), "VerifyStop", &error, nil)
         }
         sd_bus_error_free(&error)
+        events?.pointee.armed = false
+        drain()
+    }
+
+    /// Dispatches every queued message and forgets unhandled statuses.
+    private mutating func drain() {
+        guard let bus else { return }
         while sd_bus_process(bus, nil) > 0 {}
         events?.pointee.results.removeAll()
     }

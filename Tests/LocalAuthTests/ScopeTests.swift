@@ -38,18 +38,23 @@ final class ScopeTests: XCTestCase {
     }
 
     func testRemoteHostIsOutOfScope() {
-        for host in ["192.0.2.7", "attacker.example", "10.0.0.1", "localhost.evil.example", "workstation2", "::2"] {
+        // Names come from reverse lookups a remote attacker may control.
+        for host in ["192.0.2.7", "attacker.example", "10.0.0.1", "localhost.evil.example", "workstation2", "::2",
+                     "localhost", "128.0.0.1", "127.0.0", "127.0.0.256"] {
             XCTAssertEqual(decide(facts(rhost: host)), .outOfScope(.remote), host)
             XCTAssertEqual(decide(facts(caller: 0, rhost: host)), .outOfScope(.remote), host)
         }
+        // This host's own name counts only for sudo, which sets it itself.
+        XCTAssertEqual(decide(facts(service: "login", rhost: "workstation")), .outOfScope(.remote))
     }
 
     func testLoopbackAndOwnHostNameAreLocal() {
-        for host in ["", "localhost", "127.0.0.1", "::1", "workstation"] {
+        for host in ["", "127.0.0.1", "127.1.2.3", "::1", "workstation"] {
             XCTAssertEqual(decide(facts(rhost: host)), .inScope, host)
         }
-        XCTAssertTrue(Scope.isLocal([], localHostName: []))
-        XCTAssertFalse(Scope.isLocal(bytes("workstation"), localHostName: []), "an unknown own name matches nothing")
+        XCTAssertTrue(Scope.isLocal([], localHostName: [], service: bytes("login")))
+        XCTAssertFalse(Scope.isLocal(bytes("workstation"), localHostName: [], service: bytes("sudo")),
+                       "an unknown own name matches nothing")
     }
 
     func testLogindRemoteSessionIsOutOfScope() {
