@@ -247,3 +247,20 @@ def test_inner_fail_delay_is_a_no_op_and_the_outer_delay_is_requested(pam):
     assert run.code == PAM_AUTH_ERR
     assert run.fail_delay and run.fail_delay > 0
     assert pam.record().P == 1
+
+
+@pytest.mark.parametrize("layout", ["open-directory", "symlinked-directory"])
+def test_config_file_in_an_unsafe_directory_is_ignored(pam, layout):
+    real = pam.base / "confdir"
+    real.mkdir()
+    (real / "localauth.conf").write_text("passcode_backoff = 1:1h\n")
+    os.chmod(real / "localauth.conf", 0o600)
+    if layout == "open-directory":
+        os.chmod(real, 0o777)  # anyone could swap the file
+        path = real / "localauth.conf"
+    else:
+        (pam.base / "link").symlink_to(real)
+        path = pam.base / "link" / "localauth.conf"
+    pam.write_owner_stack(args=f"conf={path}")
+    assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
+    assert pam.run(answers=[ALICE]).code == PAM_SUCCESS  # the file's 1 h back-off did not apply

@@ -229,10 +229,36 @@ public enum Syscalls {
 
     /// Reads a small configuration file that must be a regular file owned by
     /// root and not writable by group or others. nil with a reason otherwise.
+    /// Every directory on the way must be a real directory (no symlinks)
+    /// owned by root and not writable by group or others, unless sticky (as
+    /// /tmp): otherwise another user could swap the file.
     public static func readTrustedFile(_ path: [UInt8], limit: Int) -> (contents: [UInt8]?, problem: String?) {
+        guard path.first == 0x2F else { return (nil, "not an absolute path") }
+        let parts = splitBytes(path.dropFirst(), on: 0x2F)
+        guard let fileName = parts.last, !fileName.isEmpty else { return (nil, "not a file path") }
+        guard var directory = try? open(at: nil, literalBytes("/"), flags: O_RDONLY | O_DIRECTORY) else { return (nil, "cannot open /") }
+        defer { close(directory) }
+        for part in parts.dropLast() {
+            guard let trusted = try? facts(directory), trusted.owner == 0, trusted.mode & 0o022 == 0 || trusted.mode & 0o1000 != 0 else {
+                return (nil, "a directory on its path is not owned by root or is writable by others")
+            }
+            let next: Int32
+            do {
+                next = try open(at: directory, Array(part), flags: O_RDONLY | O_DIRECTORY)
+            } catch {
+                if error.code == ENOENT { return (nil, nil) }
+                return (nil, error.code == ELOOP || error.code == ENOTDIR ? "a directory on its path is a symbolic link or not a directory"
+                                                                           : "cannot open a directory on its path (errno \(error.code))")
+            }
+            close(directory)
+            directory = next
+        }
+        guard let trusted = try? facts(directory), trusted.owner == 0, trusted.mode & 0o022 == 0 || trusted.mode & 0o1000 != 0 else {
+            return (nil, "a directory on its path is not owned by root or is writable by others")
+        }
         let fd: Int32
         do {
-            fd = try open(at: nil, path, flags: O_RDONLY | O_NONBLOCK)
+            fd = try open(at: directory, Array(fileName), flags: O_RDONLY | O_NONBLOCK)
         } catch {
             if error.code == ENOENT { return (nil, nil) }
             return (nil, "cannot open (errno \(error.code))")
