@@ -175,7 +175,21 @@ def test_unknown_user_looks_like_a_known_user_without_biometrics(pam):
     assert unknown.code == known.code == PAM_AUTH_ERR
     assert unknown.messages == known.messages
     assert unknown.fail_delay and unknown.fail_delay > 0
-    assert [n for n in pam.state_files() if n.endswith(".rec")] == ["1001.rec"]
+    # The unknown name is counted in a look-alike record under a name hash,
+    # never under a uid.
+    records = sorted(n for n in pam.state_files() if n.endswith(".rec"))
+    assert records[0] == "1001.rec" and len(records) == 2 and records[1].startswith("u")
+
+
+def test_five_tries_cannot_tell_a_known_name_from_an_unknown_one(pam):
+    pam.write_owner_stack(args="passcode_backoff=5:1h")
+    for attempt in range(5):
+        assert pam.run(user="alice", answers=[f"wrong-{attempt}"]).code == PAM_AUTH_ERR
+        assert pam.run(user="mallory", answers=[f"wrong-{attempt}"]).code == PAM_AUTH_ERR
+    known = pam.run(user="alice", answers=["again"])
+    unknown = pam.run(user="mallory", answers=["again"])
+    assert known.code == unknown.code == PAM_AUTH_ERR
+    assert known.messages == unknown.messages == [("error", "Too many wrong passwords. Try again in 1 hour.")]
 
 
 def test_unknown_user_correct_matrix_password_still_fails(pam):

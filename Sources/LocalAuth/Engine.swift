@@ -153,19 +153,25 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
 
     /// R14: an unknown user sees what a known user without usable biometrics
     /// sees: the passcode prompt, a real (dummy) verification, the delay, a
-    /// failure. Nothing is stored.
+    /// failure, and the same back-off, counted in a look-alike record filed
+    /// under a hash of the name (so five tries cannot tell names apart).
+    /// The verdict is ignored: an unknown user never succeeds.
     mutating func lookAlikeForUnknownUser(_ request: Request, policy: LAPolicy, passcode: SecretBuffer) -> EvaluationResult {
         if policy == .biometrics { return EvaluationResult(.failure(.biometryNotAvailable)) }
-        switch prompter.ask(passcodePromptText, into: passcode) {
-        case .failed, .empty: return EvaluationResult(.failure(.userCancel))
-        case .entered: break
+        guard !request.userName.isEmpty, request.userName.count <= RecordFormat.maxNameLength else {
+            switch prompter.ask(passcodePromptText, into: passcode) {
+            case .failed, .empty: return EvaluationResult(.failure(.userCancel))
+            case .entered: break
+            }
+            if verifier.begin(userName: request.userName) {
+                _ = verifier.verify(passcode)
+                verifier.end()
+            }
+            passcode.wipe()
+            return EvaluationResult(.failure(.authenticationFailed), failDelay: true)
         }
-        if verifier.begin(userName: request.userName) {
-            _ = verifier.verify(passcode)
-            verifier.end()
-        }
-        passcode.wipe()
-        return EvaluationResult(.failure(.authenticationFailed), failDelay: true)
+        let pseudo = UserIdentity(uid: FileStateStore.lookAlikeUID, name: request.userName)
+        return passcodePhase(request, user: pseudo, passcode: passcode, alreadyEntered: false, domainState: [], lookAlike: true)
     }
 
     // MARK: - Fingerprint phase
@@ -251,7 +257,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
     // MARK: - Passcode phase
 
     mutating func passcodePhase(_ request: Request, user: UserIdentity, passcode: SecretBuffer, alreadyEntered: Bool,
-                                domainState: [UInt8]) -> EvaluationResult {
+                                domainState: [UInt8], lookAlike: Bool = false) -> EvaluationResult {
         if !alreadyEntered {
             switch backoffRemaining(user) {
             case nil: return EvaluationResult(.internalError)
@@ -282,7 +288,9 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
             passcode.wipe()
             return EvaluationResult(.internalError)
         }
-        switch verifier.verify(passcode) {
+        var verdict = verifier.verify(passcode)
+        if lookAlike && verdict == .correct { verdict = .wrong }
+        switch verdict {
         case .correct:
             recordSuccess(user, method: .passcode, sequence: sequence, domainState: domainState)
             return EvaluationResult(.success(.passcode))

@@ -40,21 +40,38 @@ public struct FileStateStore: StateStore {
         self.trustedOwner = trustedOwner
     }
 
-    public func recordName(uid: UInt32) -> [UInt8] { utf8Bytes("\(uid).rec") }
-    func lockName(uid: UInt32) -> [UInt8] { utf8Bytes("\(uid).lock") }
-    func temporaryName(uid: UInt32) -> [UInt8] { utf8Bytes("\(uid).rec.tmp") }
+    /// The uid of look-alike records for unknown user names (R14): never a
+    /// real uid ((uid_t)-1 is reserved), filed by a hash of the name.
+    public static let lookAlikeUID = UInt32.max
+
+    /// The file stem of a record: the uid, or `u` and a name hash for the
+    /// look-alike records of unknown names.
+    func stem(uid: UInt32, userName: [UInt8]) -> String {
+        guard uid == FileStateStore.lookAlikeUID else { return "\(uid)" }
+        let digest = SHA256.hash(literalBytes("localauth-unknown-name") + userName)
+        var text = "u"
+        let digits: StaticString = "0123456789abcdef"
+        for byte in digest.prefix(12) {
+            text.unicodeScalars.append(Unicode.Scalar(digits.utf8Start[Int(byte >> 4)]))
+            text.unicodeScalars.append(Unicode.Scalar(digits.utf8Start[Int(byte & 0x0F)]))
+        }
+        return text
+    }
+    public func recordName(uid: UInt32, userName: [UInt8] = []) -> [UInt8] { utf8Bytes(stem(uid: uid, userName: userName) + ".rec") }
+    func lockName(uid: UInt32, userName: [UInt8]) -> [UInt8] { utf8Bytes(stem(uid: uid, userName: userName) + ".lock") }
+    func temporaryName(uid: UInt32, userName: [UInt8]) -> [UInt8] { utf8Bytes(stem(uid: uid, userName: userName) + ".rec.tmp") }
 
     public mutating func withRecord<Result>(uid: UInt32, userName: [UInt8],
                                             _ body: (inout StateRecord?, LoadStatus) -> Result) throws(StoreFailure) -> Result {
         let directory = try openDirectory()
         defer { Syscalls.close(directory) }
-        let lock = try takeLock(directory: directory, uid: uid)
+        let lock = try takeLock(directory: directory, uid: uid, userName: userName)
         defer { Syscalls.close(lock) }
         let (loaded, status) = load(directory: directory, uid: uid, userName: userName)
         var record = loaded
         let result = body(&record, status)
         if let changed = record, changed != loaded || status != .loaded {
-            try write(RecordFormat.encode(changed), directory: directory, uid: uid)
+            try write(RecordFormat.encode(changed), directory: directory, uid: uid, userName: userName)
         }
         return result
     }
@@ -82,10 +99,10 @@ public struct FileStateStore: StateStore {
         return fd
     }
 
-    func takeLock(directory: Int32, uid: UInt32) throws(StoreFailure) -> Int32 {
+    func takeLock(directory: Int32, uid: UInt32, userName: [UInt8]) throws(StoreFailure) -> Int32 {
         let fd: Int32
         do {
-            fd = try Syscalls.open(at: directory, lockName(uid: uid), flags: O_RDWR | O_CREAT | O_NONBLOCK, mode: 0o600)
+            fd = try Syscalls.open(at: directory, lockName(uid: uid, userName: userName), flags: O_RDWR | O_CREAT | O_NONBLOCK, mode: 0o600)
         } catch {
             throw .lockFailed(error)
         }
@@ -103,7 +120,7 @@ public struct FileStateStore: StateStore {
     func load(directory: Int32, uid: UInt32, userName: [UInt8]) -> (StateRecord?, LoadStatus) {
         let fd: Int32
         do {
-            fd = try Syscalls.open(at: directory, recordName(uid: uid), flags: O_RDONLY | O_NONBLOCK)
+            fd = try Syscalls.open(at: directory, recordName(uid: uid, userName: userName), flags: O_RDONLY | O_NONBLOCK)
         } catch {
             if error.code == ENOENT { return (nil, .absent) }
             if error.code == ELOOP { return (nil, .damaged(.unsafeFile)) }
@@ -122,7 +139,7 @@ public struct FileStateStore: StateStore {
 
     /// Writes a temporary file, fsyncs it, renames it over the record and
     /// fsyncs the directory, with `RLIMIT_FSIZE` lifted for the write.
-    func write(_ bytes: [UInt8], directory: Int32, uid: UInt32) throws(StoreFailure) {
+    func write(_ bytes: [UInt8], directory: Int32, uid: UInt32, userName: [UInt8]) throws(StoreFailure) {
         let saved = Syscalls.fileSizeLimit()
         if saved.soft < UInt64(bytes.count) {
             if !Syscalls.setFileSizeLimit(soft: UInt64.max, hard: UInt64.max) {
@@ -136,7 +153,7 @@ public struct FileStateStore: StateStore {
         defer {
             if saved.soft < UInt64(bytes.count) { Syscalls.setFileSizeLimit(soft: saved.soft, hard: saved.hard) }
         }
-        let temporary = temporaryName(uid: uid)
+        let temporary = temporaryName(uid: uid, userName: userName)
         do throws(Errno) {
             try Syscalls.unlink(in: directory, temporary)
             let fd = try Syscalls.open(at: directory, temporary, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
@@ -149,7 +166,7 @@ public struct FileStateStore: StateStore {
                 throw error
             }
             Syscalls.close(fd)
-            try Syscalls.rename(in: directory, from: temporary, to: recordName(uid: uid))
+            try Syscalls.rename(in: directory, from: temporary, to: recordName(uid: uid, userName: userName))
             try Syscalls.sync(directory)
         } catch {
             throw .writeFailed(error)

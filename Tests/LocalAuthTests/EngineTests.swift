@@ -482,7 +482,8 @@ final class EngineTests: XCTestCase {
                 XCTAssertEqual(unknown.prompter.asked, known.prompter.asked)
                 XCTAssertEqual(unknown.prompter.told, known.prompter.told)
                 XCTAssertEqual(unknown.verifier.verifyCalls, known.verifier.verifyCalls, "a dummy verification runs")
-                XCTAssertEqual(unknown.store.transactions, 0, "nothing stored for an unknown user")
+                XCTAssertEqual(unknown.store.passcodeFailures, known.store.passcodeFailures, "counted alike")
+                XCTAssertTrue(unknown.store.keys.allSatisfy { $0.0 == FileStateStore.lookAlikeUID }, "never a real uid")
                 XCTAssertEqual(unknown.sensor.availabilityCalls + unknown.sensor.openCalls, 0)
                 if answer != .empty {
                     XCTAssertEqual(unknown.verifier.begunFor, [bytes("alice")])
@@ -491,6 +492,23 @@ final class EngineTests: XCTestCase {
                 }
             }
         }
+    }
+
+    /// R14: five wrong entries for an unknown name earn the same wait as for
+    /// a known user, so the refusal cannot tell names apart.
+    func testUnknownNamesEarnTheSameBackoffAsKnownUsers() {
+        let known = World(sensor: FakeSensor(.unreachable))
+        let unknown = World(sensor: FakeSensor(.unreachable))
+        for _ in 0..<5 {
+            known.prompt(answers: [wrongAnswer])
+            unknown.prompt(scope: .unknownUser, answers: [wrongAnswer])
+        }
+        let knownRefusal = known.prompt(answers: [wrongAnswer])
+        let unknownRefusal = unknown.prompt(scope: .unknownUser, answers: [wrongAnswer])
+        XCTAssertEqual(unknownRefusal, knownRefusal)
+        XCTAssertEqual(unknown.prompter.told.last?.text, Text.waitPrefix + "1 minute.")
+        XCTAssertEqual(unknown.prompter.told, known.prompter.told)
+        XCTAssertEqual(unknown.prompter.asked.count, known.prompter.asked.count)
     }
 
     // MARK: Text

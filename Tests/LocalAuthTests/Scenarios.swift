@@ -726,14 +726,14 @@ func scenarios() -> [Scenario] {
     }
 
     // MARK: R14 unknown user
-    add("R14 owner: unknown user → passcode prompt, dummy check, delay, AUTH_ERR, nothing stored", .owner) {
+    add("R14 owner: unknown user → passcode prompt, dummy check charged to a look-alike record, delay, AUTH_ERR", .owner) {
         $0.scope = .unknownUser
         $0.initial = .absent
         $0.answers = [rightAnswer]
         $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
-        $0.passcodeBegins = 1; $0.passcodeChecks = 1; $0.pAtCheck = [0]
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1; $0.pAtCheck = [1]
         $0.prompts = [Text.passcodePrompt]
-        $0.storeUntouched = true
+        $0.p = 1
     }
     add("R14 owner: unknown user, empty entry → userCancel like a known user", .owner) {
         $0.scope = .unknownUser
@@ -741,7 +741,6 @@ func scenarios() -> [Scenario] {
         $0.answers = [.empty]
         $0.outcome = .failure(.userCancel); $0.code = .conversationError
         $0.prompts = [Text.passcodePrompt]
-        $0.storeUntouched = true
     }
     add("R14 biometrics: unknown user → biometryNotAvailable like a user without prints", .biometrics) {
         $0.scope = .unknownUser
@@ -881,7 +880,9 @@ final class ScenarioTests: XCTestCase {
             XCTAssertEqual(store.record?.backoffRemainingMilliseconds ?? 0, backoff, "\(label): back-off after")
         }
         for (uid, name) in store.keys {
-            XCTAssertEqual(uid, s.user.uid, "\(label): store keyed by another uid")
+            // R14: unknown names are counted in look-alike records, never under a real uid.
+            let expectedUID = s.scope == .unknownUser ? FileStateStore.lookAlikeUID : s.user.uid
+            XCTAssertEqual(uid, expectedUID, "\(label): store keyed by another uid")
             XCTAssertEqual(name, s.user.name, "\(label): store keyed by another name")
         }
         if case .success = result.outcome {
