@@ -206,6 +206,10 @@ def test_config_check_accepts_the_shipped_stacks(cli):
     result = lint(cli, ROOT / "pam.d")
     assert result.returncode == 0, result.stdout
     assert "0 error(s)" in result.stdout
+    # The shipped, commented configuration file, named relative to the current directory.
+    shipped = subprocess.run([str(cli), "config", "--check", "config/localauth.conf", "--pam-dir", "pam.d"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=30)
+    assert shipped.returncode == 0 and "0 error(s), 0 warning(s)" in shipped.stdout, shipped.stdout
 
 
 def test_config_check_names_each_problem(cli, tmp_path):

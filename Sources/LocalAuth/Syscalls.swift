@@ -432,3 +432,14 @@ extension Syscalls {
         exit(code)
     }
 }
+
+extension Syscalls {
+    /// The current working directory (the command-line tool only).
+    public static func currentDirectory() -> [UInt8]? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        return buffer.withUnsafeMutableBufferPointer { pointer -> [UInt8]? in
+            guard getcwd(pointer.baseAddress!, pointer.count) != nil else { return nil }
+            return bytes(ofCString: pointer.baseAddress!, limit: 4096)
+        }
+    }
+}

@@ -42,6 +42,7 @@ commands:
 common options:
   --conf FILE    read FILE instead of /etc/security/localauth.conf (root only)
   --help         help for a command
+
 """
 
 /// Runs one command; returns the process exit code.

@@ -13,7 +13,12 @@ func configCommand(_ arguments: Arguments) throws -> ExitCode {
     }
 
     // The configuration file.
-    let path = utf8Bytes(arguments.positional.first ?? "\(Options.defaultConfigPath)")
+    var path = utf8Bytes(arguments.positional.first ?? "\(Options.defaultConfigPath)")
+    if path.first != 0x2F {
+        // A relative FILE is the administrator's convenience: resolve it here.
+        guard let directory = Syscalls.currentDirectory() else { throw CLIError("cannot resolve \(printableText(path))") }
+        path = directory + [0x2F] + path
+    }
     var parser = OptionParser()
     let (contents, problem) = Syscalls.readTrustedFile(path, limit: OptionParser.maxConfigSize)
     if let problem {
