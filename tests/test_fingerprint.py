@@ -416,3 +416,51 @@ def test_a_verdict_broadcast_for_another_session_never_counts(pam, rig, tmp_path
     assert result.code == PAM_AUTH_ERR, out
     assert result.prompts() == [FIRST_PROMPT, PASSCODE_PROMPT]  # timed out, then the (wrong) password
     assert (pam.record().F, pam.record().P) == (0, 1)
+
+
+# ---- the remaining situations under policy biometrics (SPEC §4 codes) ----
+
+def test_biometrics_unplug_absent_fprintd_busy_device_and_remote_host(pam, rig):
+    assert bio(pam, rig, [""], ["UNPLUG"]).code == PAM_AUTHINFO_UNAVAIL
+    assert pam.record().F == 0  # no verdict: refunded
+    rig.restart_fprintd()
+    rig.enroll("alice")
+    rig.claim_elsewhere("alice")
+    try:
+        assert bio(pam, rig, [""]).code == PAM_AUTHINFO_UNAVAIL
+    finally:
+        rig.release_elsewhere()
+    pam.write_owner_stack("bio-remote", args="policy=biometrics services=bio-remote")
+    remote = pam.run(service="bio-remote", rhost="192.0.2.1", answers=[""], env=rig.env())
+    assert remote.ignored and remote.prompts() == []  # out of scope: the next module decides
+    rig.stop_fprintd()
+    assert bio(pam, rig, [""]).code == PAM_AUTHINFO_UNAVAIL
+    assert pam.record().F == 0
+
+
+def test_biometrics_ctrl_c_cancels_before_a_failure_and_falls_back_after(pam, rig):
+    pam.write_owner_stack("bio", args="policy=biometrics services=bio mode=terminal")
+
+    def ctrl_c(feed, wait_for):
+        if feed:
+            rig.feed(list(feed))
+        proc = pam.spawn(service="bio", answers=[], env=rig.env(), count_interrupts=True)
+        lines = []
+        while True:
+            line = proc.stdout.readline()
+            assert line, "ended before " + wait_for
+            lines.append(line)
+            if wait_for in line:
+                proc.send_signal(signal.SIGINT)
+                break
+        rest, err = proc.communicate(timeout=30)
+        if feed:
+            rig.feed_wait(timeout=30)
+        return parse_run("".join(lines) + rest, err)
+
+    cancel = ctrl_c([], "fingerprint reader")
+    assert cancel.code == PAM_CONV_ERR and cancel.interrupts_delivered == 1
+    fallback = ctrl_c([MISS], "Press Ctrl-C to Enter Password")
+    assert fallback.ignored  # userFallback -> PAM_IGNORE: the next module takes over
+    assert fallback.interrupts_delivered == 0
+    assert pam.record().F == 1
