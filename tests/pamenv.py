@@ -2,10 +2,13 @@
 by real libpam through pam_wrapper, test users from nss_wrapper, and
 pam_wrapper's pam_matrix.so as the passcode stack. Nothing here touches the
 host's /etc."""
+import contextlib
 import os
+import pty
 import shutil
 import struct
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -214,3 +217,50 @@ def parse_run(stdout: str, stderr: str = "") -> Run:
 def build():
     """Builds the Embedded module and the harness."""
     subprocess.run(["make", "-s", "module", str(HARNESS.relative_to(ROOT))], cwd=ROOT, check=True)
+
+
+def run_in_terminal(command, env, answers=()):
+    """Runs a program as the session leader of a new pseudo-terminal (its
+    controlling terminal), typing each answer when a line ends with ":".
+    `command` is a list, or a function called in the child to make one (so
+    it can name the terminal). Returns (exit code, output)."""
+    pid, master = pty.fork()
+    if pid == 0:
+        args = command() if callable(command) else command
+        os.execve(args[0], args, env)
+    output = b""
+    pending = list(answers)
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        output += data
+        if pending and output.rstrip().endswith(b":"):
+            os.write(master, pending.pop(0).encode() + b"\n")
+    _, status = os.waitpid(pid, 0)
+    os.close(master)
+    return os.waitstatus_to_exitcode(status), output.decode().replace("\r\n", "\n")
+
+
+@contextlib.contextmanager
+def world_readable_pam(prefix):
+    """A PamEnv that other uids can read (its state dir stays root-only 0700),
+    for tests that run a program as an unprivileged user."""
+    base = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        os.chmod(base, 0o755)
+        env = PamEnv(base)
+        env.write_owner_stack("sudo")
+        yield env
+    finally:
+        shutil.rmtree(base)
+
+
+def open_to_others(env):
+    """Makes everything but the state dir of a PamEnv readable by others."""
+    for path in env.base.iterdir():
+        if path != env.state:
+            os.chmod(path, 0o755 if path.is_dir() else 0o644)

@@ -1,15 +1,13 @@
 """The `localauth` command, launched as a built binary (issue 4, item 1)."""
 import json
 import os
-import pty
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from conftest import PAM_AUTH_ERR, PAM_SUCCESS, PASSWORDS, ROOT, PamEnv
+from pamenv import open_to_others, run_in_terminal, world_readable_pam
 from fprint_rig import FprintRig
 
 ALICE = PASSWORDS["alice"]
@@ -85,12 +83,8 @@ def test_status_reports_the_wait_and_a_damaged_record(pam, tool):
 
 def test_non_root_may_ask_only_about_themselves(cli):
     """As bob (uid 1002): the same refusal whether or not the user exists (R14)."""
-    base = Path(tempfile.mkdtemp(prefix="localauth-cli-"))
-    try:
-        os.chmod(base, 0o755)
-        world = PamEnv(base)
-        for path in (world.passwd, world.group):
-            os.chmod(path, 0o644)
+    with world_readable_pam("localauth-cli-") as world:
+        open_to_others(world)
         env = world.env()
         env["LD_PRELOAD"] = "libnss_wrapper.so"
 
@@ -107,8 +101,6 @@ def test_non_root_may_ask_only_about_themselves(cli):
         assert own.returncode == 0, own.stderr
         assert "user: bob (uid 1002)" in own.stdout
         assert "record: not readable (run as root to see the counters)" in own.stdout
-    finally:
-        shutil.rmtree(base)
 
 
 def test_check_exit_codes_without_a_sensor(pam, tool):
@@ -153,28 +145,6 @@ def test_reset_clears_counters_and_is_root_only(pam, tool):
     assert result.returncode == 0 and "password failures 3 -> 0" in result.stdout
     assert (pam.record().F, pam.record().P, pam.record().backoff_ms) == (0, 0, 0)
     assert tool("reset", "--user", "nosuchuser").returncode == 4
-
-
-def run_in_terminal(command, env, answers, timeout=30):
-    """Runs `command` on a new pseudo-terminal, answering prompts."""
-    pid, master = pty.fork()
-    if pid == 0:
-        os.execve(command[0], command, env)
-    output = b""
-    pending = list(answers)
-    while True:
-        try:
-            data = os.read(master, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        output += data
-        if pending and output.rstrip().endswith(b":"):
-            os.write(master, pending.pop(0).encode() + b"\n")
-    _, status = os.waitpid(pid, 0)
-    os.close(master)
-    return os.waitstatus_to_exitcode(status), output.decode().replace("\r\n", "\n")
 
 
 def test_test_verb_runs_a_real_evaluation(pam, tool, cli):

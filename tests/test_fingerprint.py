@@ -312,28 +312,16 @@ def test_fprintd_vanishing_during_the_wait_ends_the_phase_uncharged(pam, rig):
 def run_on_a_terminal(pam, rig, answers, tty_is_controlling=True, feed=()):
     """Runs the harness as the session leader of a new pseudo-terminal."""
     import os
-    import pty
+    from pamenv import run_in_terminal
     if feed:
         rig.feed(list(feed))
-    pid, master = pty.fork()
-    if pid == 0:
-        tty = os.ttyname(0) if tty_is_controlling else "/dev/null"
-        args = pam.harness_args("sudo", "alice", answers, tty=tty)
-        os.execve(args[0], args, pam.env(rig.env()))
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.waitpid(pid, 0)
-    os.close(master)
+
+    def command():  # in the child: name its own terminal, or another device
+        return pam.harness_args("sudo", "alice", answers, tty=os.ttyname(0) if tty_is_controlling else "/dev/null")
+    _, output = run_in_terminal(command, pam.env(rig.env()))
     if feed:
         rig.feed_wait(timeout=30)
-    return parse_run(b"".join(chunks).decode().replace("\r\n", "\n"))
+    return parse_run(output)
 
 
 def test_controlling_terminal_selects_terminal_mode(pam, rig):
@@ -439,28 +427,10 @@ def test_biometrics_unplug_absent_fprintd_busy_device_and_remote_host(pam, rig):
 
 
 def test_biometrics_ctrl_c_cancels_before_a_failure_and_falls_back_after(pam, rig):
-    pam.write_owner_stack("bio", args="policy=biometrics services=bio mode=terminal")
-
-    def ctrl_c(feed, wait_for):
-        if feed:
-            rig.feed(list(feed))
-        proc = pam.spawn(service="bio", answers=[], env=rig.env(), count_interrupts=True)
-        lines = []
-        while True:
-            line = proc.stdout.readline()
-            assert line, "ended before " + wait_for
-            lines.append(line)
-            if wait_for in line:
-                proc.send_signal(signal.SIGINT)
-                break
-        rest, err = proc.communicate(timeout=30)
-        if feed:
-            rig.feed_wait(timeout=30)
-        return parse_run("".join(lines) + rest, err)
-
-    cancel = ctrl_c([], "fingerprint reader")
+    args = "policy=biometrics services=sudo mode=terminal"
+    cancel = run_with_ctrl_c(pam, rig, [], [], "fingerprint reader", args=args)
     assert cancel.code == PAM_CONV_ERR and cancel.interrupts_delivered == 1
-    fallback = ctrl_c([MISS], "Press Ctrl-C to Enter Password")
+    fallback = run_with_ctrl_c(pam, rig, [], [MISS], "Press Ctrl-C to Enter Password", args=args)
     assert fallback.ignored  # userFallback -> PAM_IGNORE: the next module takes over
     assert fallback.interrupts_delivered == 0
     assert pam.record().F == 1

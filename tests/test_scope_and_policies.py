@@ -1,15 +1,13 @@
 """Scope (R1), the biometrics policy's hand-over (§4) and the authsucc reset
 (R11), through real libpam with the real module and no fprintd running."""
 import os
-import shutil
 import subprocess
-import tempfile
-from pathlib import Path
 
 import pytest
 
 from conftest import (MODULE, PAM_AUTHINFO_UNAVAIL, PAM_AUTH_ERR, PAM_MATRIX, PAM_SET_ITEMS, PAM_SUCCESS, PASSWORDS,
                       PamEnv, parse_run)
+from pamenv import open_to_others, world_readable_pam
 
 ALICE = PASSWORDS["alice"]
 
@@ -63,23 +61,14 @@ def test_local_host_names_are_in_scope(pam, rhost):
 
 def test_a_caller_of_another_uid_cannot_touch_a_users_record():
     """bob (uid 1002) starting a transaction for alice: out of scope."""
-    base = Path(tempfile.mkdtemp(prefix="localauth-uid-"))
-    try:
-        os.chmod(base, 0o755)
-        pam = PamEnv(base)
-        pam.write_owner_stack("sudo")
-        for path in base.iterdir():
-            if path != pam.state:
-                os.chmod(path, 0o755 if path.is_dir() else 0o644)
-        env = pam.env()
+    with world_readable_pam("localauth-uid-") as pam:
+        open_to_others(pam)
         proc = subprocess.run(["setpriv", "--reuid=1002", "--regid=1002", "--clear-groups"] +
-                              pam.harness_args("sudo", "alice", ["wrong"]), env=env, capture_output=True, text=True,
+                              pam.harness_args("sudo", "alice", ["wrong"]), env=pam.env(), capture_output=True, text=True,
                               timeout=60)
         run = parse_run(proc.stdout, proc.stderr)
         assert run.ignored, proc.stdout + proc.stderr
         assert pam.state_files() == []
-    finally:
-        shutil.rmtree(base)
 
 
 def biometrics_stack(pam, name="sudo-bio", between=()):
@@ -165,19 +154,12 @@ def test_this_hosts_name_counts_as_local_only_for_sudo(pam):
 def test_without_root_the_module_steps_aside():
     """A screen locker runs as the user: without the helper (SPEC §8) the
     state cannot be kept, so the module ignores rather than lock the user out."""
-    base = Path(tempfile.mkdtemp(prefix="localauth-nonroot-"))
-    try:
-        os.chmod(base, 0o755)
-        pam = PamEnv(base)
+    with world_readable_pam("localauth-nonroot-") as pam:
         pam.write_owner_stack("swaylock")
-        for path in base.iterdir():
-            if path != pam.state:
-                os.chmod(path, 0o755 if path.is_dir() else 0o644)
+        open_to_others(pam)
         proc = subprocess.run(["setpriv", "--reuid=1002", "--regid=1002", "--clear-groups"] +
                               pam.harness_args("swaylock", "bob", ["wrong"]), env=pam.env(), capture_output=True,
                               text=True, timeout=60)
         run = parse_run(proc.stdout, proc.stderr)
         assert run.ignored, proc.stdout + proc.stderr
         assert pam.state_files() == []
-    finally:
-        shutil.rmtree(base)

@@ -96,6 +96,8 @@ public struct OptionParser {
     public private(set) var options = Options()
     /// One line per problem, for `pam_syslog`. Never contains secrets.
     public private(set) var diagnostics: [String] = []
+    /// Keys set by a valid line of the configuration file (for `localauth status`).
+    public private(set) var keysFromConfigFile: [[UInt8]] = []
 
     public init() {}
 
@@ -117,7 +119,9 @@ public struct OptionParser {
                 key = line
                 value = nil
             }
+            let problems = diagnostics.count
             apply(key: key, value: value, source: .configFile, where: "line \(lineNumber)")
+            if diagnostics.count == problems { keysFromConfigFile.append(Array(key)) }
         }
     }
 

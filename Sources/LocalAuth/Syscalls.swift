@@ -238,10 +238,13 @@ public enum Syscalls {
         guard let fileName = parts.last, !fileName.isEmpty else { return (nil, "not a file path") }
         guard var directory = try? open(at: nil, literalBytes("/"), flags: O_RDONLY | O_DIRECTORY) else { return (nil, "cannot open /") }
         defer { close(directory) }
+        func trusted(_ fd: Int32) -> Bool {
+            guard let facts = try? facts(fd) else { return false }
+            return facts.owner == 0 && (facts.mode & 0o022 == 0 || facts.mode & 0o1000 != 0)
+        }
+        let untrusted = "a directory on its path is not owned by root or is writable by others"
         for part in parts.dropLast() {
-            guard let trusted = try? facts(directory), trusted.owner == 0, trusted.mode & 0o022 == 0 || trusted.mode & 0o1000 != 0 else {
-                return (nil, "a directory on its path is not owned by root or is writable by others")
-            }
+            guard trusted(directory) else { return (nil, untrusted) }
             let next: Int32
             do {
                 next = try open(at: directory, Array(part), flags: O_RDONLY | O_DIRECTORY)
@@ -253,9 +256,7 @@ public enum Syscalls {
             close(directory)
             directory = next
         }
-        guard let trusted = try? facts(directory), trusted.owner == 0, trusted.mode & 0o022 == 0 || trusted.mode & 0o1000 != 0 else {
-            return (nil, "a directory on its path is not owned by root or is writable by others")
-        }
+        guard trusted(directory) else { return (nil, untrusted) }
         let fd: Int32
         do {
             fd = try open(at: directory, Array(fileName), flags: O_RDONLY | O_NONBLOCK)

@@ -195,21 +195,8 @@ func loadConfiguration(_ arguments: Arguments) throws -> LoadedConfiguration {
     let (contents, problem) = Syscalls.readTrustedFile(path, limit: OptionParser.maxConfigSize)
     var problems: [String] = []
     if let problem { problems.append("\(printableText(path)): ignored: \(problem)") }
-    var keys: [String] = []
-    if let contents {
-        parser.applyConfigFile(contents)
-        var lineNumber = 0
-        for line in splitBytes(contents[...], on: 0x0A) {
-            lineNumber += 1
-            var text = line
-            if let hash = text.firstIndex(of: 0x23) { text = text[text.startIndex..<hash] }
-            text = trimmedSpaces(text)
-            guard !text.isEmpty else { continue }
-            let key = trimmedSpaces(text.firstIndex(of: 0x3D).map { text[text.startIndex..<$0] } ?? text)
-            let bad = parser.diagnostics.contains { $0.contains("(line \(lineNumber))") }
-            if !bad { keys.append(printableText(key)) }
-        }
-    }
+    if let contents { parser.applyConfigFile(contents) }
+    let keys = parser.keysFromConfigFile.map { printableText($0) }
     parser.finish()
     problems += parser.diagnostics
     return LoadedConfiguration(options: parser.options, path: path, keysFromFile: keys, problems: problems)

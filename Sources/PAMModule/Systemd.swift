@@ -212,8 +212,8 @@ public struct FprintdSensor: FingerprintSensor {
         return true
     }
 
-    /// Picks the device holding the user's prints; the default device decides
-    /// between "no device" and "not enrolled" otherwise.
+    /// Picks the device holding the user's prints: with devices but no
+    /// prints on any of them the user is not enrolled.
     private mutating func chooseDevice(_ userName: [UInt8]) -> SensorAvailability {
         guard let bus else { return .unreachable }
         var error = sd_bus_error()
@@ -221,18 +221,8 @@ public struct FprintdSensor: FingerprintSensor {
         let status = la_bus_call(bus, cString(fprintdName), cString(managerPath), cString(managerInterface), "GetDevices", &error, &reply)
         sd_bus_error_free(&error)
         guard status >= 0, let reply else { return .unreachable }
-        var paths: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = nil
-        let read = sd_bus_message_read_strv(reply, &paths)
-        sd_bus_message_unref(reply)
-        guard read >= 0, let paths else { return .unreachable }
-        var devices: [[UInt8]] = []
-        var index = 0
-        while let path = paths[index] {
-            devices.append(Syscalls.bytes(ofCString: path, limit: 256))
-            free(path)
-            index += 1
-        }
-        free(paths)
+        defer { sd_bus_message_unref(reply) }
+        guard let devices = readStrings(reply, limit: 256) else { return .unreachable }
         guard !devices.isEmpty else { return .noDevice }
         for candidate in devices {
             let fingers = enrolledFingers(on: candidate, userName)
@@ -256,17 +246,22 @@ public struct FprintdSensor: FingerprintSensor {
         sd_bus_error_free(&error)
         guard status >= 0, let reply else { return [] }
         defer { sd_bus_message_unref(reply) }
-        var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = nil
-        guard sd_bus_message_read_strv(reply, &names) >= 0, let names else { return [] }
-        var fingers: [[UInt8]] = []
+        return readStrings(reply, limit: 64) ?? []
+    }
+
+    /// An array of strings or object paths from a reply, each at most `limit` bytes.
+    private func readStrings(_ reply: OpaquePointer, limit: Int) -> [[UInt8]]? {
+        var strings: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = nil
+        guard sd_bus_message_read_strv(reply, &strings) >= 0, let strings else { return nil }
+        var result: [[UInt8]] = []
         var index = 0
-        while let name = names[index] {
-            fingers.append(Syscalls.bytes(ofCString: name, limit: 64))
-            free(name)
+        while let string = strings[index] {
+            result.append(Syscalls.bytes(ofCString: string, limit: limit))
+            free(string)
             index += 1
         }
-        free(names)
-        return fingers
+        free(strings)
+        return result
     }
 
     /// fprintd's unique name, so that signals from anyone else are ignored.
