@@ -208,3 +208,53 @@ def test_config_check_names_each_problem(cli, tmp_path):
     assert "(line 1): expected a number" in out and "(line 4): unknown option" in out
     os.chmod(config, 0o666)
     assert "not owned by root or writable by group/others" in lint(cli, pam_dir, config).stdout
+
+
+BAD_STACKS = {
+    # A required line ignores PAM_IGNORE: out of scope, only pam_permit decides.
+    "ignore-to-optional": ({"sudo": "auth required pam_localauth.so\nauth optional pam_permit.so\n"},
+                           "sudo:1: when the module returns ignore the stack goes on to only optional modules"),
+    # Policy owner going on to the password line after a wrong passcode.
+    "owner-default-ignore": ({"sudo": "auth [success=2 default=ignore] pam_localauth.so\n"
+                                      "auth [success=1 default=ignore] pam_unix.so\nauth requisite pam_deny.so\n"
+                                      "auth required pam_permit.so\n"},
+                             "sudo:1: policy owner: auth_err must end the stack"),
+    # Debian's sudo file with our line put before "@include common-auth": success=1 lands on pam_deny.
+    "success-onto-deny": ({"sudo": "auth [success=1 ignore=ignore authinfo_unavail=ignore default=die] pam_localauth.so\n"
+                                   "@include common-auth\n",
+                           "common-auth": "auth [success=1 default=ignore] pam_unix.so\nauth requisite pam_deny.so\n"
+                                          "auth required pam_permit.so\n"},
+                          "sudo:1: success jumps onto pam_deny.so"),
+    "authsucc-after-required-unix": ({"sudo": "auth [success=3 conv_err=die default=ignore] pam_localauth.so policy=biometrics\n"
+                                              "auth required pam_unix.so\nauth optional pam_localauth.so authsucc\n"
+                                              "auth required pam_permit.so\n"},
+                                     "sudo:3: the authsucc line must follow 'auth requisite pam_deny.so'"),
+    "authsucc-reached-on-failure": ({"sudo": "auth [success=3 conv_err=die default=ignore] pam_localauth.so policy=biometrics\n"
+                                             "auth [success=1 auth_err=1 default=die] pam_unix.so\nauth requisite pam_deny.so\n"
+                                             "auth optional pam_localauth.so authsucc\nauth required pam_permit.so\n"},
+                                    "sudo:2 reaches the authsucc line on auth_err"),
+    "passcode-sufficient": ({"localauth-passcode": "auth sufficient pam_unix.so\nauth required pam_nologin.so successok\n"},
+                            "localauth-passcode:1: no jumps, 'sufficient' or 'done' in the passcode service"),
+    "passcode-optional-unix": ({"localauth-passcode": "auth optional pam_unix.so\nauth required pam_env.so\n"},
+                               "localauth-passcode:1: pam_unix.so must be required or requisite here"),
+    "named-passcode-service": ({"sudo": "auth [success=2 ignore=ignore authinfo_unavail=ignore default=die] "
+                                        "pam_localauth.so passcode_service=mypass\nauth [success=1 default=ignore] pam_unix.so\n"
+                                        "auth requisite pam_deny.so\nauth required pam_permit.so\n",
+                                "mypass": "auth required pam_permit.so\n"},
+                               "mypass:1: pam_permit.so must not be in the passcode service"),
+    "uppercase-control": ({"sudo": "AUTH SUFFICIENT pam_localauth.so\nauth required pam_unix.so\n"},
+                          "sudo:1: 'done' on the pam_localauth.so line"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_STACKS))
+def test_config_check_rejects_stacks_that_weaken_the_policy(cli, tmp_path, case):
+    files, expected = BAD_STACKS[case]
+    pam_dir = tmp_path / "pam.d"
+    pam_dir.mkdir()
+    (pam_dir / "localauth-passcode").write_text((ROOT / "pam.d" / "localauth-passcode").read_text())
+    for name, text in files.items():
+        (pam_dir / name).write_text(text)
+    result = lint(cli, pam_dir)
+    assert result.returncode == 1, result.stdout
+    assert expected in result.stdout, result.stdout
