@@ -96,7 +96,10 @@ def test_non_root_may_ask_only_about_themselves(cli):
             assert denied.returncode == 3, denied.stderr
             assert denied.stderr == "localauth: only root may ask about another user\n"
         assert as_bob("reset", "--user", "bob").returncode == 3
-        assert as_bob("check").returncode == 3
+        assert as_bob("check", "--user", "alice").returncode == 3
+        own_check = as_bob("check", "--policy", "biometrics")
+        assert own_check.returncode == 11, own_check.stderr  # no reader here: about bob himself
+        assert "biometryNotAvailable" in own_check.stderr and "readable by root only" in own_check.stderr
         own = as_bob("status", "--user", "bob")
         assert own.returncode == 0, own.stderr
         assert "user: bob (uid 1002)" in own.stdout

@@ -139,7 +139,8 @@ func helpText(_ verb: String) -> String {
           The canEvaluatePolicy preflight: never prompts, never counts an attempt.
           Exit 0 when the policy can run; otherwise 10 passcodeNotSet,
           11 biometryNotAvailable, 12 biometryNotEnrolled, 13 biometryLockout, with
-          the error's name on stderr.
+          the error's name on stderr. A user other than root may ask about
+          themselves; the lockout state is then unknown (readable by root only).
 
         """
     case "reset":

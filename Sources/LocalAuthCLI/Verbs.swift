@@ -158,14 +158,37 @@ func configurationRows(_ options: Options) -> [(String, String)] {
 
 // MARK: - check
 
+/// The attempt state as an unprivileged caller sees it: unreadable, so
+/// treated as absent, and never written.
+struct UnreadableStateStore: StateStore {
+    mutating func withRecord<Result>(uid: UInt32, userName: [UInt8],
+                                     _ body: (inout StateRecord?, LoadStatus) -> Result) throws(StoreFailure) -> Result {
+        var record: StateRecord? = nil
+        return body(&record, .absent)
+    }
+}
+
 func checkCommand(_ arguments: Arguments) throws -> ExitCode {
     let user = try targetUser(arguments)
     let policy = try parsePolicy(arguments, default: .owner)
-    try requireRoot("check")
     let configuration = try loadConfiguration(arguments)
-    var engine = makeEngine(configuration.options, conversation: NoConversation())
-    let result = engine.canEvaluate(policy, user: user)
-    engine.sensor.close()
+    let options = configuration.options
+    let result: Result<[UInt8], LAError>
+    if Syscalls.realUserID() == 0 && Syscalls.effectiveUserID() == 0 {
+        var engine = makeEngine(options, conversation: NoConversation())
+        result = engine.canEvaluate(policy, user: user)
+        engine.sensor.close()
+    } else {
+        // A user asking about themselves: everything but the lockout, which
+        // only root can read.
+        var engine = Engine(options: options, sensor: FprintdSensor(interruptible: false),
+                            verifier: PAMPasscodeVerifier(service: options.passcodeService, tty: [], remoteHost: [], requestingUser: []),
+                            prompter: NoConversation(), store: UnreadableStateStore(), clock: SystemClock(),
+                            log: StandardErrorLog(verbose: options.debug))
+        result = engine.canEvaluate(policy, user: user)
+        engine.sensor.close()
+        standardError("note: the lockout state is readable by root only; run as root to see biometryLockout\n")
+    }
     let code: ExitCode
     var errorName: String? = nil
     var domainState: [UInt8]? = nil
