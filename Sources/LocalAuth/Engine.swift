@@ -337,6 +337,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 current.fingerprintFailures = 0
                 current.passcodeFailures = 0
                 current.backoffRemainingMilliseconds = 0
+                current.settleFailures()
                 record = current
                 return true
             }
@@ -488,7 +489,9 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         do {
             try store.withRecord(uid: user.uid, userName: user.name) { record, status in
                 guard status == .loaded, var current = record else { return }
-                guard current.recentFailures.contains(where: { $0.sequence == sequence }) else { return }
+                // Only an attempt whose count is still there: a success since
+                // then reset it, and a later charge must not pay for it.
+                guard current.recentFailures.contains(where: { $0.sequence == sequence && !$0.settled }) else { return }
                 switch kind {
                 case .fingerprint: current.fingerprintFailures = max(0, current.fingerprintFailures - 1)
                 case .passcode:
@@ -518,6 +521,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 current.passcodeFailures = 0
                 current.backoffRemainingMilliseconds = 0
                 current.removeFailure(sequence: sequence)
+                current.settleFailures()
                 switch method {
                 case .biometry:
                     current.lastFingerprintSuccessWallSeconds = moment.wall
@@ -634,17 +638,26 @@ struct RecordRules {
         switch status {
         case .loaded:
             if let record { return record }
-            return StateRecord(uid: user.uid, userName: user.name, createdWallSeconds: moment.wall)
+            return fresh(user, moment)
         case .absent:
-            return StateRecord(uid: user.uid, userName: user.name, createdWallSeconds: moment.wall)
+            return fresh(user, moment)
         case .damaged:
-            var replacement = StateRecord(uid: user.uid, userName: user.name, createdWallSeconds: moment.wall)
+            var replacement = fresh(user, moment)
             replacement.fingerprintFailures = options.lockout
             replacement.passcodeFailures = options.firstBackoffThreshold
             startBackoff(&replacement, moment: moment)
             record = replacement
             return replacement
         }
+    }
+
+    /// A new record. Its attempt numbers start from the clocks, not from 1,
+    /// so an attempt charged to a record that was since replaced can never
+    /// match (and be refunded against) a new attempt.
+    func fresh(_ user: UserIdentity, _ moment: Moment) -> StateRecord {
+        var record = StateRecord(uid: user.uid, userName: user.name, createdWallSeconds: moment.wall)
+        record.nextSequence = UInt64(truncatingIfNeeded: moment.wall) << 24 ^ UInt64(truncatingIfNeeded: moment.boot) | 1
+        return record
     }
 
     /// R9: the wait earned by the current passcode failure count.

@@ -15,6 +15,9 @@ public struct FailureEntry: Equatable {
     public var service: [UInt8]
     public var tty: [UInt8]
     public var remoteHost: [UInt8]
+    /// Set when a success reset the counts after this charge: the attempt can
+    /// no longer be refunded (its count is gone). Bit 7 of the kind byte.
+    public var settled = false
 
     public init(sequence: UInt64, wallSeconds: Int64, kind: Kind, service: [UInt8], tty: [UInt8], remoteHost: [UInt8]) {
         self.sequence = sequence
@@ -66,6 +69,12 @@ public struct StateRecord: Equatable {
     /// Removes the failure entry of a refunded or won attempt.
     public mutating func removeFailure(sequence: UInt64) {
         recentFailures.removeAll { $0.sequence == sequence }
+    }
+
+    /// After a reset of the counts: attempts still in flight can no longer
+    /// be refunded, since their counts are gone.
+    public mutating func settleFailures() {
+        for index in recentFailures.indices { recentFailures[index].settled = true }
     }
 }
 
@@ -143,7 +152,7 @@ public enum RecordFormat {
         for entry in failures {
             writer.putInteger(entry.sequence, bytes: 8, at: offset)
             writer.putInteger(UInt64(bitPattern: entry.wallSeconds), bytes: 8, at: offset + 8)
-            writer.putInteger(UInt64(entry.kind.rawValue), bytes: 1, at: offset + 16)
+            writer.putInteger(UInt64(entry.kind.rawValue | (entry.settled ? 0x80 : 0)), bytes: 1, at: offset + 16)
             writer.putInteger(UInt64(entry.service.count), bytes: 1, at: offset + 17)
             writer.putInteger(UInt64(entry.tty.count), bytes: 1, at: offset + 18)
             writer.putInteger(UInt64(entry.remoteHost.count), bytes: 1, at: offset + 19)
@@ -195,19 +204,22 @@ public enum RecordFormat {
             let serviceCount = Int(reader.integer(at: offset + 17, bytes: 1))
             let ttyCount = Int(reader.integer(at: offset + 18, bytes: 1))
             let hostCount = Int(reader.integer(at: offset + 19, bytes: 1))
-            guard let kind = FailureEntry.Kind(rawValue: UInt8(reader.integer(at: offset + 16, bytes: 1))),
+            let kindByte = UInt8(reader.integer(at: offset + 16, bytes: 1))
+            guard let kind = FailureEntry.Kind(rawValue: kindByte & 0x7F),
                   serviceCount <= serviceLength, ttyCount <= ttyLength, hostCount <= remoteHostLength else {
                 return .failure(RecordDamageError(.malformed))
             }
             let serviceStart = offset + 24
             let ttyStart = serviceStart + serviceLength
             let hostStart = ttyStart + ttyLength
-            record.recentFailures.append(FailureEntry(
+            var entry = FailureEntry(
                 sequence: reader.integer(at: offset, bytes: 8),
                 wallSeconds: Int64(bitPattern: reader.integer(at: offset + 8, bytes: 8)), kind: kind,
                 service: Array(bytes[serviceStart..<(serviceStart + serviceCount)]),
                 tty: Array(bytes[ttyStart..<(ttyStart + ttyCount)]),
-                remoteHost: Array(bytes[hostStart..<(hostStart + hostCount)])))
+                remoteHost: Array(bytes[hostStart..<(hostStart + hostCount)]))
+            entry.settled = kindByte & 0x80 != 0
+            record.recentFailures.append(entry)
             offset += failureSize
         }
         return .success(record)

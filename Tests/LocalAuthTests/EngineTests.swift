@@ -511,6 +511,20 @@ final class EngineTests: XCTestCase {
         XCTAssertEqual(unknown.prompter.asked.count, known.prompter.asked.count)
     }
 
+    /// A refund of an attempt charged before a success must not take away a
+    /// later attempt's charge (its own count was reset by the success).
+    func testARefundAfterASuccessNeverPaysForALaterCharge() {
+        let w = World(sensor: FakeSensor(.unreachable))
+        var engine = w.engine()
+        guard case .charged(let early) = engine.chargePasscode(alice, w.request()) else { return XCTFail("not charged") }
+        XCTAssertEqual(w.prompt(answers: [rightAnswer]).outcome, .success(.passcode))
+        var later = w.engine()
+        guard case .charged = later.chargePasscode(alice, w.request()) else { return XCTFail("not charged") }
+        XCTAssertEqual(w.store.passcodeFailures, 1)
+        later.refund(alice, kind: .passcode, sequence: early)
+        XCTAssertEqual(w.store.passcodeFailures, 1, "the early attempt's count was already reset")
+    }
+
     // MARK: Text
 
     func testReasonExpandsUserAndServiceAndNeutralisesControlBytes() {

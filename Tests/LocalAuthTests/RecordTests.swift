@@ -68,6 +68,15 @@ final class RecordTests: XCTestCase {
         XCTAssertEqual(RecordFormat.encode(record), data)
     }
 
+    func testSettledEntriesRoundTrip() {
+        var record = fullRecord()
+        record.settleFailures()
+        let data = RecordFormat.encode(record)
+        XCTAssertEqual(decode(data), .success(record))
+        XCTAssertEqual(try decode(data).get().recentFailures.map(\.settled), [true, true])
+        XCTAssertEqual(try decode(data).get().recentFailures.map(\.kind), [.fingerprint, .passcode])
+    }
+
     func testRoundTripAtTheLimits() {
         let longName = [UInt8](repeating: 0x7A, count: RecordFormat.maxNameLength)
         var record = StateRecord(uid: UInt32.max, userName: longName, createdWallSeconds: -5)
