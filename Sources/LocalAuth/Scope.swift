@@ -68,7 +68,10 @@ public enum Scope {
     public static func isLocal(_ remoteHost: [UInt8], localHostName: [UInt8], service: [UInt8]) -> Bool {
         if remoteHost.isEmpty { return true }
         if bytesEqual(remoteHost, "::1") || isIPv4Loopback(remoteHost) { return true }
-        return bytesEqual(service, "sudo") && !localHostName.isEmpty && remoteHost == localHostName
+        guard bytesEqual(service, "sudo"), !localHostName.isEmpty else { return false }
+        // With `Defaults fqdn` sudo sets the fully qualified name.
+        return remoteHost == localHostName || (remoteHost.count > localHostName.count + 1
+            && Array(remoteHost.prefix(localHostName.count)) == localHostName && remoteHost[localHostName.count] == 0x2E)
     }
 
     /// `127.x.y.z` written as a dotted quad.

@@ -46,10 +46,12 @@ final class ScopeTests: XCTestCase {
         }
         // This host's own name counts only for sudo, which sets it itself.
         XCTAssertEqual(decide(facts(service: "login", rhost: "workstation")), .outOfScope(.remote))
+        XCTAssertEqual(decide(facts(service: "login", rhost: "workstation.example.org")), .outOfScope(.remote))
+        XCTAssertEqual(decide(facts(rhost: "workstationx.example.org")), .outOfScope(.remote))
     }
 
     func testLoopbackAndOwnHostNameAreLocal() {
-        for host in ["", "127.0.0.1", "127.1.2.3", "::1", "workstation"] {
+        for host in ["", "127.0.0.1", "127.1.2.3", "::1", "workstation", "workstation.example.org"] {
             XCTAssertEqual(decide(facts(rhost: host)), .inScope, host)
         }
         XCTAssertTrue(Scope.isLocal([], localHostName: [], service: bytes("login")))
