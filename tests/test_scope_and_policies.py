@@ -23,7 +23,7 @@ def test_service_outside_services_is_ignored_and_touches_nothing(pam, service):
     pam.write_owner_stack(service)
     run = pam.run(service=service, answers=["wrong"])
     assert run.ignored
-    assert run.prompts() == [] or run.messages[0][1] != "Enter Password: "
+    assert run.prompts() == []  # the module asked nothing
     assert pam.state_files() == []
 
 
