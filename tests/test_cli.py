@@ -50,13 +50,13 @@ def test_help_and_usage_errors(cli):
 
 def test_status_shows_counters_failures_and_configuration(pam, tool):
     for attempt in range(2):
-        assert pam.run(answers=[f"wrong-{attempt}"], tty="/dev/pts/9").code == PAM_AUTH_ERR
+        assert pam.run(answers=[f"wrong-{attempt}"], tty="/dev/pts/9", rhost="127.0.0.1").code == PAM_AUTH_ERR
     text = tool("status", "--user", "alice")
     assert text.returncode == 0, text.stderr
     assert "user: alice (uid 1001)" in text.stdout
     assert "password: 2 consecutive wrong, no wait" in text.stdout
     assert "fingerprint: 0 consecutive failures of 5, not locked" in text.stdout
-    assert "password  service=sudo  tty=/dev/pts/9  rhost=-" in text.stdout
+    assert "password  service=sudo  tty=/dev/pts/9  rhost=127.0.0.1" in text.stdout
     assert f"state_dir = {pam.state}  ({pam.conf})" in text.stdout
     assert "max_tries = 3  (default)" in text.stdout
     data = json.loads(tool("status", "--user", "alice", "--json").stdout)
@@ -64,7 +64,8 @@ def test_status_shows_counters_failures_and_configuration(pam, tool):
     assert data["passcode"]["failures"] == 2 and data["passcode"]["backoff_remaining_ms"] == 0
     assert data["fingerprint"] == {"failures": 0, "lockout": 5, "locked": False, "reason": None, "last_success": None}
     assert [f["kind"] for f in data["recent_failures"]] == ["passcode", "passcode"]
-    assert data["recent_failures"][0]["tty"] == "/dev/pts/9"
+    assert data["recent_failures"][0]["tty"] == "/dev/pts/9" and data["recent_failures"][0]["rhost"] == "127.0.0.1"
+    assert data["recent_failures"][0]["service"] == "sudo" and data["recent_failures"][0]["time"] > 1_700_000_000
     assert data["sensor"]["availability"] == "unreachable"
     sources = {row["key"]: row["source"] for row in data["config"]}
     assert sources["state_dir"] == str(pam.conf) and sources["lockout"] == "default"
@@ -106,6 +107,15 @@ def test_non_root_may_ask_only_about_themselves(cli):
         assert "record: not readable (run as root to see the counters)" in own.stdout
 
 
+def test_check_passcode_not_set_when_the_passcode_stack_cannot_start(pam, tool):
+    # No passcode service and no "other" service: libpam cannot start it.
+    (pam.services / "localauth-passcode").unlink()
+    (pam.services / "other").unlink()
+    result = tool("check", "--user", "alice")
+    assert result.returncode == 10, result.stderr
+    assert result.stderr.splitlines()[-1] == "passcodeNotSet"  # after pam_wrapper's own log lines
+
+
 def test_check_exit_codes_without_a_sensor(pam, tool):
     owner = tool("check", "--user", "alice")
     assert owner.returncode == 0, owner.stderr
@@ -128,6 +138,7 @@ def test_check_and_status_with_the_virtual_sensor(pam, tool):
         status = json.loads(tool("status", "--user", "alice", "--json", env=env).stdout)
         assert status["sensor"]["availability"] == "available"
         assert status["sensor"]["fingers"] == ["right-index-finger"]
+        assert status["sensor"]["domain_state"] == json.loads(ok.stdout)["domain_state"]
         assert status["sensor"]["device"].startswith("/net/reactivated/Fprint/Device/")
         for count in (3, 2):
             rig.feed(["SCAN nope"] * count)
