@@ -107,9 +107,34 @@ def test_typed_passcode_skips_the_sensor(pam, rig):
 
 
 def test_locker_style_conversation_answering_every_prompt_with_the_password(pam, rig):
-    result = run(pam, rig, [ALICE] * 4)
-    assert result.code == PAM_SUCCESS
-    assert pam.record().P == 0
+    """A screen locker collects the password first and answers every prompt
+    with it (R16). While biometrics are usable the first prompt takes it as
+    the passcode (the sensor is never started); once they are locked the
+    first prompt is the plain passcode prompt. Both succeed and reset F and P."""
+    # Biometrics usable, with failures on record (F=3 < lockout, P=1).
+    first = run(pam, rig, ["", "wrong"], [MISS] * 3)
+    assert first.code == PAM_AUTH_ERR and (pam.record().F, pam.record().P) == (3, 1)
+    usable = run(pam, rig, [ALICE] * 4)
+    assert usable.code == PAM_SUCCESS
+    assert usable.prompts() == [FIRST_PROMPT]
+    assert instruction(usable) == [] and not any(LOCKED in t for t in usable.texts())
+    assert (pam.record().F, pam.record().P) == (0, 0)
+
+    # Biometrics locked: 5 misses across two prompts.
+    run(pam, rig, ["", "wrong"], [MISS] * 3)
+    locking = run(pam, rig, ["", "wrong again"], [MISS] * 2)
+    assert locking.fed == [MISS] * 2 and any(LOCKED in t for t in locking.texts("error"))
+    assert (pam.record().F, pam.record().P) == (5, 2)
+    locked = run(pam, rig, [ALICE] * 4)
+    assert locked.code == PAM_SUCCESS
+    assert locked.prompts() == [PASSCODE_PROMPT]  # the sensor is skipped: no "press Enter" prompt
+    assert any(LOCKED in t for t in locked.texts("error"))
+    assert instruction(locked) == []
+    assert (pam.record().F, pam.record().P) == (0, 0)
+
+    # The correct passcode unlocked biometrics again.
+    again = run(pam, rig, [""], [MATCH])
+    assert again.code == PAM_SUCCESS and again.prompts() == [FIRST_PROMPT] and instruction(again)
 
 
 def test_reason_and_fallback_title_are_shown(pam, rig):
@@ -305,6 +330,94 @@ def test_fprintd_vanishing_during_the_wait_ends_the_phase_uncharged(pam, rig):
     assert result.code == PAM_SUCCESS
     assert result.prompts() == [FIRST_PROMPT, PASSCODE_PROMPT]
     assert pam.record().F == 0
+
+
+# ---- R3: a kill while fprintd waits for a finger never yields an uncounted guess ----
+
+def read_until(proc, marker, timeout=30):
+    """The harness's output up to `marker` (a bounded wait on a cue)."""
+    import os
+    import select
+    fd = proc.stdout.fileno()
+    data = b""
+    deadline = time.monotonic() + timeout
+    while marker.encode() not in data:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"no {marker!r} within {timeout} s: {data!r}"
+        if select.select([fd], [], [], remaining)[0]:
+            chunk = os.read(fd, 65536)
+            assert chunk, f"the harness ended before {marker!r}: {data!r}"
+            data += chunk
+    return data.decode()
+
+
+def wait_until_claimable(rig, user="alice", timeout=30):
+    """Bounded wait until fprintd lets another client claim the device (it
+    drops a dead client's claim once it sees the client's connection close)."""
+    from fprint_rig import ERR_ALREADY_IN_USE, dbus_error_name
+    from gi.repository import GLib
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            rig.claim_elsewhere(user)
+        except GLib.Error as error:
+            assert dbus_error_name(error) == ERR_ALREADY_IN_USE, error
+            assert time.monotonic() < deadline, "fprintd never released the killed prompt's claim"
+            time.sleep(0.01)
+            continue
+        rig.release_elsewhere()
+        return
+
+
+@pytest.mark.parametrize("misses", [0, 2], ids=["first-attempt", "third-attempt"])
+def test_sigkill_while_the_sensor_waits_leaves_the_attempt_charged(pam, rig, misses):
+    from fprint_rig import DEVICE_IFACE, FPRINT_NAME, _Client
+    from test_store import decode_record
+    watcher = _Client(rig.bus_address)
+    selected = []
+    try:
+        # In effect before the prompt starts: fprintd's VerifyFingerSelected
+        # marks each attempt it is running (VerifyStart comes after the charge).
+        watcher.subscribe(FPRINT_NAME, DEVICE_IFACE, "VerifyFingerSelected", None,
+                          lambda *signal_args: selected.append(signal_args))
+        if misses:
+            rig.feed([MISS] * misses)
+        proc = pam.spawn(answers=[""], env=rig.env())
+        try:
+            shown = read_until(proc, "fingerprint reader")
+            assert watcher.pump(lambda: len(selected) > misses, 30), "fprintd never started the attempt"
+            if misses:
+                report = rig.feed_wait(timeout=30)
+                assert report.ok and report.sent_commands() == [MISS] * misses, report
+                shown += read_until(proc, "Fingerprint not recognized")
+            assert proc.poll() is None  # waiting for a finger
+            proc.kill()
+            assert proc.wait(timeout=30) == -signal.SIGKILL
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            rest, _ = proc.communicate(timeout=30)
+    finally:
+        watcher.close()
+    result = parse_run(shown + rest)
+    assert result.code == -1 and result.prompts() == [FIRST_PROMPT]  # killed before any verdict
+    assert len(instruction(result)) == 1
+
+    # The attempt in progress was charged before it started, and stays charged.
+    path = pam.record_path()
+    on_disk = decode_record(path.read_bytes(), uid=1001, name="alice")  # sound, checksummed
+    assert (on_disk["F"], on_disk["P"]) == (misses + 1, 0)
+    assert sorted(pam.state_files()) == ["1001.lock", "1001.rec"]
+
+    # fprintd drops the dead prompt's claim; the next prompt claims the device
+    # and a match resets the count.
+    wait_until_claimable(rig)
+    after = run(pam, rig, [""], [MATCH])
+    assert after.code == PAM_SUCCESS
+    assert after.prompts() == [FIRST_PROMPT] and len(instruction(after)) == 1
+    assert not any("in use" in t for t in after.texts())
+    record = pam.record()
+    assert (record.F, record.P) == (0, 0) and record.last_fingerprint_wall > 0
 
 
 # ---- R16: the mode follows the controlling terminal ----

@@ -2,6 +2,9 @@
 the "no usable biometrics -> passcode" path end to end (SPEC R3, R8, R9,
 R12, R14, R15, §6). Counts are read from the record files on disk."""
 import os
+import select
+import signal
+import stat
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -226,6 +229,18 @@ def test_malformed_options_are_ignored_without_weakening(pam):
     pam.write_owner_stack(args="max_tries=banana lockout=999 bogus=1 passcode_backoff=garbage timeout=-4")
     assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
     assert pam.run(answers=[ALICE]).code == PAM_SUCCESS
+    # passcode_backoff=garbage is ignored, so the default schedule (5:1m,...)
+    # still applies: five wrong entries, then the sixth is refused unasked.
+    for attempt in range(5):
+        run = pam.run(answers=[f"wrong-{attempt}"])
+        assert run.code == PAM_AUTH_ERR and run.prompts() == ["Enter Password: "]
+    assert pam.record().P == 5
+    refused = pam.run(answers=[ALICE])
+    assert refused.code == PAM_AUTH_ERR
+    assert refused.prompts() == []
+    assert refused.messages == [("error", "Too many wrong passwords. Try again in 1 minute.")]
+    record = pam.record()
+    assert record.P == 5 and 0 < record.backoff_ms <= 60_000
 
 
 def test_config_file_must_be_root_owned_and_not_writable_by_others(pam):
@@ -278,3 +293,101 @@ def test_config_file_in_an_unsafe_directory_is_ignored(pam, layout):
     pam.write_owner_stack(args=f"conf={path}")
     assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
     assert pam.run(answers=[ALICE]).code == PAM_SUCCESS  # the file's 1 h back-off did not apply
+
+
+# ---- R3: a kill at the verdict never yields an uncounted guess ----
+
+def read_until(proc, marker, timeout=30):
+    """The harness's output up to `marker` (a bounded wait on a cue)."""
+    fd = proc.stdout.fileno()
+    data = b""
+    deadline = time.monotonic() + timeout
+    while marker.encode() not in data:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"no {marker!r} within {timeout} s: {data!r}"
+        if select.select([fd], [], [], remaining)[0]:
+            chunk = os.read(fd, 65536)
+            assert chunk, f"the harness ended before {marker!r}: {data!r}"
+            data += chunk
+    return data.decode()
+
+
+def process_gone(pid):
+    """True once pid has exited (a zombie counts: PID 1 here may not reap)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return text[text.rindex(")") + 2] in "ZXx"
+
+
+def assert_sound_record(pam, user="alice"):
+    """A regular, root-owned 0600 file holding a valid, checksummed record."""
+    from test_store import decode_record
+    path = pam.record_path(user)
+    info = os.lstat(path)
+    assert stat.S_ISREG(info.st_mode) and info.st_uid == 0 and stat.S_IMODE(info.st_mode) == 0o600
+    decoded = decode_record(path.read_bytes(), uid=int(path.stem), name=user)
+    assert not [name for name in pam.state_files() if not name.endswith((".rec", ".lock"))], pam.state_files()
+    return decoded
+
+
+def verification_in_progress_stack(pam):
+    """The passcode service with a pam_exec line before pam_matrix that writes
+    its pid to a flag file and then sleeps (at most 30 s): once the flag is
+    there, the inner transaction is verifying the entry and no verdict exists
+    yet. Returns the flag's path."""
+    flag = pam.base / "verifying"
+    script = pam.base / "verifying.sh"
+    script.write_text(f"#!/bin/sh\necho $$ > {flag}\nexec /usr/bin/sleep 30\n")
+    script.chmod(0o755)
+    pam.write_service("localauth-passcode", [
+        f"auth required pam_exec.so quiet {script}",
+        f"auth required {PAM_MATRIX} passdb={pam.passdb}",
+    ])
+    return flag
+
+
+@pytest.mark.parametrize("entry", ["wrong-guess", ALICE], ids=["wrong-entry", "correct-entry"])
+def test_sigkill_during_the_verification_leaves_the_entry_counted(pam, entry):
+    flag = verification_in_progress_stack(pam)
+    proc = pam.spawn(answers=[entry])
+    verifier_pid = None
+    try:
+        shown = read_until(proc, "prompt-off: Enter Password: ")
+        deadline = time.monotonic() + 30  # a bound on the cue, not a policy timer
+        while not (flag.exists() and flag.read_text().endswith("\n")):
+            assert proc.poll() is None, "the prompt ended before the verification ran"
+            assert time.monotonic() < deadline, "the passcode stack never started verifying"
+            time.sleep(0.005)
+        verifier_pid = int(flag.read_text())
+        assert proc.poll() is None and not process_gone(verifier_pid)
+        proc.kill()   # the harness first, so the inner stack can never reach a verdict
+        assert proc.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        rest, _ = proc.communicate(timeout=30)
+        if verifier_pid is not None and not process_gone(verifier_pid):
+            os.kill(verifier_pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while not process_gone(verifier_pid):
+        assert time.monotonic() < deadline, "the pam_exec child outlived its SIGKILL"
+        time.sleep(0.005)
+    output = shown + rest
+    assert "result:" not in output and "faildelay:" not in output, output  # no verdict was ever reached
+
+    # Charged before the verdict, and the kill refunded nothing.
+    on_disk = assert_sound_record(pam)
+    assert (on_disk["F"], on_disk["P"]) == (0, 1)
+    assert pam.record().failures == 1
+
+    # The owner's next correct entry is asked for (the record is sound, so no
+    # fail-closed back-off) and resets the count.
+    pam.write_service("localauth-passcode", [f"auth required {PAM_MATRIX} passdb={pam.passdb}"])
+    after = pam.run(answers=[ALICE])
+    assert after.code == PAM_SUCCESS
+    assert after.messages == [("prompt-off", "Enter Password: ")]
+    on_disk = assert_sound_record(pam)
+    assert (on_disk["F"], on_disk["P"], on_disk["backoff_ms"]) == (0, 0, 0)

@@ -181,8 +181,13 @@ def test_parallel_charges_for_one_user_are_all_counted(probe, state):
     assert probe.show(state) == {"F": 0, "P": 3200, "backoff_ms": 0}
     on_disk = assert_sound_record_file(record_path(state))
     assert on_disk["P"] == 3200 and on_disk["F"] == 0
-    assert on_disk["next_sequence"] == 3201  # every charge's failure entry got its own sequence
     assert on_disk["failures"] == 8
+    # Every charge's failure entry got its own attempt number: the eight kept
+    # are consecutive and end just below the next one (numbers start from the
+    # clocks, so only differences are fixed).
+    data = record_path(state).read_bytes()
+    sequences = [struct.unpack_from("<Q", data, 408 + index * 152)[0] for index in range(8)]
+    assert sequences == list(range(on_disk["next_sequence"] - 8, on_disk["next_sequence"]))
 
 
 def test_fingerprint_charges_count_and_stop_at_the_lockout(probe, state):
@@ -205,6 +210,7 @@ def test_sigkill_never_loses_a_charge_nor_breaks_the_record(probe, state):
     rng = random.Random(seed)
     completed_total = 0   # charges the chargers reported as durable
     before = 0
+    start = None
     for round_number in range(30):
         charger = subprocess.Popen(probe.argv("charge", state, UID, NAME, 1_000_000, "--progress"),
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -229,7 +235,9 @@ def test_sigkill_never_loses_a_charge_nor_breaks_the_record(probe, state):
         if (state / f"{UID}.rec").exists():
             on_disk = assert_sound_record_file(record_path(state))
             assert on_disk["P"] == shown["P"]
-            assert on_disk["next_sequence"] == on_disk["P"] + 1
+            # One attempt number per charge: next_sequence - P is the fixed start.
+            start = on_disk["next_sequence"] - on_disk["P"] if start is None else start
+            assert on_disk["next_sequence"] == start + on_disk["P"]
         completed_total += done
         before = shown["P"]
         leftovers = {p.name for p in state.iterdir()} - {f"{UID}.rec", f"{UID}.lock", f"{UID}.rec.tmp"}
@@ -474,27 +482,78 @@ def test_record_that_cannot_be_replaced_refuses(probe, state):
 
 # ---------------------------------------------------------------- 5. per-user locks
 
+def _flock_holders_and_waiters(lock_file: Path):
+    """(holder pids, waiting pids) of flock locks on lock_file's inode, from
+    /proc/locks (a waiter's line carries "->")."""
+    inode = os.stat(lock_file).st_ino
+    holders, waiters = set(), set()
+    with open("/proc/locks") as locks:
+        for line in locks:
+            fields = line.split()
+            waiting = len(fields) > 1 and fields[1] == "->"
+            if waiting:
+                fields = fields[:1] + fields[2:]
+            # "N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE START END"
+            if len(fields) < 6 or fields[1] != "FLOCK" or int(fields[5].rsplit(":", 1)[1]) != inode:
+                continue
+            (waiters if waiting else holders).add(int(fields[4]))
+    return holders, waiters
+
+
+def _on_disk_P(state: Path, uid=UID, name=NAME):
+    """P as the record file says, read without taking the lock (None: no record)."""
+    path = record_path(state, uid)
+    return decode_record(path.read_bytes(), uid, name)["P"] if path.exists() else None
+
+
 def test_users_never_wait_on_each_other(probe, state):
-    holder = subprocess.Popen(probe.argv("hold", state, UID, NAME, 3), stdout=subprocess.PIPE,
+    """Ordering facts, no clocks: while alice's lock is held, bob's charge
+    runs to completion; alice's charge blocks on alice's lock file (seen in
+    /proc/locks) and lands only after the holder has released it."""
+    # The holder would hold for 10 minutes; the test releases it (by killing
+    # it: the kernel drops a dead process's flock) once the facts are in.
+    holder = subprocess.Popen(probe.argv("hold", state, UID, NAME, 600), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE)
+    alice = None
     try:
         assert _read_line(holder.stdout, 30) == b"held\n"
-        start = time.monotonic()
-        probe.charge_ok(state, 1, uid=OTHER_UID, name=OTHER_NAME)
-        assert time.monotonic() - start < 1.5, "another user's charge waited for alice's lock"
+        lock_file = state / f"{UID}.lock"
+        assert _flock_holders_and_waiters(lock_file) == ({holder.pid}, set())
+        before = _on_disk_P(state)
 
-        start = time.monotonic()
-        probe.charge_ok(state, 1)
-        assert time.monotonic() - start > 1.0, "alice's charge did not wait for alice's lock"
-        assert holder.wait(timeout=30) == 0
+        # bob: completes while alice's lock is still held.
+        probe.charge_ok(state, 1, uid=OTHER_UID, name=OTHER_NAME)
+        assert holder.poll() is None, "bob's charge returned only after alice's holder ended"
+        assert _flock_holders_and_waiters(lock_file)[0] == {holder.pid}
+        assert _on_disk_P(state, OTHER_UID, OTHER_NAME) == 1
+
+        # alice: waits on alice's lock file while the holder has it.
+        alice = subprocess.Popen(probe.argv("charge", state, UID, NAME, 1), stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 30   # a bound on the cue, not a policy timer
+        while alice.pid not in _flock_holders_and_waiters(lock_file)[1]:
+            assert alice.poll() is None, "alice's charge finished without waiting for alice's lock: " \
+                                         + alice.stderr.read().decode()
+            assert time.monotonic() < deadline, "alice's charge never queued on alice's lock"
+            time.sleep(0.005)
+        assert holder.poll() is None and alice.poll() is None
+        assert _on_disk_P(state) == before, "alice's charge landed while the lock was held"
+
+        # Release: the holder goes away, and only then does alice's charge land.
+        holder.kill()
+        assert holder.wait(timeout=30) == -signal.SIGKILL
+        out, err = alice.communicate(timeout=30)
+        assert alice.returncode == 0, err
+        assert out == b""
     finally:
-        if holder.poll() is None:
-            holder.kill()
-            holder.wait()
-        holder.stdout.close()
-        holder.stderr.close()
+        for proc in (holder, alice):
+            if proc is not None:
+                if proc.poll() is None:
+                    proc.kill()
+                proc.communicate()
     assert probe.show(state)["P"] == 1
     assert probe.show(state, OTHER_UID, OTHER_NAME)["P"] == 1
+    assert _flock_holders_and_waiters(state / f"{UID}.lock") == (set(), set())
 
 
 # ---------------------------------------------------------------- 6. unsafe state directory
