@@ -7,7 +7,7 @@ packages=(
     libpam0g-dev libsystemd-dev          # the module's C libraries
     libpam-modules libpam-runtime        # pam_unix, pam_deny, pam_exec, ...
     libpam-wrapper libnss-wrapper        # real libpam with private service files and users
-    pamtester python3 python3-pytest     # test drivers
+    pamtester python3 python3-pytest openssl dbus-bin  # test drivers
     sudo login passwd                    # the real programs of the end-to-end tests
     fprintd libfprint-2-2 dbus-daemon python3-dbusmock python3-gi python3-dbus  # the virtual-sensor rig
     libpam-fprintd                       # the reference the tests and benchmark compare with
