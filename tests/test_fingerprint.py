@@ -547,3 +547,17 @@ def test_biometrics_ctrl_c_cancels_before_a_failure_and_falls_back_after(pam, ri
     assert fallback.ignored  # userFallback -> PAM_IGNORE: the next module takes over
     assert fallback.interrupts_delivered == 0
     assert pam.record().F == 1
+
+
+def test_a_wedged_fprintd_never_hangs_the_prompt(pam, rig):
+    """fprintd stopped (SIGSTOP) answers nothing: every D-Bus call gives up
+    after 5 s (sd-bus would wait 25 s per call) and the passcode takes over."""
+    import os
+    os.kill(rig.fprintd_pid, signal.SIGSTOP)
+    try:
+        result = pam.run(answers=[ALICE], env=rig.env(), timeout=20)
+    finally:
+        os.kill(rig.fprintd_pid, signal.SIGCONT)
+    assert result.code == PAM_SUCCESS
+    assert result.prompts() == [PASSCODE_PROMPT]
+    assert (pam.record().F, pam.record().P) == (0, 0)
