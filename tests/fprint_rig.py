@@ -139,6 +139,23 @@ BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Config
 """
 
 
+def pump_context(ctx, pred, timeout):
+    """Dispatch a GLib main context until pred() or timeout (s). -> pred()"""
+    deadline = time.monotonic() + timeout
+    while not pred():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return bool(pred())
+        src = GLib.timeout_source_new(int(min(left, 0.05) * 1000) + 1)
+        src.set_callback(lambda *_: False)
+        src.attach(ctx)
+        try:
+            ctx.iteration(True)
+        finally:
+            src.destroy()
+    return True
+
+
 class RigError(RuntimeError):
     pass
 
@@ -263,19 +280,7 @@ class _Client:
 
     def pump(self, pred, timeout):
         """Dispatch this client's signals until pred() or timeout (s). -> pred()"""
-        deadline = time.monotonic() + timeout
-        while not pred():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return bool(pred())
-            src = GLib.timeout_source_new(int(min(left, 0.05) * 1000) + 1)
-            src.set_callback(lambda *_: False)
-            src.attach(self.ctx)
-            try:
-                self.ctx.iteration(True)
-            finally:
-                src.destroy()
-        return True
+        return pump_context(self.ctx, pred, timeout)
 
     def close(self):
         for sid in list(self.subs):
@@ -623,6 +628,25 @@ class FprintRig:
                 other.close()
                 raise
             self._elsewhere = other
+
+    def wait_until_claimable(self, user="alice", timeout=10.0):
+        """Bounded wait until another client can claim the device, then
+        releases it again. fprintd drops a claim only once it sees the
+        claiming connection close (a killed prompt, or pam_fprintd, which
+        does not Release after a match)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.claim_elsewhere(user)
+            except GLib.Error as error:
+                if dbus_error_name(error) != ERR_ALREADY_IN_USE:
+                    raise
+                if time.monotonic() >= deadline:
+                    raise RigError("the device was never released") from error
+                time.sleep(0.005)  # polling a condition, bounded by the deadline
+                continue
+            self.release_elsewhere()
+            return
 
     def release_elsewhere(self, disconnect_only=False):
         """Release the claim_elsewhere() claim (or just drop that connection,

@@ -5,10 +5,12 @@ host's /etc."""
 import contextlib
 import os
 import pty
+import select
 import shutil
 import struct
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -264,3 +266,18 @@ def open_to_others(env):
     for path in env.base.iterdir():
         if path != env.state:
             os.chmod(path, 0o755 if path.is_dir() else 0o644)
+
+
+def read_until(proc, marker, timeout=30):
+    """A running harness's output up to `marker` (a bounded wait on a cue)."""
+    fd = proc.stdout.fileno()
+    data = b""
+    deadline = time.monotonic() + timeout
+    while marker.encode() not in data:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"no {marker!r} within {timeout} s: {data!r}"
+        if select.select([fd], [], [], remaining)[0]:
+            chunk = os.read(fd, 65536)
+            assert chunk, f"the harness ended before {marker!r}: {data!r}"
+            data += chunk
+    return data.decode()

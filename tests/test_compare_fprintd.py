@@ -44,7 +44,6 @@ import time
 from pathlib import Path
 
 import pytest
-from gi.repository import GLib
 
 from conftest import (PAM_AUTH_ERR, PAM_MATRIX, PAM_SUCCESS, PASSWORDS)
 from fprint_rig import (DEVICE_IFACE, FPRINT_NAME, MANAGER_IFACE, MANAGER_PATH, FprintRig, _Client)
@@ -121,23 +120,12 @@ class SensorLog:
         return [a[0] for m, a in self.events if m == "VerifyStatus" and a[1]]
 
 
-def device_idle(rig, timeout=10.0):
-    """Waits until the device can be claimed, then releases it. pam_fprintd
-    does not Release after a match (it just closes its bus connection), so
-    fprintd releases the claim when it sees the client vanish; this makes the
-    next prompt independent of when that happens."""
-    if not rig.fprintd_running():
-        return
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            rig.claim_elsewhere("alice")
-            rig.release_elsewhere()
-            return
-        except GLib.Error:
-            if time.monotonic() >= deadline:
-                raise
-            time.sleep(0.005)  # polling a condition, bounded by the deadline
+def device_idle(rig):
+    """pam_fprintd does not Release after a match (it just closes its bus
+    connection), so fprintd releases the claim when it sees the client
+    vanish; this makes the next prompt independent of when that happens."""
+    if rig.fprintd_running():
+        rig.wait_until_claimable()
 
 
 def attempt(pam, rig, service, answers, feed=(), user="alice"):

@@ -334,39 +334,7 @@ def test_fprintd_vanishing_during_the_wait_ends_the_phase_uncharged(pam, rig):
 
 # ---- R3: a kill while fprintd waits for a finger never yields an uncounted guess ----
 
-def read_until(proc, marker, timeout=30):
-    """The harness's output up to `marker` (a bounded wait on a cue)."""
-    import os
-    import select
-    fd = proc.stdout.fileno()
-    data = b""
-    deadline = time.monotonic() + timeout
-    while marker.encode() not in data:
-        remaining = deadline - time.monotonic()
-        assert remaining > 0, f"no {marker!r} within {timeout} s: {data!r}"
-        if select.select([fd], [], [], remaining)[0]:
-            chunk = os.read(fd, 65536)
-            assert chunk, f"the harness ended before {marker!r}: {data!r}"
-            data += chunk
-    return data.decode()
-
-
-def wait_until_claimable(rig, user="alice", timeout=30):
-    """Bounded wait until fprintd lets another client claim the device (it
-    drops a dead client's claim once it sees the client's connection close)."""
-    from fprint_rig import ERR_ALREADY_IN_USE, dbus_error_name
-    from gi.repository import GLib
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            rig.claim_elsewhere(user)
-        except GLib.Error as error:
-            assert dbus_error_name(error) == ERR_ALREADY_IN_USE, error
-            assert time.monotonic() < deadline, "fprintd never released the killed prompt's claim"
-            time.sleep(0.01)
-            continue
-        rig.release_elsewhere()
-        return
+from pamenv import read_until  # noqa: E402
 
 
 @pytest.mark.parametrize("misses", [0, 2], ids=["first-attempt", "third-attempt"])
@@ -411,7 +379,7 @@ def test_sigkill_while_the_sensor_waits_leaves_the_attempt_charged(pam, rig, mis
 
     # fprintd drops the dead prompt's claim; the next prompt claims the device
     # and a match resets the count.
-    wait_until_claimable(rig)
+    rig.wait_until_claimable(timeout=30)
     after = run(pam, rig, [""], [MATCH])
     assert after.code == PAM_SUCCESS
     assert after.prompts() == [FIRST_PROMPT] and len(instruction(after)) == 1

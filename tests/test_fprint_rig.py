@@ -15,7 +15,7 @@ from gi.repository import GLib  # noqa: E402
 
 from fprint_rig import (  # noqa: E402
     DEVICE_IFACE, ERR_ALREADY_IN_USE, ERR_CLAIM_DEVICE, ERR_INTERNAL, ERR_NO_ACTION, ERR_NO_ENROLLED,
-    ERR_NO_SUCH_DEVICE, FPRINT_NAME, FPRINT_ROOT, MANAGER_IFACE, MANAGER_PATH, PY3, FprintRig, proc_gone)
+    ERR_NO_SUCH_DEVICE, FPRINT_NAME, FPRINT_ROOT, MANAGER_IFACE, MANAGER_PATH, PY3, FprintRig, proc_gone, pump_context)
 
 dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
 
@@ -24,20 +24,7 @@ ERR_SERVICE_UNKNOWN = "org.freedesktop.DBus.Error.ServiceUnknown"  # a call to f
 
 def pump(pred, timeout):
     """Run the default GLib main context (dbus-python's signals) until pred()."""
-    ctx = GLib.MainContext.default()
-    deadline = time.monotonic() + timeout
-    while not pred():
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return bool(pred())
-        src = GLib.timeout_source_new(int(min(left, 0.05) * 1000) + 1)
-        src.set_callback(lambda *_: False)
-        src.attach(ctx)
-        try:
-            ctx.iteration(True)
-        finally:
-            src.destroy()
-    return True
+    return pump_context(GLib.MainContext.default(), pred, timeout)
 
 
 class Client:

@@ -2,7 +2,6 @@
 the "no usable biometrics -> passcode" path end to end (SPEC R3, R8, R9,
 R12, R14, R15, §6). Counts are read from the record files on disk."""
 import os
-import select
 import signal
 import stat
 import time
@@ -297,19 +296,7 @@ def test_config_file_in_an_unsafe_directory_is_ignored(pam, layout):
 
 # ---- R3: a kill at the verdict never yields an uncounted guess ----
 
-def read_until(proc, marker, timeout=30):
-    """The harness's output up to `marker` (a bounded wait on a cue)."""
-    fd = proc.stdout.fileno()
-    data = b""
-    deadline = time.monotonic() + timeout
-    while marker.encode() not in data:
-        remaining = deadline - time.monotonic()
-        assert remaining > 0, f"no {marker!r} within {timeout} s: {data!r}"
-        if select.select([fd], [], [], remaining)[0]:
-            chunk = os.read(fd, 65536)
-            assert chunk, f"the harness ended before {marker!r}: {data!r}"
-            data += chunk
-    return data.decode()
+from pamenv import read_until  # noqa: E402
 
 
 def process_gone(pid):

@@ -31,7 +31,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from gi.repository import GLib  # noqa: E402
 from fprint_rig import FprintRig  # noqa: E402
 from pamenv import HARNESS, MODULE, PAM_MATRIX, PASSWORDS, PamEnv, parse_run  # noqa: E402
 
@@ -73,22 +72,6 @@ def timed_run(pam, service, answers, env):
     return elapsed[0], run
 
 
-def device_idle(rig, timeout=10.0):
-    """pam_fprintd does not Release after a match (it closes its bus
-    connection and fprintd releases the claim when it sees that): wait until
-    the device can be claimed again, outside the measured window."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            rig.claim_elsewhere("alice")
-            rig.release_elsewhere()
-            return
-        except GLib.Error:
-            if time.monotonic() >= deadline:
-                raise
-            time.sleep(0.005)
-
-
 def fingerprint_once(pam, rig, service):
     rig.feed([MATCH])
     elapsed, run = timed_run(pam, service, [], rig.env())
@@ -96,7 +79,7 @@ def fingerprint_once(pam, rig, service):
     if run.code != 0 or run.prompts() or not report.ok:
         raise BenchError(f"{service}: not a fingerprint match: code {run.code}, messages {run.messages}, "
                          f"feed {report}")
-    device_idle(rig)
+    rig.wait_until_claimable()  # pam_fprintd leaves its claim to fprintd; outside the measured window
     return elapsed
 
 
