@@ -661,6 +661,37 @@ class FprintRig:
             finally:
                 other.close()
 
+    # ----- other bus clients (attacks) ----------------------------------------
+    def bus_name_of(self, pid, timeout=10.0):
+        """The unique bus name of the connection that process pid holds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for name in self.ctl.bus_call("ListNames", None, "(as)")[0]:
+                if not name.startswith(":"):
+                    continue
+                try:
+                    owner = self.ctl.bus_call("GetConnectionUnixProcessID", GLib.Variant("(s)", (name,)), "(u)")[0]
+                except GLib.Error:
+                    continue  # gone meanwhile
+                if owner == pid:
+                    return name
+            if time.monotonic() >= deadline:
+                raise RigError(f"process {pid} holds no connection on the rig bus")
+            time.sleep(0.01)  # polling a condition, bounded by the deadline
+
+    def flood(self, destination, count=160, size=256 * 1024):
+        """Sends `count` unicast signals of `size` bytes each to `destination`
+        from a fresh connection (anyone on the bus may), so that whatever is
+        sent to it later queues behind them. Returns once all are sent."""
+        other = _Client(self.bus_address)
+        try:
+            payload = GLib.Variant("(ay)", (b"\0" * size,))
+            for _ in range(count):
+                other.conn.emit_signal(destination, "/flood", "org.example.Flood", "Noise", payload)
+            other.conn.flush_sync(None)
+        finally:
+            other.close()
+
     # ----- virtual device ------------------------------------------------------
     def send_vdev(self, command, timeout=10.0, stop=None):
         """Send one command to the virtual device: wait (bounded) until its

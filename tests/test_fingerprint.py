@@ -529,3 +529,89 @@ def test_a_wedged_fprintd_never_hangs_the_prompt(pam, rig):
     assert result.code == PAM_SUCCESS
     assert result.prompts() == [PASSCODE_PROMPT]
     assert (pam.record().F, pam.record().P) == (0, 0)
+
+
+# ---- a guess whose verdict is queued behind a flood is never refunded ----
+
+def process_state(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rpartition(")")[2].split()[0]
+
+
+def stop_flood_scan_interrupt(pam, rig, scan):
+    """The attack on a refund: while the prompt waits for a finger, stop it,
+    queue a flood of unicast signals in front of whatever fprintd sends it
+    next, put a finger on the reader, learn the verdict from fprintd's
+    broadcast (as any bus client can), then Ctrl-C and continue it."""
+    from fprint_rig import DEVICE_IFACE, FPRINT_NAME, _Client
+    pam.write_owner_stack(args="mode=terminal timeout=20")
+    listener = _Client(rig.bus_address)
+    seen = []
+    listener.subscribe(FPRINT_NAME, DEVICE_IFACE, None, None, lambda s, p, i, m, a: seen.append((m, a)))
+    proc = pam.spawn(answers=[], env=rig.env(), count_interrupts=True)
+    try:
+        assert listener.pump(lambda: any(m == "VerifyFingerSelected" for m, _ in seen), 20), "the prompt never started a verify"
+        target = rig.bus_name_of(proc.pid)
+        proc.send_signal(signal.SIGSTOP)
+        deadline = time.monotonic() + 10
+        while process_state(proc.pid) != "T":
+            assert time.monotonic() < deadline, "the prompt did not stop"
+            time.sleep(0.001)  # polling a condition, bounded by the deadline
+        rig.flood(target)
+        rig.send_vdev(scan)
+        verdict = "verify-match" if scan == MATCH else "verify-no-match"
+        assert listener.pump(lambda: any(m == "VerifyStatus" and a[0] == verdict for m, a in seen), 20), \
+            "the attacker never saw the verdict"
+        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGCONT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        listener.close()
+    return parse_run(out, err)
+
+
+@pytest.mark.parametrize("trial", range(3))
+def test_a_judged_miss_behind_a_flood_stays_counted(pam, rig, trial):
+    result = stop_flood_scan_interrupt(pam, rig, MISS)
+    # The miss counts; the pending Ctrl-C then chooses the fallback it
+    # offered, and the password prompt finds no answer.
+    assert pam.record().F == 1, result.stdout
+    assert "Fingerprint not recognized. Try again. Press Ctrl-C to Enter Password." in result.texts("error")
+    assert result.code == PAM_CONV_ERR
+
+
+@pytest.mark.parametrize("trial", range(3))
+def test_a_judged_match_behind_a_flood_succeeds(pam, rig, trial):
+    result = stop_flood_scan_interrupt(pam, rig, MATCH)
+    assert result.code == PAM_SUCCESS, result.stdout
+    assert (pam.record().F, pam.record().P) == (0, 0)
+
+
+def test_ctrl_c_with_a_finger_on_the_reader_stays_counted(pam, rig):
+    """A finger reported present before the Ctrl-C may have been judged: no
+    refund, although no verdict came."""
+    from fprint_rig import DEVICE_IFACE, FPRINT_NAME, _Client
+    pam.write_owner_stack(args="mode=terminal timeout=20")
+    listener = _Client(rig.bus_address)
+    seen = []
+    listener.subscribe(FPRINT_NAME, None, None, None, lambda s, p, i, m, a: seen.append((m, a)))
+    proc = pam.spawn(answers=[], env=rig.env(), count_interrupts=True)
+    try:
+        assert listener.pump(lambda: any(m == "VerifyFingerSelected" for m, _ in seen), 20)
+        rig.send_vdev("FINGER 1")
+        assert listener.pump(lambda: any(m == "PropertiesChanged" and a[1].get("finger-present") for m, a in seen), 20)
+        # fprintd sent the change before it can see our stop, so the module
+        # reads it before the stop's reply, however late it reads.
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        listener.close()
+    result = parse_run(out, err)
+    assert result.code == PAM_CONV_ERR and result.interrupts_delivered == 1
+    assert pam.record().F == 1

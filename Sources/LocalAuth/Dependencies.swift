@@ -60,7 +60,19 @@ public enum RetryHint: Equatable, CaseIterable {
     case removeAndRetry
 }
 
-/// How one fingerprint attempt ended.
+/// Why a running fingerprint attempt was stopped before its verdict.
+public enum StopReason: Equatable {
+    /// The person pressed Ctrl-C (terminal mode).
+    case interrupted
+    /// The phase deadline passed.
+    case timeout
+    /// Waiting failed (the bus or the poll).
+    case deviceError
+}
+
+/// How one fingerprint attempt ended. The cases without a verdict
+/// (`timeout`, `interrupted`, `disconnected`, `deviceError`, `vanished`)
+/// promise that no finger was judged, so the attempt is given back.
 public enum AttemptEnd: Equatable {
     case match
     case noMatch
@@ -72,6 +84,9 @@ public enum AttemptEnd: Equatable {
     case deviceError
     /// The fingerprint daemon left the bus.
     case vanished
+    /// Stopped for the reason given when a finger may have been judged
+    /// without the verdict reaching us: the attempt stays charged (R3).
+    case stoppedAfterPossibleScan(StopReason)
 }
 
 /// The fingerprint reader.

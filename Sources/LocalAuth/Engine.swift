@@ -231,11 +231,21 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 }
             case .interrupted:
                 refund(user, kind: .fingerprint, sequence: sequence)
-                let fallbackNow = offersFallback && failures >= options.fallbackAfter
-                // A fallback takes the Ctrl-C; a cancel leaves it pending so
-                // the application sees it once the signal mask is restored.
-                if fallbackNow { sensor.consumeInterrupt() }
-                return fallbackNow ? .fallback : .cancelled
+                return interruptedPhaseEnd(failuresBefore: failures, offersFallback: offersFallback)
+            case .stoppedAfterPossibleScan(let reason):
+                // The reader may have judged a finger whose verdict never
+                // reached us: the attempt stays counted (R3).
+                log.log(.notice, "fingerprint attempt for uid \(user.uid) stopped before its verdict could be read; it stays counted")
+                switch reason {
+                case .interrupted:
+                    return interruptedPhaseEnd(failuresBefore: failures, offersFallback: offersFallback)
+                case .timeout:
+                    say("Timed out waiting for a fingerprint.", .info, request, status: true)
+                    return .ended(.systemCancel)
+                case .deviceError:
+                    say("The fingerprint reader stopped working.", .info, request, status: true)
+                    return .ended(.systemCancel)
+                }
             case .timeout:
                 refund(user, kind: .fingerprint, sequence: sequence)
                 say("Timed out waiting for a fingerprint.", .info, request, status: true)
@@ -252,6 +262,15 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         }
         if record.fingerprintFailures + failures >= options.lockout { say(lockedText, .error, request) }
         return .triesUsed
+    }
+
+    /// Ctrl-C chooses the fallback once it was offered, and cancels before.
+    /// A fallback takes the Ctrl-C; a cancel leaves it pending so the
+    /// application sees it once the signal mask is restored (R16).
+    mutating func interruptedPhaseEnd(failuresBefore failures: Int, offersFallback: Bool) -> BiometricPhaseEnd {
+        let fallbackNow = offersFallback && failures >= options.fallbackAfter
+        if fallbackNow { sensor.consumeInterrupt() }
+        return fallbackNow ? .fallback : .cancelled
     }
 
     // MARK: - Passcode phase

@@ -17,36 +17,16 @@ public func loginSessionIsRemote() -> Bool? {
 /// What the bus callbacks leave for the verify loop. Lives at a fixed
 /// address (allocated) because sd-bus keeps a pointer to it.
 struct FprintdEvents {
-    /// VerifyStatus results not yet handled, oldest first.
-    var results: [FprintdResult] = []
+    /// What fprintd said about the running attempt, oldest first.
+    var log: [FprintdSignal] = []
     /// fprintd left the bus (NameOwnerChanged with an empty new owner).
     var vanished = false
     /// fprintd's unique bus name: signals from anyone else are ignored.
     var owner: [UInt8] = []
-    /// Set from just before our VerifyStart until our VerifyStop: fprintd
-    /// broadcasts every session's statuses, and only these are ours.
+    /// Set from just before our VerifyStart until every message fprintd sent
+    /// before answering our VerifyStop has been read: fprintd broadcasts
+    /// every session's statuses, and only these are ours.
     var armed = false
-}
-
-/// fprintd's VerifyStatus results.
-enum FprintdResult: Equatable {
-    case match
-    case noMatch
-    case hint(RetryHint)
-    case disconnected
-    case unknownError
-
-    init?(_ text: [UInt8]) {
-        if bytesEqual(text, "verify-match") { self = .match }
-        else if bytesEqual(text, "verify-no-match") { self = .noMatch }
-        else if bytesEqual(text, "verify-retry-scan") { self = .hint(.retryScan) }
-        else if bytesEqual(text, "verify-swipe-too-short") { self = .hint(.swipeTooShort) }
-        else if bytesEqual(text, "verify-finger-not-centered") { self = .hint(.fingerNotCentered) }
-        else if bytesEqual(text, "verify-remove-and-retry") { self = .hint(.removeAndRetry) }
-        else if bytesEqual(text, "verify-disconnected") { self = .disconnected }
-        else if bytesEqual(text, "verify-unknown-error") { self = .unknownError }
-        else { return nil }
-    }
 }
 
 private let fprintdName: StaticString = "net.reactivated.Fprint"
@@ -119,8 +99,9 @@ public struct FprintdSensor: FingerprintSensor {
 
     public mutating func verifyAttempt(deadline: Int64, onHint: (RetryHint) -> Void) -> AttemptEnd {
         guard let bus, let events, claimed else { return .deviceError }
-        if verifying { stopVerifying() }
+        if verifying { finishVerifying() }
         drain()
+        events.pointee.log.removeAll()
         events.pointee.armed = true
         var error = sd_bus_error()
         let status = withCStrings(device, literalBytes("any")) { path, finger in
@@ -132,34 +113,37 @@ public struct FprintdSensor: FingerprintSensor {
             return events.pointee.vanished ? .vanished : .deviceError
         }
         verifying = true
+        var handled = 0
         var interrupted = false
         while true {
             while true {
                 let processed = sd_bus_process(bus, nil)
-                if processed < 0 { return .vanished }
+                if processed < 0 { return settle(after: .deviceError, unread: handled) }
                 if processed == 0 { break }
             }
-            while !events.pointee.results.isEmpty {
-                let result = events.pointee.results.removeFirst()
+            while handled < events.pointee.log.count {
+                let signal = events.pointee.log[handled]
+                handled += 1
+                guard case .status(let result) = signal.kind else { continue }
                 switch result {
                 case .hint(let hint): onHint(hint)
-                case .match: stopVerifying(); return .match
-                case .noMatch: stopVerifying(); return .noMatch
-                case .disconnected: stopVerifying(); return .disconnected
-                case .unknownError: stopVerifying(); return .deviceError
+                case .match: finishVerifying(); return .match
+                case .noMatch: finishVerifying(); return .noMatch
+                case .disconnected: finishVerifying(); return .disconnected
+                case .unknownError: finishVerifying(); return .deviceError
                 }
             }
             if events.pointee.vanished { verifying = false; events.pointee.armed = false; return .vanished }
             // A Ctrl-C counts only after every verdict already received was
-            // handled: a verdict that arrived is never thrown away (R3).
-            if interrupted { stopVerifying(); return .interrupted }
+            // handled, and the stop then reads what fprintd sent before it.
+            if interrupted { return settle(after: .interrupted, unread: handled) }
             let now = Syscalls.bootTimeNanoseconds()
-            if now >= deadline { stopVerifying(); return .timeout }
+            if now >= deadline { return settle(after: .timeout, unread: handled) }
             let waitMilliseconds = Int32(min((deadline - now) / 1_000_000 + 1, 1000))
             var fds = [pollfd(fd: sd_bus_get_fd(bus), events: Int16(truncatingIfNeeded: sd_bus_get_events(bus)), revents: 0),
                        pollfd(fd: signalFD, events: Int16(POLLIN), revents: 0)]
             let ready = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress!, signalFD >= 0 ? 2 : 1, waitMilliseconds) }
-            if ready < 0 && la_errno() != EINTR { stopVerifying(); return .deviceError }
+            if ready < 0 && la_errno() != EINTR { return settle(after: .deviceError, unread: handled) }
             if signalFD >= 0 && fds[1].revents & Int16(POLLIN) != 0 { interrupted = true }
         }
     }
@@ -172,7 +156,7 @@ public struct FprintdSensor: FingerprintSensor {
 
     public mutating func close() {
         if let bus {
-            if verifying { stopVerifying() }
+            if verifying { finishVerifying() }
             if claimed {
                 var error = sd_bus_error()
                 _ = withCStrings(device, device) { path, _ in
@@ -293,9 +277,23 @@ public struct FprintdSensor: FingerprintSensor {
                 guard events.pointee.armed else { return 0 }
                 var text: UnsafePointer<CChar>? = nil
                 var done: Int32 = 0
-                guard la_bus_read_sb(message, &text, &done) >= 0, let text,
+                var serial: UInt64 = 0
+                guard la_bus_read_sb(message, &text, &done) >= 0, let text, sd_bus_message_get_cookie(message, &serial) >= 0,
                       let result = FprintdResult(Syscalls.bytes(ofCString: text, limit: 64)) else { return 0 }
-                events.pointee.results.append(result)
+                events.pointee.log.append(FprintdSignal(.status(result), serial: serial))
+                return 0
+            }, UnsafeMutableRawPointer(events))
+        }
+        var propertiesSlot: OpaquePointer? = nil
+        let third = withCStrings(owner, device) { sender, path in
+            sd_bus_match_signal(bus, &propertiesSlot, sender, path, "org.freedesktop.DBus.Properties", "PropertiesChanged", { message, userdata, _ in
+                guard let message, let userdata else { return 0 }
+                let events = userdata.assumingMemoryBound(to: FprintdEvents.self)
+                guard let sender = sd_bus_message_get_sender(message),
+                      Syscalls.bytes(ofCString: sender, limit: 256) == events.pointee.owner, events.pointee.armed else { return 0 }
+                var serial: UInt64 = 0
+                guard sd_bus_message_get_cookie(message, &serial) >= 0 else { return 0 }
+                for kind in readFingerProperties(message) { events.pointee.log.append(FprintdSignal(kind, serial: serial)) }
                 return 0
             }, UnsafeMutableRawPointer(events))
         }
@@ -312,13 +310,13 @@ public struct FprintdSensor: FingerprintSensor {
         }, UnsafeMutableRawPointer(events))
         slots.append(statusSlot)
         slots.append(ownerSlot)
-        return first >= 0 && second >= 0
+        slots.append(propertiesSlot)
+        return first >= 0 && second >= 0 && third >= 0
     }
 
-    /// Stops the running verification. fprintd answers a stop with a
-    /// `verify-no-match` status sent before the method reply; it is drained
-    /// here so it can never count against the next attempt.
-    private mutating func stopVerifying() {
+    /// Ends a verification that gave its verdict. A later VerifyStop gets
+    /// its reply with no status; anything still queued is dropped.
+    private mutating func finishVerifying() {
         guard let bus, verifying else { return }
         verifying = false
         var error = sd_bus_error()
@@ -330,11 +328,38 @@ public struct FprintdSensor: FingerprintSensor {
         drain()
     }
 
-    /// Dispatches every queued message and forgets unhandled statuses.
+    /// Stops a verification that has no verdict yet and decides how the
+    /// attempt ended. The attempt stays armed until fprintd's reply to the
+    /// stop has arrived and every message before it has been read: fprintd
+    /// may have judged a finger whose verdict is still queued behind other
+    /// traffic (R3). The rule itself is `VerifyStopRule`.
+    private mutating func settle(after reason: StopReason, unread: Int) -> AttemptEnd {
+        guard let bus, let events else { return .stoppedAfterPossibleScan(reason) }
+        verifying = false
+        var error = sd_bus_error()
+        var reply: OpaquePointer? = nil
+        let status = withCStrings(device, device) { path, _ in
+            la_bus_call(bus, cString(fprintdName), path, cString(deviceInterface), "VerifyStop", &error, &reply)
+        }
+        sd_bus_error_free(&error)
+        var replySerial: UInt64? = nil
+        if status >= 0, let reply {
+            var serial: UInt64 = 0
+            if sd_bus_message_get_cookie(reply, &serial) >= 0 { replySerial = serial }
+        }
+        if let reply { sd_bus_message_unref(reply) }
+        while sd_bus_process(bus, nil) > 0 {}
+        events.pointee.armed = false
+        let log = events.pointee.log
+        events.pointee.log.removeAll()
+        return VerifyStopRule.end(after: reason, log: log, unread: unread, stopReplySerial: replySerial)
+    }
+
+    /// Dispatches every queued message and forgets what the callbacks logged.
     private mutating func drain() {
         guard let bus else { return }
         while sd_bus_process(bus, nil) > 0 {}
-        events?.pointee.results.removeAll()
+        events?.pointee.log.removeAll()
     }
 
     /// The device's `scan-type` property. Read through Properties.Get: the
@@ -363,4 +388,32 @@ public struct FprintdSensor: FingerprintSensor {
         signalFD = signalfd(-1, &set, Int32(SFD_CLOEXEC | SFD_NONBLOCK))
         if signalFD < 0 { pthread_sigmask(SIG_SETMASK, &savedMask, nil) }
     }
+}
+
+/// The `finger-needed` and `finger-present` values of a PropertiesChanged
+/// signal (`sa{sv}as`); other properties are skipped.
+private func readFingerProperties(_ message: OpaquePointer) -> [FprintdSignal.Kind] {
+    var interface: UnsafePointer<CChar>? = nil
+    guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "s")), &interface) >= 0, let interface,
+          bytesEqual(Syscalls.bytes(ofCString: interface, limit: 64), "net.reactivated.Fprint.Device"),
+          sd_bus_message_enter_container(message, CChar(UInt8(ascii: "a")), "{sv}") > 0 else { return [] }
+    var kinds: [FprintdSignal.Kind] = []
+    var entries = 0
+    while entries < 64, sd_bus_message_enter_container(message, CChar(UInt8(ascii: "e")), "sv") > 0 {
+        entries += 1
+        var key: UnsafePointer<CChar>? = nil
+        guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "s")), &key) >= 0, let key else { return kinds }
+        let name = Syscalls.bytes(ofCString: key, limit: 64)
+        let needed = bytesEqual(name, "finger-needed"), present = bytesEqual(name, "finger-present")
+        if (needed || present) && sd_bus_message_enter_container(message, CChar(UInt8(ascii: "v")), "b") > 0 {
+            var value: Int32 = 0
+            guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "b")), &value) >= 0 else { return kinds }
+            kinds.append(needed ? .fingerNeeded(value != 0) : .fingerPresent(value != 0))
+            _ = sd_bus_message_exit_container(message)
+        } else if sd_bus_message_skip(message, "v") < 0 {
+            return kinds
+        }
+        _ = sd_bus_message_exit_container(message)
+    }
+    return kinds
 }

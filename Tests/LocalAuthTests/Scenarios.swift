@@ -425,6 +425,42 @@ func scenarios() -> [Scenario] {
         $0.prompts = ["Password: "]
     }
 
+    // MARK: R3 a stop that cannot prove that no finger was judged
+    add("R3 owner: Ctrl-C after a possible scan stays charged and cancels", .owner) {
+        $0.initial = .record(f: 1, p: 0)
+        $0.script = [SensorStep(.stoppedAfterPossibleScan(.interrupted))]
+        $0.outcome = .failure(.userCancel); $0.code = .conversationError
+        $0.f = 2
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.saysNot = ["Ctrl-C"]
+    }
+    add("R3 owner: Ctrl-C after a possible scan, fallback offered: charged, then the passcode", .owner) {
+        $0.script = [.noMatch, SensorStep(.stoppedAfterPossibleScan(.interrupted))]
+        $0.answers = [wrongAnswer]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.f = 2; $0.p = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+    }
+    add("R3 biometrics: Ctrl-C after a possible scan, fallback offered: charged, userFallback", .biometrics) {
+        $0.script = [.noMatch, SensorStep(.stoppedAfterPossibleScan(.interrupted))]
+        $0.outcome = .failure(.userFallback); $0.code = .ignore
+        $0.f = 2
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+    }
+    for (reason, message) in [(StopReason.timeout, Text.timedOut), (.deviceError, Text.stopped)] {
+        add("R3 biometrics: \(reason) after a possible scan stays charged", .biometrics) {
+            $0.initial = .record(f: 2, p: 0)
+            $0.script = [SensorStep(.stoppedAfterPossibleScan(reason))]
+            $0.outcome = .failure(.systemCancel); $0.code = .authInfoUnavailable
+            $0.f = 3
+            $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+            $0.says = [message]
+            $0.logs = [(.notice, "stopped before its verdict could be read; it stays counted")]
+        }
+    }
+
     // MARK: R7 the biometric phase ends without a verdict
     let endings: [(AttemptEnd, LAError, String)] = [
         (.timeout, .systemCancel, Text.timedOut),
