@@ -82,6 +82,41 @@ def parse_record(data: bytes, uid: int) -> Record:
     return Record(name, F, P, backoff_ms, last_pass, last_fp, failures)
 
 
+def later_boot_clock(seconds: int) -> list:
+    """A command prefix that runs the prompt in a new time namespace whose
+    CLOCK_BOOTTIME is `seconds` ahead (same boot id): how the tests move the
+    real module's clock past a wait without sleeping through it."""
+    return ["unshare", "--time", f"--boottime={seconds}"]
+
+
+# The record format, pinned on purpose: the tests read and reseal records
+# at these offsets so that a change of the on-disk format is a visible,
+# deliberate change here too.
+RECORD_SIZE = 2048
+OFFSET_F_P = 288            # two u32: F, P
+OFFSET_BACKOFF_MS = 296     # i64: the wait still to run
+OFFSET_CHECKSUM = RECORD_SIZE - 8   # FNV-1a 64 of everything before it
+
+
+def fnv1a64(data: bytes) -> int:
+    value = 0xcbf29ce484222325
+    for byte in data:
+        value = ((value ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return value
+
+
+def reseal_record(data: bytes, **fields) -> bytes:
+    """A copy of a record with F, P or backoff_ms replaced and a valid checksum."""
+    out = bytearray(data)
+    if "F" in fields or "P" in fields:
+        F, P = struct.unpack_from("<II", out, OFFSET_F_P)
+        struct.pack_into("<II", out, OFFSET_F_P, fields.get("F", F), fields.get("P", P))
+    if "backoff_ms" in fields:
+        struct.pack_into("<q", out, OFFSET_BACKOFF_MS, fields["backoff_ms"])
+    struct.pack_into("<Q", out, OFFSET_CHECKSUM, fnv1a64(bytes(out[:OFFSET_CHECKSUM])))
+    return bytes(out)
+
+
 class PamEnv:
     """One private PAM world: service dir, users, passdb, state dir."""
 
@@ -155,9 +190,11 @@ class PamEnv:
             args.append("-I")
         return args
 
-    def run(self, service="sudo", user="alice", answers=(), env=None, timeout=60, preexec_fn=None, **kwargs) -> Run:
-        proc = subprocess.run(self.harness_args(service, user, answers, **kwargs), env=self.env(env), capture_output=True,
-                              text=True, timeout=timeout, preexec_fn=preexec_fn)
+    def run(self, service="sudo", user="alice", answers=(), env=None, timeout=60, preexec_fn=None, wrapper=(),
+            **kwargs) -> Run:
+        """One prompt. `wrapper` is a command prefix, e.g. later_boot_clock()."""
+        proc = subprocess.run(list(wrapper) + self.harness_args(service, user, answers, **kwargs), env=self.env(env),
+                              capture_output=True, text=True, timeout=timeout, preexec_fn=preexec_fn)
         return parse_run(proc.stdout, proc.stderr)
 
     def spawn(self, service="sudo", user="alice", answers=(), env=None, **kwargs):

@@ -19,11 +19,12 @@ from pathlib import Path
 
 import pytest
 
+from pamenv import RECORD_SIZE, fnv1a64
+
 ROOT = Path(__file__).resolve().parent.parent
 LOCKOUT = 5                 # default `lockout` (L)
 FIRST_BACKOFF = 5           # default first back-off threshold
 FIRST_BACKOFF_MS = 60_000   # default wait after 5 wrong passcodes
-RECORD_SIZE = 2048
 UID, NAME = 4242, "alice"
 OTHER_UID, OTHER_NAME = 4343, "bob"
 NOBODY = 65534
@@ -105,13 +106,6 @@ def state(tmp_path) -> Path:
     os.chown(directory, 0, 0)
     os.chmod(directory, 0o700)
     return directory
-
-
-def fnv1a64(data: bytes) -> int:
-    value = 0xCBF29CE484222325
-    for byte in data:
-        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return value
 
 
 def decode_record(data: bytes, uid=UID, name=NAME) -> dict:
@@ -469,15 +463,19 @@ def test_writes_never_go_through_a_hard_link(probe, state, tmp_path):
     assert other_name.read_bytes() == kept
 
 
-def test_record_that_cannot_be_replaced_refuses(probe, state):
-    """A directory at the record's name cannot be renamed over: R12 cannot
-    write its replacement, so the read fails (never F=0/P=0) and so does a charge."""
+@pytest.mark.parametrize("full", [False, True], ids=["empty", "non-empty"])
+def test_a_directory_at_the_record_name_is_replaced_fail_closed(probe, state, full):
+    """Only root can put a directory there, but it must not refuse every
+    prompt (the owner would never get in): it is moved aside or removed and
+    the fail-closed record takes its place."""
     record_path(state).mkdir(mode=0o700)
-    shown = probe.run("show", state, UID, NAME)
-    assert shown.returncode == 1 and shown.stdout == ""
-    charged = probe.charge(state, 1)
-    assert charged.returncode == 1
-    assert record_path(state).is_dir()
+    if full:
+        (record_path(state) / "inside").write_text("kept")
+    shown = probe.show(state)
+    assert shown["F"] == LOCKOUT and shown["P"] == FIRST_BACKOFF and 0 < shown["backoff_ms"] <= FIRST_BACKOFF_MS
+    assert assert_sound_record_file(record_path(state))["P"] == FIRST_BACKOFF
+    if full:
+        assert (state / f"{UID}.rec.odd" / "inside").read_text() == "kept"
 
 
 # ---------------------------------------------------------------- 5. per-user locks

@@ -361,7 +361,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 return true
             }
         } catch {
-            log.log(.error, "cannot reset the record of uid \(user.uid): \(storeFailureText(error))")
+            log.log(.error, "cannot reset the record of uid \(user.uid): \(storeFailureText(error, directory: options.stateDir))")
             return false
         }
     }
@@ -386,7 +386,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 return Inspection(status: status, record: record, remainingBackoffMilliseconds: remaining, fingerprintLocked: locked)
             }
         } catch {
-            log.log(.error, "cannot read the record of uid \(user.uid): \(storeFailureText(error))")
+            log.log(.error, "cannot read the record of uid \(user.uid): \(storeFailureText(error, directory: options.stateDir))")
             return nil
         }
     }
@@ -415,7 +415,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 return current
             }
         } catch {
-            log.log(.error, "cannot read the record of uid \(user.uid): \(storeFailureText(error))")
+            log.log(.error, "cannot read the record of uid \(user.uid): \(storeFailureText(error, directory: options.stateDir))")
             return nil
         }
         if let damage {
@@ -448,7 +448,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 return .charged(sequence)
             }
         } catch {
-            log.log(.error, "cannot charge a fingerprint attempt for uid \(user.uid): \(storeFailureText(error)); attempt refused")
+            log.log(.error, "cannot charge a fingerprint attempt for uid \(user.uid): \(storeFailureText(error, directory: options.stateDir)); attempt refused")
             return .storeFailed
         }
     }
@@ -480,7 +480,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 return .charged(sequence)
             }
         } catch {
-            log.log(.error, "cannot charge a passcode attempt for uid \(user.uid): \(storeFailureText(error)); attempt refused")
+            log.log(.error, "cannot charge a passcode attempt for uid \(user.uid): \(storeFailureText(error, directory: options.stateDir)); attempt refused")
             return .storeFailed
         }
     }
@@ -497,7 +497,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 return remaining
             }
         } catch {
-            log.log(.error, "cannot read the back-off of uid \(user.uid): \(storeFailureText(error))")
+            log.log(.error, "cannot read the back-off of uid \(user.uid): \(storeFailureText(error, directory: options.stateDir))")
             return nil
         }
     }
@@ -526,7 +526,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 record = current
             }
         } catch {
-            log.log(.warning, "cannot refund an attempt for uid \(user.uid): \(storeFailureText(error)); it stays counted")
+            log.log(.warning, "cannot refund an attempt for uid \(user.uid): \(storeFailureText(error, directory: options.stateDir)); it stays counted")
         }
     }
 
@@ -554,7 +554,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 record = current
             }
         } catch {
-            log.log(.error, "cannot record a success for uid \(user.uid): \(storeFailureText(error))")
+            log.log(.error, "cannot record a success for uid \(user.uid): \(storeFailureText(error, directory: options.stateDir))")
         }
     }
 
@@ -635,9 +635,19 @@ public func durationText(_ milliseconds: Int64) -> String {
     return unit((seconds + 3599) / 3600, "hour")
 }
 
-public func storeFailureText(_ failure: StoreFailure) -> String {
+/// The administrator's words for a store failure; directory problems name the path.
+public func storeFailureText(_ failure: StoreFailure, directory: [UInt8]) -> String {
     switch failure {
-    case .directoryUnusable: return "state directory missing, not root-owned, or open to group or others (must be 0700)"
+    case .directoryUnusable(let problem):
+        let path = "state directory " + printableText(directory)
+        switch problem {
+        case .notAbsolute: return path + " is not an absolute path"
+        case .unsafeAncestor:
+            return path + ": a directory on its path is a symlink, not root's, or writable by group or others; refused"
+        case .missingAncestor: return path + ": a directory on its path is missing"
+        case .missingInWritableParent: return path + " is missing and its parent is writable by others; create it as root with mode 0700"
+        case .unsafeDirectory: return path + " is not a directory owned by root with mode 0700"
+        }
     case .lockFailed(let errno): return "lock failed (errno \(errno.code))"
     case .writeFailed(let errno): return "write failed (errno \(errno.code))"
     case .fileSizeLimited: return "file size limit"
@@ -690,12 +700,21 @@ struct RecordRules {
     /// R13: the wait left, counted on the boot clock within a boot; a new
     /// boot resumes the stored remainder. Never more than the stored wait.
     func remainingBackoff(_ record: StateRecord, moment: Moment) -> Int64 {
-        guard backoffApplies, record.backoffRemainingMilliseconds > 0 else { return 0 }
+        let stored = storedWait(record)
+        guard backoffApplies, stored > 0 else { return 0 }
         guard record.backoffBootID == moment.bootID, moment.boot >= record.backoffAnchorBootNanoseconds else {
-            return record.backoffRemainingMilliseconds
+            return stored
         }
         let elapsed = (moment.boot - record.backoffAnchorBootNanoseconds) / 1_000_000
-        return max(0, record.backoffRemainingMilliseconds - elapsed)
+        return max(0, stored - elapsed)
+    }
+
+    /// The stored wait, never more than `max_backoff`: a record may hold any
+    /// number (a valid checksum says nothing about sense), and the
+    /// administrator may have lowered the bound since; a wait that never
+    /// ends would lock the owner out (R12).
+    func storedWait(_ record: StateRecord) -> Int64 {
+        min(record.backoffRemainingMilliseconds, Int64(options.maxBackoffSeconds) * 1000)
     }
 
     /// Saves the wait's progress: the remainder as of now, anchored to now in
@@ -706,7 +725,7 @@ struct RecordRules {
     /// True when the record changed.
     func reanchorBackoff(_ record: inout StateRecord, moment: Moment) -> Bool {
         guard record.backoffRemainingMilliseconds > 0 else { return false }
-        var remaining = record.backoffRemainingMilliseconds
+        var remaining = storedWait(record)
         if record.backoffBootID == moment.bootID, moment.boot >= record.backoffAnchorBootNanoseconds {
             remaining = max(0, remaining - (moment.boot - record.backoffAnchorBootNanoseconds) / 1_000_000)
         }

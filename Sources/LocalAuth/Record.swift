@@ -91,6 +91,9 @@ public enum RecordDamage: Equatable {
     case unsafeFile
     /// The file exists but could not be read.
     case unreadable
+    /// The lock file beside it was not the store's (a symlink, FIFO,
+    /// directory, or another owner's file) and was replaced.
+    case unsafeLock
 
     public var text: StaticString {
         switch self {
@@ -102,6 +105,7 @@ public enum RecordDamage: Equatable {
         case .foreign: return "belongs to another user (reused uid)"
         case .unsafeFile: return "unsafe file (symlink, not regular, wrong owner or mode)"
         case .unreadable: return "unreadable"
+        case .unsafeLock: return "its lock file was not the store's and was replaced"
         }
     }
 }

@@ -3,11 +3,24 @@ import CLocalAuth
 /// Why the store could not do its work. The engine refuses the attempt.
 public enum StoreFailure: Error, Equatable {
     /// The state directory is missing and cannot be made, or is unsafe.
-    case directoryUnusable
+    case directoryUnusable(DirectoryProblem)
     case lockFailed(Errno)
     case writeFailed(Errno)
     /// `ulimit -f` forbids writing a record and cannot be raised.
     case fileSizeLimited
+}
+
+/// What is wrong with the state directory or the way to it.
+public enum DirectoryProblem: Equatable {
+    case notAbsolute
+    /// A directory on the way is a symlink, not a directory, not root's, or
+    /// writable by group or others without being sticky.
+    case unsafeAncestor
+    case missingAncestor
+    /// Missing, and its parent is writable by others (a sticky /tmp).
+    case missingInWritableParent
+    /// Not a directory, a symlink, not the trusted owner's, or not 0700.
+    case unsafeDirectory
 }
 
 /// What the store found before handing the record over.
@@ -65,9 +78,15 @@ public struct FileStateStore: StateStore {
                                             _ body: (inout StateRecord?, LoadStatus) -> Result) throws(StoreFailure) -> Result {
         let directory = try openDirectory()
         defer { Syscalls.close(directory) }
-        let lock = try takeLock(directory: directory, uid: uid, userName: userName)
+        let (lock, lockWasOdd) = try takeLock(directory: directory, uid: uid, userName: userName)
         defer { Syscalls.close(lock) }
-        let (loaded, status) = load(directory: directory, uid: uid, userName: userName)
+        var (loaded, status) = load(directory: directory, uid: uid, userName: userName)
+        // Someone other than the store put a file where the lock belongs:
+        // the record beside it is not to be trusted either (R12).
+        if lockWasOdd, status == .loaded || status == .absent {
+            loaded = nil
+            status = .damaged(.unsafeLock)
+        }
         var record = loaded
         let result = body(&record, status)
         if let changed = record, changed != loaded || status != .loaded {
@@ -76,45 +95,114 @@ public struct FileStateStore: StateStore {
         return result
     }
 
-    /// Opens (creating if missing, 0700) the state directory and checks that
-    /// only its owner can use it.
+    /// Opens the state directory, walking from `/` without following
+    /// symlinks. Every directory on the way must be owned by root (or the
+    /// trusted owner) and not writable by group or others, unless sticky:
+    /// otherwise its owner could move the state directory away and have a
+    /// fresh, empty one made. The state directory itself must be the trusted
+    /// owner's and 0700 (others may not even list which uids have records).
+    /// A missing one is made only in a parent nobody else can write: in a
+    /// sticky /tmp another user could have made it first.
     func openDirectory() throws(StoreFailure) -> Int32 {
+        guard directoryPath.first == 0x2F else { throw .directoryUnusable(.notAbsolute) }
+        let parts = splitBytes(directoryPath.dropFirst(), on: 0x2F).filter { !$0.isEmpty }
+        guard let last = parts.last else { throw .directoryUnusable(.unsafeAncestor) }
+        guard var current = try? Syscalls.open(at: nil, literalBytes("/"), flags: O_RDONLY | O_DIRECTORY) else {
+            throw .directoryUnusable(.unsafeAncestor)
+        }
+        for part in parts.dropLast() {
+            guard isTrustedAncestor(current, allowSticky: true) else { Syscalls.close(current); throw .directoryUnusable(.unsafeAncestor) }
+            let next: Int32
+            do {
+                next = try Syscalls.open(at: current, Array(part), flags: O_RDONLY | O_DIRECTORY)
+            } catch {
+                Syscalls.close(current)
+                throw .directoryUnusable(error.code == ENOENT ? .missingAncestor : .unsafeAncestor)
+            }
+            Syscalls.close(current)
+            current = next
+        }
+        defer { Syscalls.close(current) }
+        guard isTrustedAncestor(current, allowSticky: true) else { throw .directoryUnusable(.unsafeAncestor) }
         let fd: Int32
         do {
-            fd = try Syscalls.open(at: nil, directoryPath, flags: O_RDONLY | O_DIRECTORY)
+            fd = try Syscalls.open(at: current, Array(last), flags: O_RDONLY | O_DIRECTORY)
         } catch {
-            guard error.code == ENOENT else { throw .directoryUnusable }
+            guard error.code == ENOENT else { throw .directoryUnusable(.unsafeDirectory) }
+            guard isTrustedAncestor(current, allowSticky: false) else { throw .directoryUnusable(.missingInWritableParent) }
             do throws(Errno) {
-                try Syscalls.makeDirectory(directoryPath, mode: 0o700)
-                fd = try Syscalls.open(at: nil, directoryPath, flags: O_RDONLY | O_DIRECTORY)
+                try Syscalls.makeDirectory(at: current, Array(last), mode: 0o700)
+                fd = try Syscalls.open(at: current, Array(last), flags: O_RDONLY | O_DIRECTORY)
             } catch {
-                throw .directoryUnusable
+                throw .directoryUnusable(.unsafeDirectory)
             }
         }
-        // 0700: others may not even list which uids have records.
         guard let facts = try? Syscalls.facts(fd), facts.isDirectory, facts.owner == trustedOwner, facts.mode & 0o077 == 0 else {
             Syscalls.close(fd)
-            throw .directoryUnusable
+            throw .directoryUnusable(.unsafeDirectory)
         }
         return fd
     }
 
-    func takeLock(directory: Int32, uid: UInt32, userName: [UInt8]) throws(StoreFailure) -> Int32 {
-        let fd: Int32
-        do {
-            fd = try Syscalls.open(at: directory, lockName(uid: uid, userName: userName), flags: O_RDWR | O_CREAT | O_NONBLOCK, mode: 0o600)
-        } catch {
-            throw .lockFailed(error)
-        }
-        do throws(Errno) {
-            let facts = try Syscalls.facts(fd)
-            guard facts.isRegular, facts.owner == trustedOwner else { throw Errno(EPERM) }
-            try Syscalls.lockExclusive(fd)
-        } catch {
+    /// A directory on the way to the state directory: a directory owned by
+    /// root or the trusted owner that group and others cannot write (or, when
+    /// allowed, a sticky one, whose entries others cannot move).
+    func isTrustedAncestor(_ fd: Int32, allowSticky: Bool) -> Bool {
+        guard let facts = try? Syscalls.facts(fd), facts.isDirectory, facts.owner == 0 || facts.owner == trustedOwner else { return false }
+        return facts.mode & 0o022 == 0 || (allowSticky && facts.mode & 0o1000 != 0)
+    }
+
+    /// Opens and locks the user's lock file. Anything else at its name (a
+    /// symlink, FIFO, directory, or a file not the store's) is removed and
+    /// replaced, and reported so the record is treated as damaged (R12):
+    /// such a file must not refuse every prompt. After the lock is taken the
+    /// name must still lead to the locked file, or the lock is taken again.
+    func takeLock(directory: Int32, uid: UInt32, userName: [UInt8]) throws(StoreFailure) -> (fd: Int32, wasOdd: Bool) {
+        let name = lockName(uid: uid, userName: userName)
+        var wasOdd = false
+        var lastError = Errno(EAGAIN)
+        for _ in 0..<4 {
+            let fd: Int32
+            do {
+                fd = try Syscalls.open(at: directory, name, flags: O_RDWR | O_CREAT | O_NONBLOCK, mode: 0o600)
+            } catch {
+                lastError = error
+                guard error.code == ELOOP || error.code == EISDIR || error.code == ENXIO || error.code == EACCES else {
+                    throw .lockFailed(error)
+                }
+                wasOdd = true
+                try removeOddEntry(directory: directory, name)
+                continue
+            }
+            guard let facts = try? Syscalls.facts(fd), facts.isRegular, facts.owner == trustedOwner, facts.mode & 0o022 == 0 else {
+                Syscalls.close(fd)
+                wasOdd = true
+                try removeOddEntry(directory: directory, name)
+                continue
+            }
+            do throws(Errno) {
+                try Syscalls.lockExclusive(fd)
+                if let current = try? Syscalls.facts(at: directory, name), current.device == facts.device, current.inode == facts.inode {
+                    return (fd, wasOdd)
+                }
+                lastError = Errno(ESTALE)
+            } catch {
+                lastError = error
+            }
             Syscalls.close(fd)
-            throw .lockFailed(error)
         }
-        return fd
+        throw .lockFailed(lastError)
+    }
+
+    /// Removes whatever stands at `name` in the state directory, which only
+    /// root can write: a file, a symlink (never followed), a FIFO, or a
+    /// directory (a non-empty one is moved aside under a name of its own).
+    func removeOddEntry(directory: Int32, _ name: [UInt8]) throws(StoreFailure) {
+        do throws(Errno) {
+            try Syscalls.removeEntry(in: directory, name, movingNonEmptyDirectoryTo: name + literalBytes(".odd"))
+        } catch {
+            throw .writeFailed(error)
+        }
     }
 
     func load(directory: Int32, uid: UInt32, userName: [UInt8]) -> (StateRecord?, LoadStatus) {
@@ -154,8 +242,8 @@ public struct FileStateStore: StateStore {
             if saved.soft < UInt64(bytes.count) { Syscalls.setFileSizeLimit(soft: saved.soft, hard: saved.hard) }
         }
         let temporary = temporaryName(uid: uid, userName: userName)
+        try removeOddEntry(directory: directory, temporary)
         do throws(Errno) {
-            try Syscalls.unlink(in: directory, temporary)
             let fd = try Syscalls.open(at: directory, temporary, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
             do throws(Errno) {
                 try Syscalls.writeAll(fd, bytes)
@@ -166,7 +254,15 @@ public struct FileStateStore: StateStore {
                 throw error
             }
             Syscalls.close(fd)
-            try Syscalls.rename(in: directory, from: temporary, to: recordName(uid: uid, userName: userName))
+            let record = recordName(uid: uid, userName: userName)
+            do {
+                try Syscalls.rename(in: directory, from: temporary, to: record)
+            } catch {
+                // A directory at the record's name cannot be renamed over.
+                guard error.code == EISDIR || error.code == ENOTEMPTY || error.code == EEXIST else { throw error }
+                try Syscalls.removeEntry(in: directory, record, movingNonEmptyDirectoryTo: record + literalBytes(".odd"))
+                try Syscalls.rename(in: directory, from: temporary, to: record)
+            }
             try Syscalls.sync(directory)
         } catch {
             throw .writeFailed(error)

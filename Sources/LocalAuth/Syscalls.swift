@@ -123,14 +123,56 @@ public enum Syscalls {
         if result != 0 && la_errno() != ENOENT { throw Errno.current }
     }
 
-    /// Creates a directory with `mode`; an existing one is fine.
-    public static func makeDirectory(_ path: [UInt8], mode: UInt32) throws(Errno) {
-        var cPath = path
-        cPath.append(0)
-        let result = cPath.withUnsafeBufferPointer { buffer in
-            mkdir(UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self), mode_t(mode))
+    /// What `fstatat` tells about `name` below `directory`, not following a symlink.
+    public static func facts(at directory: Int32, _ name: [UInt8]) throws(Errno) -> FileFacts {
+        var cName = name
+        cName.append(0)
+        var info = stat()
+        let result = cName.withUnsafeBufferPointer { buffer in
+            fstatat(directory, UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self), &info, AT_SYMLINK_NOFOLLOW)
         }
-        if result != 0 && la_errno() != EEXIST { throw Errno.current }
+        if result != 0 { throw Errno.current }
+        return FileFacts(isRegular: la_s_isreg(info.st_mode) != 0, isDirectory: la_s_isdir(info.st_mode) != 0,
+                         owner: info.st_uid, mode: info.st_mode & 0o7777, size: Int(info.st_size),
+                         device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
+    /// Creates the directory `name` below `directory` with `mode`.
+    public static func makeDirectory(at directory: Int32, _ name: [UInt8], mode: UInt32) throws(Errno) {
+        var cName = name
+        cName.append(0)
+        let result = cName.withUnsafeBufferPointer { buffer in
+            mkdirat(directory, UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self), mode_t(mode))
+        }
+        if result != 0 { throw Errno.current }
+    }
+
+    /// Removes whatever is at `name` below `directory` (never following a
+    /// symlink): a file of any kind, an empty directory, or a non-empty
+    /// directory moved to `aside` (replacing an earlier one of that name
+    /// when that is a file or an empty directory). A missing entry is fine.
+    public static func removeEntry(in directory: Int32, _ name: [UInt8], movingNonEmptyDirectoryTo aside: [UInt8]) throws(Errno) {
+        var cName = name
+        cName.append(0)
+        let removed = cName.withUnsafeBufferPointer { buffer -> Int32 in
+            let pointer = UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self)
+            if unlinkat(directory, pointer, 0) == 0 { return 0 }
+            guard la_errno() == EISDIR else { return -1 }
+            return unlinkat(directory, pointer, AT_REMOVEDIR)
+        }
+        if removed == 0 || la_errno() == ENOENT { return }
+        guard la_errno() == ENOTEMPTY || la_errno() == EEXIST else { throw Errno.current }
+        do {
+            try rename(in: directory, from: name, to: aside)
+        } catch {
+            guard error.code == ENOTEMPTY || error.code == EEXIST || error.code == EISDIR || error.code == ENOTDIR else { throw error }
+            var cAside = aside
+            cAside.append(0)
+            _ = cAside.withUnsafeBufferPointer { buffer in
+                unlinkat(directory, UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self), 0)
+            }
+            try rename(in: directory, from: name, to: aside)
+        }
     }
 
     /// The soft file-size limit (`ulimit -f`), in bytes; nil when unlimited.

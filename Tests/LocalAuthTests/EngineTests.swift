@@ -135,6 +135,29 @@ final class EngineTests: XCTestCase {
         XCTAssertEqual(options.backoffSeconds(afterFailures: 100), 600)
     }
 
+    /// A record may hold any wait (a valid checksum says nothing about
+    /// sense), and max_backoff may have been lowered since it was stored:
+    /// the owner is never kept out longer than max_backoff (R12, R13).
+    func testAStoredWaitNeverOutlastsMaxBackoff() {
+        for (stored, maxBackoff) in [(Int64(1) << 62, 3600), (Int64(3_600_000), 120)] {
+            var options = Options()
+            options.maxBackoffSeconds = maxBackoff
+            let clock = ManualClock()
+            var record = storedRecord(p: 5)
+            record.backoffRemainingMilliseconds = stored
+            record.backoffAnchorBootNanoseconds = clock.boot
+            record.backoffBootID = clock.bootIdentifier
+            let w = World(options: options, sensor: FakeSensor(.unreachable), store: FakeStore(record), clock: clock)
+            XCTAssertEqual(w.prompt().outcome, .failure(.authenticationFailed))
+            XCTAssertEqual(w.prompter.told.last?.text, Text.waitPrefix + durationText(Int64(maxBackoff) * 1000) + ".")
+            w.clock.advance(seconds: Int64(maxBackoff) - 1)
+            XCTAssertEqual(w.prompt().outcome, .failure(.authenticationFailed))
+            XCTAssertEqual(w.verifier.verifyCalls, 0)
+            w.clock.advance(seconds: 1)
+            XCTAssertEqual(w.prompt(answers: [rightAnswer]).outcome, .success(.passcode), "stored \(stored)")
+        }
+    }
+
     func testCustomBackoffSchedule() {
         var parser = OptionParser()
         parser.applyArguments([bytes("passcode_backoff=3:30s,4:2m")])

@@ -1,0 +1,184 @@
+"""The state directory and its files through the real module and real libpam:
+every directory on the way to the state directory is checked, a missing one
+is never made where others could have made it, and no odd file in it (or a
+wait read from it) can keep the owner out for good: the owner always gets in
+with the password after at most the first back-off. Waits are passed by
+moving the module's boot clock forward (a time namespace), not by sleeping."""
+import os
+import shutil
+import stat
+
+import pytest
+
+from conftest import PAM_AUTH_ERR, PAM_SUCCESS, PAM_SYSTEM_ERR, PASSWORDS, USERS, later_boot_clock, reseal_record
+
+ALICE = PASSWORDS["alice"]
+BOB = USERS["bob"]
+LOCKOUT, FIRST_BACKOFF, FIRST_WAIT_S = 5, 5, 60
+
+
+def lock_path(pam):
+    return pam.state / f"{USERS['alice']}.lock"
+
+
+def use_state_dir(pam, directory):
+    pam.write_owner_stack(args=f"state_dir={directory}")  # the last state_dir= wins
+
+
+# ---- the way to the state directory ----
+
+def test_a_state_directory_below_a_user_writable_directory_is_refused(pam):
+    """bob owns the parent: he could move the directory away and have a
+    fresh one made, taking his counts back to zero."""
+    parent = pam.base / "bobs"
+    parent.mkdir(mode=0o755)
+    os.chown(parent, BOB, BOB)
+    state = parent / "state"
+    state.mkdir(mode=0o700)
+    use_state_dir(pam, state)
+    refused = pam.run(answers=["wrong"])
+    assert refused.code == PAM_SYSTEM_ERR
+    assert f"state directory {state}: a directory on its path is a symlink, not root's" in refused.stdout + refused.stderr
+    assert list(state.iterdir()) == []
+    shutil.rmtree(state)  # "moved away"
+    assert pam.run(answers=[ALICE]).code == PAM_SYSTEM_ERR
+    assert not state.exists()  # never made again below bob's directory
+
+
+def test_a_state_directory_behind_a_symlink_is_refused(pam):
+    real = pam.base / "real"
+    (real / "state").mkdir(parents=True, mode=0o700)
+    os.chmod(real / "state", 0o700)
+    (pam.base / "link").symlink_to(real)
+    use_state_dir(pam, pam.base / "link" / "state")
+    assert pam.run(answers=[ALICE]).code == PAM_SYSTEM_ERR
+    assert list((real / "state").iterdir()) == []
+
+
+def test_a_missing_state_directory_is_not_made_in_a_sticky_directory(pam):
+    """In a directory everyone may write (sticky, as /tmp) another user could
+    have made it first; an existing root-owned 0700 one there is fine."""
+    sticky = pam.base / "sticky"
+    sticky.mkdir()
+    os.chmod(sticky, 0o1777)
+    use_state_dir(pam, sticky / "state")
+    refused = pam.run(answers=[ALICE])
+    assert refused.code == PAM_SYSTEM_ERR
+    assert f"state directory {sticky / 'state'} is missing and its parent is writable by others" in refused.stdout + refused.stderr
+    assert not (sticky / "state").exists()
+    (sticky / "state").mkdir(mode=0o700)
+    os.chmod(sticky / "state", 0o700)
+    assert pam.run(answers=[ALICE]).code == PAM_SUCCESS
+    assert (sticky / "state" / f"{USERS['alice']}.rec").exists()
+
+
+def test_a_missing_state_directory_is_made_private_below_a_safe_parent(pam):
+    use_state_dir(pam, pam.base / "made")
+    assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
+    info = os.lstat(pam.base / "made")
+    assert stat.S_ISDIR(info.st_mode) and info.st_uid == 0 and stat.S_IMODE(info.st_mode) == 0o700
+
+
+# ---- odd files in the state directory ----
+
+def _lock_symlink(pam):
+    (pam.base / "elsewhere").write_text("not a lock")
+    lock_path(pam).symlink_to(pam.base / "elsewhere")
+
+
+def _lock_dangling_symlink(pam):
+    lock_path(pam).symlink_to(pam.base / "nowhere")
+
+
+def _lock_fifo(pam):
+    os.mkfifo(lock_path(pam), 0o600)
+
+
+def _lock_directory(pam):
+    lock_path(pam).mkdir()
+    (lock_path(pam) / "inside").write_text("x")
+
+
+def _lock_of_another_owner(pam):
+    lock_path(pam).write_bytes(b"")
+    os.chown(lock_path(pam), BOB, BOB)
+
+
+def _record_directory(pam):
+    pam.record_path().unlink()
+    pam.record_path().mkdir()
+
+
+def _record_directory_not_empty(pam):
+    _record_directory(pam)
+    (pam.record_path() / "inside").write_text("x")
+
+
+ODD_FILES = {
+    "lock is a symlink": _lock_symlink,
+    "lock is a dangling symlink": _lock_dangling_symlink,
+    "lock is a FIFO": _lock_fifo,
+    "lock is a directory": _lock_directory,
+    "lock is another user's file": _lock_of_another_owner,
+    "record is a directory": _record_directory,
+    "record is a non-empty directory": _record_directory_not_empty,
+}
+
+
+@pytest.mark.parametrize("kind", list(ODD_FILES))
+def test_an_odd_file_is_replaced_fail_closed_and_the_password_gets_in(pam, kind):
+    assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR  # a record and a lock exist
+    if kind.startswith("lock"):
+        lock_path(pam).unlink()
+    ODD_FILES[kind](pam)
+
+    refused = pam.run(answers=[ALICE], env={"PAM_WRAPPER_DEBUGLEVEL": "1"})  # warnings too
+    assert refused.code == PAM_AUTH_ERR and refused.prompts() == [], refused.stdout
+    assert f"record of uid {USERS['alice']} was replaced" in refused.stdout + refused.stderr
+    assert "Too many wrong passwords. Try again in 1 minute." in refused.texts("error")
+    record = pam.record()
+    assert (record.F, record.P) == (LOCKOUT, FIRST_BACKOFF) and 0 < record.backoff_ms <= FIRST_WAIT_S * 1000
+    info = os.lstat(lock_path(pam))
+    assert stat.S_ISREG(info.st_mode) and info.st_uid == 0 and stat.S_IMODE(info.st_mode) & 0o022 == 0
+    if kind == "lock is a symlink":
+        assert (pam.base / "elsewhere").read_text() == "not a lock"  # never followed
+
+    later = pam.run(answers=[ALICE], wrapper=later_boot_clock(FIRST_WAIT_S + 1))
+    assert later.code == PAM_SUCCESS, later.stdout
+    assert (pam.record().F, pam.record().P) == (0, 0)
+
+
+def test_a_directory_at_the_temporary_name_does_not_stop_the_write(pam):
+    temporary = pam.state / f"{USERS['alice']}.rec.tmp"
+    temporary.mkdir()
+    (temporary / "inside").write_text("x")
+    assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
+    assert pam.record().P == 1
+    assert pam.run(answers=[ALICE]).code == PAM_SUCCESS
+    assert (pam.record().F, pam.record().P) == (0, 0)
+
+
+# ---- waits read from disk ----
+
+def test_a_huge_stored_wait_ends_after_max_backoff(pam):
+    """A record with a valid checksum may still say anything: a wait of 2^62
+    ms is read as at most max_backoff (1 h by default)."""
+    assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
+    path = pam.record_path()
+    path.write_bytes(reseal_record(path.read_bytes(), P=5, backoff_ms=2 ** 62))
+    refused = pam.run(answers=[ALICE])
+    assert refused.code == PAM_AUTH_ERR and refused.prompts() == []
+    assert "Too many wrong passwords. Try again in 1 hour." in refused.texts("error")
+    later = pam.run(answers=[ALICE], wrapper=later_boot_clock(3601))
+    assert later.code == PAM_SUCCESS, later.stdout
+    assert (pam.record().P, pam.record().backoff_ms) == (0, 0)
+
+
+def test_a_wait_longer_than_a_lowered_max_backoff_ends_at_the_new_bound(pam):
+    pam.write_owner_stack(args="passcode_backoff=1:1h")
+    assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
+    assert pam.record().backoff_ms == 3_600_000
+    pam.write_owner_stack(args="passcode_backoff=1:1h max_backoff=2m")
+    refused = pam.run(answers=[ALICE])
+    assert "Too many wrong passwords. Try again in 2 minutes." in refused.texts("error")
+    assert pam.run(answers=[ALICE], wrapper=later_boot_clock(121)).code == PAM_SUCCESS
