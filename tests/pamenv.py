@@ -42,6 +42,8 @@ class Run:
     account: int = None
     setcred: int = None
     interrupts_delivered: int = None
+    elapsed_us: int = None         # with latency=True: pam_authenticate start to return
+    first_prompt_us: int = None    # with latency=True: start to the first prompt
     stdout: str = ""
     stderr: str = ""
 
@@ -170,7 +172,7 @@ class PamEnv:
         return env
 
     def harness_args(self, service, user, answers=(), ruser=None, rhost=None, tty=None, silent=False, authtok=False,
-                     account=False, count_interrupts=False):
+                     account=False, count_interrupts=False, latency=False):
         args = [str(HARNESS), "-s", service, "-u", user]
         for answer in answers:
             args += ["-a", answer]
@@ -188,6 +190,8 @@ class PamEnv:
             args.append("-M")
         if count_interrupts:
             args.append("-I")
+        if latency:
+            args.append("-L")
         return args
 
     def run(self, service="sudo", user="alice", answers=(), env=None, timeout=60, preexec_fn=None, wrapper=(),
@@ -230,6 +234,23 @@ class PamEnv:
         return sorted(p.name for p in self.state.iterdir())
 
 
+def prompt_timings(pam, users, runs=30, warmup=3, env=None, service="sudo"):
+    """For each user, `runs` (time to the first prompt, whole call) pairs in
+    microseconds, one wrong password each, the users interleaved round by
+    round so that drift hits them alike. The state files are cleared before
+    each run (outside the timed call) so the back-off never starts."""
+    timings = {user: [] for user in users}
+    for index in range(warmup + runs):
+        for user in users:
+            for path in pam.state.iterdir():
+                path.unlink()
+            run = pam.run(service, user, ["wrong"], env=env, latency=True)
+            assert run.first_prompt_us is not None and run.elapsed_us is not None, run.stdout
+            if index >= warmup:
+                timings[user].append((run.first_prompt_us, run.elapsed_us))
+    return timings
+
+
 def parse_run(stdout: str, stderr: str = "") -> Run:
     run = Run(code=-1, stdout=stdout, stderr=stderr)
     for line in stdout.splitlines():
@@ -246,6 +267,10 @@ def parse_run(stdout: str, stderr: str = "") -> Run:
             run.setcred = int(text)
         elif style == "sigint-delivered":
             run.interrupts_delivered = int(text)
+        elif style == "elapsed_us":
+            run.elapsed_us = int(text)
+        elif style == "first_prompt_us":
+            run.first_prompt_us = int(text)
         elif style in ("info", "error", "prompt-off", "prompt-on"):
             run.messages.append((style, text))
         elif style == "conv":

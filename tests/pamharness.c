@@ -14,7 +14,9 @@
  * -M also runs pam_setcred and pam_acct_mgmt after a success ("setcred:", "acct:").
  * -L prints "elapsed_us: <usec>", the CLOCK_MONOTONIC time from just before
  * pam_authenticate to its return (conversation time included; pam_start's
- * module loading excluded), for tools/bench.py. Answers are given in order to
+ * module loading excluded), and "first_prompt_us: <usec>", the time from the
+ * same start to the first prompt the conversation receives, for tools/bench.py
+ * and the timing tests. Answers are given in order to
  * prompts; with none left the conversation fails (as at end of input).
  * -n/-T run CYCLES transactions on each of THREADS threads quietly and print
  * VmRSS after the first tenth and at the end, and how many did not succeed.
@@ -35,6 +37,14 @@ static const char *service, *user, *ruser, *rhost, *tty;
 static const char *answers[MAX_ANSWERS];
 static int answer_count, quiet, silent_flag, show_authtok, account_too, show_latency;
 static volatile sig_atomic_t interrupts_seen;
+static struct timespec authenticate_started;
+static int first_prompt_seen;
+
+static long long usec_since(const struct timespec *start) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long long)(now.tv_sec - start->tv_sec) * 1000000LL + (now.tv_nsec - start->tv_nsec) / 1000;
+}
 
 static void on_interrupt(int signo) { (void)signo; interrupts_seen++; }
 
@@ -54,6 +64,11 @@ static int converse(int n, const struct pam_message **msg, struct pam_response *
         }
         if (!quiet) { printf("%s: %s\n", style, msg[i]->msg ? msg[i]->msg : ""); fflush(stdout); }
         if (msg[i]->msg_style == PAM_PROMPT_ECHO_OFF || msg[i]->msg_style == PAM_PROMPT_ECHO_ON) {
+            if (show_latency && !quiet && !first_prompt_seen) {
+                first_prompt_seen = 1;
+                printf("first_prompt_us: %lld\n", usec_since(&authenticate_started));
+                fflush(stdout);
+            }
             if (state->next >= answer_count) {
                 for (int j = 0; j < i; j++) free(replies[j].resp);
                 free(replies);
@@ -82,15 +97,12 @@ static int run_once(void) {
     if (rhost) pam_set_item(pamh, PAM_RHOST, rhost);
     if (tty) pam_set_item(pamh, PAM_TTY, tty);
     pam_set_item(pamh, PAM_FAIL_DELAY, (const void *)record_delay);
-    struct timespec started, ended;
-    clock_gettime(CLOCK_MONOTONIC, &started);
+    first_prompt_seen = 0;
+    clock_gettime(CLOCK_MONOTONIC, &authenticate_started);
     rc = pam_authenticate(pamh, silent_flag ? PAM_SILENT : 0);
-    clock_gettime(CLOCK_MONOTONIC, &ended);
+    long long elapsed = usec_since(&authenticate_started);
     if (!quiet) {
-        if (show_latency) {
-            long long usec = (long long)(ended.tv_sec - started.tv_sec) * 1000000LL + (ended.tv_nsec - started.tv_nsec) / 1000;
-            printf("elapsed_us: %lld\n", usec);
-        }
+        if (show_latency) printf("elapsed_us: %lld\n", elapsed);
         if (show_authtok) {
             /* Applications cannot read PAM_AUTHTOK; pam_get_items.so, placed
                after our module, exports it to the PAM environment. */

@@ -12,6 +12,11 @@ warm-up rounds first, the two sides interleaved so drift hits both alike:
                       real fprintd + virtual device (tests/fprint_rig.py); the
                       matching scan is fed on cue (VerifyFingerSelected), so
                       the figure includes the rig's reaction, alike for both.
+  unknown user names  a known user without a finger vs a name no account has,
+                      one wrong password each, fprintd running: the time to
+                      the first prompt and the whole call must not tell them
+                      apart (tests/test_enumeration_timing.py asserts the
+                      medians within 2x; here the medians side by side).
   passcode            pam_localauth.so with a correct password checked through
                       its localauth-passcode service (pam_matrix), fprintd not
                       running, vs a stack of pam_matrix alone. Twice: a system
@@ -32,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from fprint_rig import FprintRig  # noqa: E402
-from pamenv import HARNESS, MODULE, PAM_MATRIX, PASSWORDS, PamEnv, parse_run  # noqa: E402
+from pamenv import HARNESS, MODULE, PAM_MATRIX, PASSWORDS, PamEnv, prompt_timings  # noqa: E402
 
 PAM_FPRINTD = Path("/lib/x86_64-linux-gnu/security/pam_fprintd.so")
 MATCH = "SCAN finger-alice"
@@ -63,13 +68,10 @@ def write_services(pam):
 
 def timed_run(pam, service, answers, env):
     """One harness run; -> (elapsed microseconds, Run)."""
-    args = pam.harness_args(service, "alice", answers) + ["-L"]
-    proc = subprocess.run(args, env=pam.env(env), capture_output=True, text=True, timeout=60)
-    run = parse_run(proc.stdout, proc.stderr)
-    elapsed = [int(line.split()[1]) for line in proc.stdout.splitlines() if line.startswith("elapsed_us: ")]
-    if len(elapsed) != 1:
-        raise BenchError(f"{service}: no elapsed_us in output:\n{proc.stdout}{proc.stderr}")
-    return elapsed[0], run
+    run = pam.run(service, "alice", answers, env=env, latency=True)
+    if run.elapsed_us is None:
+        raise BenchError(f"{service}: no elapsed_us in output:\n{run.stdout}{run.stderr}")
+    return run.elapsed_us, run
 
 
 def fingerprint_once(pam, rig, service):
@@ -154,6 +156,8 @@ def main():
                 ("ours", lambda: fingerprint_once(pam, rig, "bench-ours")),
                 ("ref", lambda: fingerprint_once(pam, rig, "bench-fprintd")),
             ])
+            names = prompt_timings(pam, ["bob", "nosuchuser"], runs=opts.n, warmup=opts.warmup, env=rig.env(),
+                                   service="bench-ours")
             rig.stop_fprintd()
             bus_no_fprintd = interleaved(opts.n, opts.warmup, [
                 ("ours", lambda: passcode_once(pam, "bench-ours", rig.env(), "Enter Password: ")),
@@ -181,6 +185,13 @@ def main():
                 "pam_matrix.so alone", no_bus["ref"])
     print(f"  (each of our successes writes the record twice, charge then reset, with fsync; "
           f"state dir on {state_fs}; after the runs F={record.F} P={record.P})")
+
+    print("\nunknown user names (no enumeration): known user without a finger vs a name no account has")
+    print(f"  {'':<46} {'known median ms':>15} {'unknown median ms':>17} {'ratio':>6}")
+    for which, label in ((0, "time to the first prompt"), (1, "whole call (one wrong password)")):
+        known = statistics.median(pair[which] for pair in names["bob"]) / 1000
+        unknown = statistics.median(pair[which] for pair in names["nosuchuser"]) / 1000
+        print(f"  {label:<46} {known:>15.2f} {unknown:>17.2f} {unknown / known:>5.2f}x")
 
     print(f"\n{MODULE.relative_to(ROOT)}: {MODULE.stat().st_size} bytes "
           f"({MODULE.stat().st_size / 1024:.0f} KiB); ldd:")

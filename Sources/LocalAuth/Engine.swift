@@ -156,9 +156,16 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
     /// failure, and the same back-off, counted in a look-alike record filed
     /// under a hash of the name (so five tries cannot tell names apart).
     /// The verdict is ignored: an unknown user never succeeds.
+    /// It also does a known user's work before the first prompt, in the
+    /// same order (a record read under its lock, the same fprintd queries
+    /// for the name), so the time to the prompt does not tell them apart.
     mutating func lookAlikeForUnknownUser(_ request: Request, policy: LAPolicy, passcode: SecretBuffer) -> EvaluationResult {
+        let pseudo = UserIdentity(uid: FileStateStore.lookAlikeUID, name: request.userName)
+        let nameFits = !request.userName.isEmpty && request.userName.count <= RecordFormat.maxNameLength
+        if nameFits { _ = snapshot(pseudo) }
+        _ = sensor.availability(userName: request.userName)
         if policy == .biometrics { return EvaluationResult(.failure(.biometryNotAvailable)) }
-        guard !request.userName.isEmpty, request.userName.count <= RecordFormat.maxNameLength else {
+        guard nameFits else {
             switch prompter.ask(passcodePromptText, into: passcode) {
             case .failed, .empty: return EvaluationResult(.failure(.userCancel))
             case .entered: break
@@ -170,7 +177,6 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
             passcode.wipe()
             return EvaluationResult(.failure(.authenticationFailed), failDelay: true)
         }
-        let pseudo = UserIdentity(uid: FileStateStore.lookAlikeUID, name: request.userName)
         return passcodePhase(request, user: pseudo, passcode: passcode, alreadyEntered: false, domainState: [], lookAlike: true)
     }
 

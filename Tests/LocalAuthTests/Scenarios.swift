@@ -782,7 +782,7 @@ func scenarios() -> [Scenario] {
         $0.scope = .unknownUser
         $0.initial = .absent
         $0.outcome = .failure(.biometryNotAvailable); $0.code = .authInfoUnavailable
-        $0.storeUntouched = true
+        // Read like a known user's record (R14 timing), never a real uid's.
     }
 
     // MARK: R15 silent
