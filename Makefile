@@ -15,15 +15,26 @@ PAMDIR ?= $(shell d=$$(pkg-config --variable=securedir pam 2>/dev/null); \
 	[ -n "$$d" ] || d=$$(pkg-config --variable=libdir pam 2>/dev/null)/security; echo $$d)
 SYSCONFDIR ?= /etc
 
-SWIFT_SOURCES := $(wildcard Sources/LocalAuth/*.swift) $(wildcard Sources/PAMModule/*.swift)
-C_HEADER := Sources/CLocalAuth/include/localauth_c.h
-EMBEDDED_FLAGS := -target x86_64-unknown-linux-gnu -enable-experimental-feature Embedded -wmo \
-	-parse-as-library -Osize -Xfrontend -function-sections -module-name LocalAuth \
-	-I Sources/CLocalAuth/include -suppress-warnings
-CFLAGS_MODULE := -O2 -fPIC -Wall -Wextra -Werror -fstack-protector-strong -D_FORTIFY_SOURCE=2 -ISources/CLocalAuth/include
+# The module is Embedded Swift, built over the same module graph as
+# Package.swift: LocalAuth (the policy library, libc only), SystemAdapters
+# (libpam, sd-bus, sd-login) and PAMModule (the entry points), each its own
+# Swift module, plus the C shim and the two C helper files. Warnings are
+# errors here as in `swift build`.
+TRIPLE := $(shell uname -m)-unknown-linux-gnu
+MODULES := $(BUILD)/modules
+C_INCLUDES := -I Sources/CLibc/include -I Sources/CSystemLibraries/include
+EMBEDDED_FLAGS := -target $(TRIPLE) -enable-experimental-feature Embedded -wmo -parse-as-library -Osize \
+	-Xfrontend -function-sections -warnings-as-errors $(C_INCLUDES) -I $(MODULES)
+CFLAGS_MODULE := -O2 -fPIC -Wall -Wextra -Werror -fstack-protector-strong -D_FORTIFY_SOURCE=2 $(C_INCLUDES)
 LDFLAGS_MODULE := -shared -Wl,--version-script=Sources/CShim/pam_localauth.map -Wl,-z,defs -Wl,-z,now \
 	-Wl,-z,relro -Wl,--gc-sections -Wl,--as-needed
 LIBS_MODULE := -lpam -lsystemd
+C_HEADERS := $(wildcard Sources/CLibc/include/*) $(wildcard Sources/CSystemLibraries/include/*)
+LIBRARY_SOURCES := $(wildcard Sources/LocalAuth/*.swift)
+ADAPTER_SOURCES := $(wildcard Sources/SystemAdapters/*.swift)
+ENTRY_SOURCES := $(wildcard Sources/PAMModule/*.swift)
+MODULE_OBJECTS := $(BUILD)/pam_localauth.o $(BUILD)/libc_shim.o $(BUILD)/system_shim.o \
+	$(BUILD)/LocalAuth.o $(BUILD)/SystemAdapters.o $(BUILD)/PAMModule.o
 
 .PHONY: all module cli demo test unit-test integration-test install uninstall clean deps tools
 
@@ -31,20 +42,34 @@ all: module
 
 module: $(BUILD)/pam_localauth.so
 
-$(BUILD)/localauth_swift.o: $(SWIFT_SOURCES) $(C_HEADER) Sources/CLocalAuth/include/module.modulemap
-	@mkdir -p $(BUILD)
-	$(SWIFTC) $(EMBEDDED_FLAGS) -emit-object $(SWIFT_SOURCES) -o $@
+# One Swift module at a time, as SwiftPM builds them: a module's interface
+# is emitted beside its object for the modules that import it.
+$(BUILD)/LocalAuth.o: $(LIBRARY_SOURCES) $(C_HEADERS)
+	@mkdir -p $(MODULES)
+	$(SWIFTC) $(EMBEDDED_FLAGS) -module-name LocalAuth -emit-module -emit-module-path $(MODULES)/LocalAuth.swiftmodule \
+		-c $(LIBRARY_SOURCES) -o $@
 
-$(BUILD)/%.o: Sources/CShim/%.c
+$(BUILD)/SystemAdapters.o: $(ADAPTER_SOURCES) $(BUILD)/LocalAuth.o
+	$(SWIFTC) $(EMBEDDED_FLAGS) -module-name SystemAdapters -emit-module -emit-module-path $(MODULES)/SystemAdapters.swiftmodule \
+		-c $(ADAPTER_SOURCES) -o $@
+
+$(BUILD)/PAMModule.o: $(ENTRY_SOURCES) $(BUILD)/SystemAdapters.o
+	$(SWIFTC) $(EMBEDDED_FLAGS) -module-name PAMModule -c $(ENTRY_SOURCES) -o $@
+
+$(BUILD)/pam_localauth.o: Sources/CShim/pam_localauth.c
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS_MODULE) -c $< -o $@
 
-$(BUILD)/localauth_c.o: Sources/CLocalAuth/localauth_c.c $(C_HEADER)
+$(BUILD)/libc_shim.o: Sources/CLibc/libc_shim.c $(C_HEADERS)
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS_MODULE) -c $< -o $@
 
-$(BUILD)/pam_localauth.so: $(BUILD)/pam_localauth.o $(BUILD)/localauth_c.o $(BUILD)/localauth_swift.o Sources/CShim/pam_localauth.map
-	$(CC) $(LDFLAGS_MODULE) -o $@.tmp $(BUILD)/pam_localauth.o $(BUILD)/localauth_c.o $(BUILD)/localauth_swift.o $(LIBS_MODULE)
+$(BUILD)/system_shim.o: Sources/CSystemLibraries/system_shim.c $(C_HEADERS)
+	@mkdir -p $(BUILD)
+	$(CC) $(CFLAGS_MODULE) -c $< -o $@
+
+$(BUILD)/pam_localauth.so: $(MODULE_OBJECTS) Sources/CShim/pam_localauth.map
+	$(CC) $(LDFLAGS_MODULE) -o $@.tmp $(MODULE_OBJECTS) $(LIBS_MODULE)
 	strip --strip-unneeded $@.tmp
 	mv -f $@.tmp $@  # a new inode: processes that have the old module mapped keep it
 

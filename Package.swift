@@ -1,8 +1,12 @@
 // swift-tools-version:6.0
-// The ordinary-Swift build: the policy library, the PAM adapter (type-checked
-// here; the installed module is built as Embedded Swift by the Makefile from
-// the same sources), test tools and the unit tests.
+// The ordinary-Swift build: the policy library, the real adapters, the
+// module's entry points (type-checked here; the installed module is built as
+// Embedded Swift by the Makefile over the same module graph), the command-line
+// tool, and the unit tests with their test tools. Warnings are errors.
 import PackageDescription
+
+let strict: [SwiftSetting] = [.unsafeFlags(["-warnings-as-errors"])]
+let strictC: [CSetting] = [.unsafeFlags(["-Wall", "-Wextra", "-Werror"])]
 
 let package = Package(
     name: "localauth",
@@ -11,12 +15,23 @@ let package = Package(
         .executable(name: "localauth", targets: ["localauth"]),
     ],
     targets: [
-        .target(name: "CLocalAuth", path: "Sources/CLocalAuth"),
-        .target(name: "LocalAuth", dependencies: ["CLocalAuth"], path: "Sources/LocalAuth"),
-        .target(name: "PAMModule", dependencies: ["LocalAuth", "CLocalAuth"], path: "Sources/PAMModule"),
-        .target(name: "LocalAuthCLI", dependencies: ["LocalAuth", "PAMModule"], path: "Sources/LocalAuthCLI"),
-        .executableTarget(name: "localauth", dependencies: ["LocalAuthCLI"], path: "Sources/localauth"),
-        .executableTarget(name: "la-store-probe", dependencies: ["LocalAuth"], path: "Sources/la-store-probe"),
-        .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "CLocalAuth"], path: "Tests/LocalAuthTests"),
+        // libc only: all the library needs.
+        .target(name: "CLibc", path: "Sources/CLibc", cSettings: strictC),
+        // libpam, sd-bus, sd-login: only the adapters use these.
+        .target(name: "CSystemLibraries", path: "Sources/CSystemLibraries", cSettings: strictC),
+        .target(name: "LocalAuth", dependencies: ["CLibc"], path: "Sources/LocalAuth", swiftSettings: strict),
+        .target(name: "SystemAdapters", dependencies: ["LocalAuth", "CSystemLibraries"], path: "Sources/SystemAdapters",
+                swiftSettings: strict, linkerSettings: [.linkedLibrary("pam"), .linkedLibrary("systemd")]),
+        .target(name: "PAMModule", dependencies: ["LocalAuth", "SystemAdapters"], path: "Sources/PAMModule", swiftSettings: strict),
+        .target(name: "StackLint", dependencies: ["LocalAuth"], path: "Sources/StackLint", swiftSettings: strict),
+        .target(name: "LocalAuthCLI", dependencies: ["LocalAuth", "SystemAdapters", "StackLint"], path: "Sources/LocalAuthCLI",
+                swiftSettings: strict),
+        .executableTarget(name: "localauth", dependencies: ["LocalAuthCLI"], path: "Sources/localauth", swiftSettings: strict),
+        // Test support.
+        .target(name: "PAMConstants", path: "Tests/PAMConstants", cSettings: strictC),
+        .executableTarget(name: "la-store-probe", dependencies: ["LocalAuth", "SystemAdapters"], path: "Tests/StoreProbe",
+                          swiftSettings: strict),
+        .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "StackLint", "PAMConstants"], path: "Tests/LocalAuthTests",
+                    swiftSettings: strict),
     ]
 )

@@ -1,6 +1,6 @@
-/// Byte-level helpers. User names, service names and secrets are compared as
-/// bytes: Swift strings decode invalid UTF-8 leniently, so two different
-/// names could compare equal as `String`s.
+// Byte-level helpers. User names, service names and secrets are compared as
+// bytes: Swift strings decode invalid UTF-8 leniently, so two different
+// names could compare equal as `String`s.
 
 /// Compares bytes with an ASCII literal, without going through `String`.
 @inlinable
@@ -79,6 +79,19 @@ public func utf8Bytes(_ text: String) -> [UInt8] {
     return result
 }
 
+/// Lends two byte strings as NUL-terminated C strings.
+public func withCStrings<R>(_ first: [UInt8], _ second: [UInt8], _ body: (UnsafePointer<CChar>, UnsafePointer<CChar>) -> R) -> R {
+    var a = first, b = second
+    a.append(0)
+    b.append(0)
+    return a.withUnsafeBufferPointer { aBuffer in
+        b.withUnsafeBufferPointer { bBuffer in
+            body(UnsafeRawPointer(aBuffer.baseAddress!).assumingMemoryBound(to: CChar.self),
+                 UnsafeRawPointer(bBuffer.baseAddress!).assumingMemoryBound(to: CChar.self))
+        }
+    }
+}
+
 /// A buffer for one secret (a passcode) that this code owns from the moment
 /// it is read until it is wiped. Never converted to `String`; wiped with
 /// `explicit_bzero` by `wipe()` and again on deinit.
@@ -116,24 +129,6 @@ public final class SecretBuffer {
         count = length
     }
 
-    /// Replaces the content with bytes (tests and fakes).
-    public func assign(_ bytes: [UInt8]) {
-        bytes.withUnsafeBufferPointer { buffer in
-            if let base = buffer.baseAddress { assign(from: base, length: buffer.count) } else { wipe() }
-        }
-    }
-
-    /// Copies the content from another buffer.
-    public func assign(copyOf other: SecretBuffer) {
-        wipe()
-        overflowed = other.overflowed
-        other.withBytes { pointer, length in
-            storage.update(from: pointer, count: length)
-            storage[length] = 0
-            count = length
-        }
-    }
-
     /// Lends the NUL-terminated content for the duration of `body`.
     public func withCString<R>(_ body: (UnsafePointer<CChar>) -> R) -> R {
         storage.withMemoryRebound(to: CChar.self, capacity: SecretBuffer.capacity + 1) { body(UnsafePointer($0)) }
@@ -142,14 +137,6 @@ public final class SecretBuffer {
     /// Lends the content as bytes for the duration of `body`.
     public func withBytes<R>(_ body: (UnsafePointer<UInt8>, Int) -> R) -> R {
         body(UnsafePointer(storage), count)
-    }
-
-    /// Compares with bytes in constant time for equal lengths (fakes and tests).
-    public func equals(_ bytes: [UInt8]) -> Bool {
-        guard bytes.count == count, !overflowed else { return false }
-        var difference: UInt8 = 0
-        for index in 0..<count { difference |= storage[index] ^ bytes[index] }
-        return difference == 0
     }
 
     /// Overwrites every byte with zero in a way the compiler cannot drop.

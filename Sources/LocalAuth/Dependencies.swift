@@ -12,20 +12,6 @@ public protocol Clock {
     mutating func bootID() -> [UInt8]
 }
 
-/// The real clocks of the machine.
-public struct SystemClock: Clock {
-    private var cachedBootID: [UInt8]? = nil
-    public init() {}
-    public mutating func bootNanoseconds() -> Int64 { Syscalls.bootTimeNanoseconds() }
-    public mutating func wallSeconds() -> Int64 { Syscalls.wallSeconds() }
-    public mutating func bootID() -> [UInt8] {
-        if let cachedBootID { return cachedBootID }
-        let id = Syscalls.bootID()
-        cachedBootID = id
-        return id
-    }
-}
-
 /// What the fingerprint stack can offer a user, without prompting.
 public enum SensorAvailability: Equatable {
     /// Usable; `domainState` changes whenever the enrolled prints change.

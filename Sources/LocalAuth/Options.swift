@@ -203,8 +203,7 @@ public struct OptionParser {
         }
         guard let value else { return reject(key, location, isValueKey(key) ? "missing value" : "unknown option") }
         if bytesEqual(key, "policy") {
-            if bytesEqual(value, "owner") { options.policy = .owner }
-            else if bytesEqual(value, "biometrics") { options.policy = .biometrics }
+            if let policy = LAPolicy(name: value) { options.policy = policy }
             else { reject(key, location, "expected owner or biometrics") }
         } else if bytesEqual(key, "mode") {
             if bytesEqual(value, "terminal") { options.mode = .terminal }

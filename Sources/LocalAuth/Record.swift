@@ -79,7 +79,7 @@ public struct StateRecord: Equatable {
 }
 
 /// Why a stored record was not accepted.
-public enum RecordDamage: Equatable {
+public enum RecordDamage: Equatable, Sendable {
     case wrongSize
     case badMagic
     case unsupportedVersion

@@ -1,4 +1,3 @@
-import CLocalAuth
 
 /// Why the store could not do its work. The engine refuses the attempt.
 public enum StoreFailure: Error, Equatable {
@@ -11,7 +10,7 @@ public enum StoreFailure: Error, Equatable {
 }
 
 /// What is wrong with the state directory or the way to it.
-public enum DirectoryProblem: Equatable {
+public enum DirectoryProblem: Equatable, Sendable {
     case notAbsolute
     /// A directory on the way is a symlink, not a directory, not root's, or
     /// writable by group or others without being sticky.
@@ -104,35 +103,25 @@ public struct FileStateStore: StateStore {
     /// A missing one is made only in a parent nobody else can write: in a
     /// sticky /tmp another user could have made it first.
     func openDirectory() throws(StoreFailure) -> Int32 {
-        guard directoryPath.first == 0x2F else { throw .directoryUnusable(.notAbsolute) }
-        let parts = splitBytes(directoryPath.dropFirst(), on: 0x2F).filter { !$0.isEmpty }
-        guard let last = parts.last else { throw .directoryUnusable(.unsafeAncestor) }
-        guard var current = try? Syscalls.open(at: nil, literalBytes("/"), flags: O_RDONLY | O_DIRECTORY) else {
-            throw .directoryUnusable(.unsafeAncestor)
+        guard let parts = TrustedPath.parts(directoryPath), let last = parts.last else { throw .directoryUnusable(.notAbsolute) }
+        let parent: Int32
+        switch TrustedPath.openDirectory(Array(parts.dropLast()), trusted: { isTrustedAncestor($0, allowSticky: true) }) {
+        case .success(let fd): parent = fd
+        case .failure(.missingDirectory): throw .directoryUnusable(.missingAncestor)
+        case .failure: throw .directoryUnusable(.unsafeAncestor)
         }
-        for part in parts.dropLast() {
-            guard isTrustedAncestor(current, allowSticky: true) else { Syscalls.close(current); throw .directoryUnusable(.unsafeAncestor) }
-            let next: Int32
-            do {
-                next = try Syscalls.open(at: current, Array(part), flags: O_RDONLY | O_DIRECTORY)
-            } catch {
-                Syscalls.close(current)
-                throw .directoryUnusable(error.code == ENOENT ? .missingAncestor : .unsafeAncestor)
-            }
-            Syscalls.close(current)
-            current = next
-        }
-        defer { Syscalls.close(current) }
-        guard isTrustedAncestor(current, allowSticky: true) else { throw .directoryUnusable(.unsafeAncestor) }
+        defer { Syscalls.close(parent) }
         let fd: Int32
         do {
-            fd = try Syscalls.open(at: current, Array(last), flags: O_RDONLY | O_DIRECTORY)
+            fd = try Syscalls.open(at: parent, last, .directory)
         } catch {
-            guard error.code == ENOENT else { throw .directoryUnusable(.unsafeDirectory) }
-            guard isTrustedAncestor(current, allowSticky: false) else { throw .directoryUnusable(.missingInWritableParent) }
+            guard error == .noEntry else { throw .directoryUnusable(.unsafeDirectory) }
+            guard let facts = try? Syscalls.facts(parent), isTrustedAncestor(facts, allowSticky: false) else {
+                throw .directoryUnusable(.missingInWritableParent)
+            }
             do throws(Errno) {
-                try Syscalls.makeDirectory(at: current, Array(last), mode: 0o700)
-                fd = try Syscalls.open(at: current, Array(last), flags: O_RDONLY | O_DIRECTORY)
+                try Syscalls.makeDirectory(at: parent, last, mode: 0o700)
+                fd = try Syscalls.open(at: parent, last, .directory)
             } catch {
                 throw .directoryUnusable(.unsafeDirectory)
             }
@@ -144,11 +133,11 @@ public struct FileStateStore: StateStore {
         return fd
     }
 
-    /// A directory on the way to the state directory: a directory owned by
-    /// root or the trusted owner that group and others cannot write (or, when
-    /// allowed, a sticky one, whose entries others cannot move).
-    func isTrustedAncestor(_ fd: Int32, allowSticky: Bool) -> Bool {
-        guard let facts = try? Syscalls.facts(fd), facts.isDirectory, facts.owner == 0 || facts.owner == trustedOwner else { return false }
+    /// A directory on the way to the state directory: owned by root or the
+    /// trusted owner, and not writable by group or others (or, when allowed,
+    /// sticky, so that others cannot move its entries).
+    func isTrustedAncestor(_ facts: FileFacts, allowSticky: Bool) -> Bool {
+        guard facts.isDirectory, facts.owner == 0 || facts.owner == trustedOwner else { return false }
         return facts.mode & 0o022 == 0 || (allowSticky && facts.mode & 0o1000 != 0)
     }
 
@@ -160,14 +149,14 @@ public struct FileStateStore: StateStore {
     func takeLock(directory: Int32, uid: UInt32, userName: [UInt8]) throws(StoreFailure) -> (fd: Int32, wasOdd: Bool) {
         let name = lockName(uid: uid, userName: userName)
         var wasOdd = false
-        var lastError = Errno(EAGAIN)
+        var lastError = Errno.tryAgain
         for _ in 0..<4 {
             let fd: Int32
             do {
-                fd = try Syscalls.open(at: directory, name, flags: O_RDWR | O_CREAT | O_NONBLOCK, mode: 0o600)
+                fd = try Syscalls.open(at: directory, name, .lockFile)
             } catch {
                 lastError = error
-                guard error.code == ELOOP || error.code == EISDIR || error.code == ENXIO || error.code == EACCES else {
+                guard error == .symlinkLoop || error == .isDirectory || error == .noDeviceOrAddress || error == .accessDenied else {
                     throw .lockFailed(error)
                 }
                 wasOdd = true
@@ -185,7 +174,7 @@ public struct FileStateStore: StateStore {
                 if let current = try? Syscalls.facts(at: directory, name), current.device == facts.device, current.inode == facts.inode {
                     return (fd, wasOdd)
                 }
-                lastError = Errno(ESTALE)
+                lastError = .stale
             } catch {
                 lastError = error
             }
@@ -208,10 +197,10 @@ public struct FileStateStore: StateStore {
     func load(directory: Int32, uid: UInt32, userName: [UInt8]) -> (StateRecord?, LoadStatus) {
         let fd: Int32
         do {
-            fd = try Syscalls.open(at: directory, recordName(uid: uid, userName: userName), flags: O_RDONLY | O_NONBLOCK)
+            fd = try Syscalls.open(at: directory, recordName(uid: uid, userName: userName), .readFile)
         } catch {
-            if error.code == ENOENT { return (nil, .absent) }
-            if error.code == ELOOP { return (nil, .damaged(.unsafeFile)) }
+            if error == .noEntry { return (nil, .absent) }
+            if error == .symlinkLoop { return (nil, .damaged(.unsafeFile)) }
             return (nil, .damaged(.unreadable))
         }
         defer { Syscalls.close(fd) }
@@ -244,7 +233,7 @@ public struct FileStateStore: StateStore {
         let temporary = temporaryName(uid: uid, userName: userName)
         try removeOddEntry(directory: directory, temporary)
         do throws(Errno) {
-            let fd = try Syscalls.open(at: directory, temporary, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+            let fd = try Syscalls.open(at: directory, temporary, .newFile)
             do throws(Errno) {
                 try Syscalls.writeAll(fd, bytes)
                 try Syscalls.sync(fd)
@@ -259,7 +248,7 @@ public struct FileStateStore: StateStore {
                 try Syscalls.rename(in: directory, from: temporary, to: record)
             } catch {
                 // A directory at the record's name cannot be renamed over.
-                guard error.code == EISDIR || error.code == ENOTEMPTY || error.code == EEXIST else { throw error }
+                guard error == .isDirectory || error == .notEmpty || error == .exists else { throw error }
                 try Syscalls.removeEntry(in: directory, record, movingNonEmptyDirectoryTo: record + literalBytes(".odd"))
                 try Syscalls.rename(in: directory, from: temporary, to: record)
             }

@@ -1,10 +1,63 @@
-import CLocalAuth
+import CLibc
 
 /// A failed system call's errno.
 public struct Errno: Error, Equatable {
     public var code: Int32
     public init(_ code: Int32) { self.code = code }
     static var current: Errno { Errno(la_errno()) }
+    /// ENOTCONN: what a closed bus connection reports.
+    public static var notConnected: Errno { Errno(ENOTCONN) }
+    public static var noEntry: Errno { Errno(ENOENT) }
+    public static var symlinkLoop: Errno { Errno(ELOOP) }
+    public static var notDirectory: Errno { Errno(ENOTDIR) }
+    public static var isDirectory: Errno { Errno(EISDIR) }
+    public static var noDeviceOrAddress: Errno { Errno(ENXIO) }
+    public static var accessDenied: Errno { Errno(EACCES) }
+    public static var notPermitted: Errno { Errno(EPERM) }
+    public static var tryAgain: Errno { Errno(EAGAIN) }
+    public static var stale: Errno { Errno(ESTALE) }
+    public static var notEmpty: Errno { Errno(ENOTEMPTY) }
+    public static var exists: Errno { Errno(EEXIST) }
+}
+
+/// How a file is opened. Every mode adds O_CLOEXEC and O_NOFOLLOW.
+public enum OpenMode {
+    /// A directory, to read or to open files below it.
+    case directory
+    /// A file to read; never blocks on a FIFO.
+    case readFile
+    /// A lock file, made (0600) when missing; never blocks on a FIFO.
+    case lockFile
+    /// A new file to write (0600); fails when the name exists.
+    case newFile
+
+    var flags: Int32 {
+        switch self {
+        case .directory: return O_RDONLY | O_DIRECTORY
+        case .readFile: return O_RDONLY | O_NONBLOCK
+        case .lockFile: return O_RDWR | O_CREAT | O_NONBLOCK
+        case .newFile: return O_WRONLY | O_CREAT | O_EXCL
+        }
+    }
+}
+
+/// One descriptor to wait on with `Syscalls.poll`.
+public struct PollRequest: Equatable {
+    public var fd: Int32
+    public var events: Int16
+    public init(fd: Int32, events: Int16) {
+        self.fd = fd
+        self.events = events
+    }
+    /// Readable data.
+    public static var readable: Int16 { Int16(POLLIN) }
+}
+
+/// SIGINT blocked for this thread and readable from a descriptor instead
+/// (terminal mode): the saved mask puts things back as they were.
+public struct BlockedInterrupt {
+    public let fd: Int32
+    fileprivate let savedMask: sigset_t
 }
 
 /// What `fstat` told about an open file.
@@ -28,7 +81,11 @@ public enum Syscalls {
 
     /// Opens a path relative to a directory descriptor (or AT_FDCWD),
     /// always with O_CLOEXEC and O_NOFOLLOW. Retries on EINTR.
-    public static func open(at directory: Int32?, _ path: [UInt8], flags: Int32, mode: UInt32 = 0o600) throws(Errno) -> Int32 {
+    public static func open(at directory: Int32?, _ path: [UInt8], _ how: OpenMode) throws(Errno) -> Int32 {
+        try open(at: directory, path, flags: how.flags, mode: 0o600)
+    }
+
+    static func open(at directory: Int32?, _ path: [UInt8], flags: Int32, mode: UInt32 = 0o600) throws(Errno) -> Int32 {
         var cPath = path
         cPath.append(0)
         let fd = cPath.withUnsafeBufferPointer { buffer -> Int32 in
@@ -43,7 +100,7 @@ public enum Syscalls {
     }
 
     public static func close(_ fd: Int32) {
-        _ = CLocalAuth.close(fd)
+        _ = CLibc.close(fd)
     }
 
     public static func facts(_ fd: Int32) throws(Errno) -> FileFacts {
@@ -67,7 +124,7 @@ public enum Syscalls {
         var total = 0
         while total <= limit {
             let got = result.withUnsafeMutableBytes { buffer in
-                CLocalAuth.read(fd, buffer.baseAddress! + total, limit + 1 - total)
+                CLibc.read(fd, buffer.baseAddress! + total, limit + 1 - total)
             }
             if got < 0 {
                 if la_errno() == EINTR { continue }
@@ -85,7 +142,7 @@ public enum Syscalls {
         var written = 0
         while written < bytes.count {
             let result = bytes.withUnsafeBytes { buffer in
-                CLocalAuth.write(fd, buffer.baseAddress! + written, bytes.count - written)
+                CLibc.write(fd, buffer.baseAddress! + written, bytes.count - written)
             }
             if result < 0 {
                 if la_errno() == EINTR { continue }
@@ -255,67 +312,74 @@ public enum Syscalls {
         return id
     }
 
-    /// Fills with random bytes from the kernel.
-    public static func randomBytes(_ count: Int) -> [UInt8] {
-        var result = [UInt8](repeating: 0, count: count)
-        var filled = 0
-        while filled < count {
-            let got = result.withUnsafeMutableBytes { buffer in
-                getrandom(buffer.baseAddress! + filled, count - filled, 0)
-            }
-            if got <= 0 { if la_errno() == EINTR { continue }; break }
-            filled += got
-        }
-        return result
+}
+
+// MARK: - Waiting, signals and memory handed to C libraries
+extension Syscalls {
+    /// Waits until one of `requests` is ready or `timeoutMilliseconds` pass.
+    /// Returns the ready events of each request (all zero on a timeout), or
+    /// nil when poll failed other than by a signal.
+    public static func poll(_ requests: [PollRequest], timeoutMilliseconds: Int32) -> [Int16]? {
+        var fds = requests.map { pollfd(fd: $0.fd, events: $0.events, revents: 0) }
+        let ready = fds.withUnsafeMutableBufferPointer { CLibc.poll($0.baseAddress!, nfds_t($0.count), timeoutMilliseconds) }
+        if ready < 0 { return la_errno() == EINTR ? [Int16](repeating: 0, count: requests.count) : nil }
+        return fds.map { $0.revents }
     }
 
-    /// Reads a small configuration file that must be a regular file owned by
-    /// root and not writable by group or others. nil with a reason otherwise.
-    /// Every directory on the way must be a real directory (no symlinks)
-    /// owned by root and not writable by group or others, unless sticky (as
-    /// /tmp): otherwise another user could swap the file.
-    public static func readTrustedFile(_ path: [UInt8], limit: Int) -> (contents: [UInt8]?, problem: String?) {
-        guard path.first == 0x2F else { return (nil, "not an absolute path") }
-        let parts = splitBytes(path.dropFirst(), on: 0x2F)
-        guard let fileName = parts.last, !fileName.isEmpty else { return (nil, "not a file path") }
-        guard var directory = try? open(at: nil, literalBytes("/"), flags: O_RDONLY | O_DIRECTORY) else { return (nil, "cannot open /") }
-        defer { close(directory) }
-        func trusted(_ fd: Int32) -> Bool {
-            guard let facts = try? facts(fd) else { return false }
-            return facts.owner == 0 && (facts.mode & 0o022 == 0 || facts.mode & 0o1000 != 0)
+    /// Blocks SIGINT for the calling thread and opens a signalfd for it;
+    /// nil when either fails (the mask is then unchanged).
+    public static func blockInterrupt() -> BlockedInterrupt? {
+        var set = sigset_t()
+        var saved = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGINT)
+        guard pthread_sigmask(SIG_BLOCK, &set, &saved) == 0 else { return nil }
+        let fd = signalfd(-1, &set, Int32(SFD_CLOEXEC | SFD_NONBLOCK))
+        guard fd >= 0 else {
+            pthread_sigmask(SIG_SETMASK, &saved, nil)
+            return nil
         }
-        let untrusted = "a directory on its path is not owned by root or is writable by others"
-        for part in parts.dropLast() {
-            guard trusted(directory) else { return (nil, untrusted) }
-            let next: Int32
-            do {
-                next = try open(at: directory, Array(part), flags: O_RDONLY | O_DIRECTORY)
-            } catch {
-                if error.code == ENOENT { return (nil, nil) }
-                return (nil, error.code == ELOOP || error.code == ENOTDIR ? "a directory on its path is a symbolic link or not a directory"
-                                                                           : "cannot open a directory on its path (errno \(error.code))")
-            }
-            close(directory)
-            directory = next
-        }
-        guard trusted(directory) else { return (nil, untrusted) }
-        let fd: Int32
-        do {
-            fd = try open(at: directory, Array(fileName), flags: O_RDONLY | O_NONBLOCK)
-        } catch {
-            if error.code == ENOENT { return (nil, nil) }
-            return (nil, "cannot open (errno \(error.code))")
-        }
-        defer { close(fd) }
-        guard let facts = try? facts(fd) else { return (nil, "cannot stat") }
-        guard facts.isRegular else { return (nil, "not a regular file") }
-        guard facts.owner == 0, facts.mode & 0o022 == 0 else { return (nil, "not owned by root or writable by group/others") }
-        guard facts.size <= limit else { return (nil, "larger than \(limit) bytes") }
-        do {
-            return (try readAll(fd, limit: limit), nil)
-        } catch {
-            return (nil, "cannot read (errno \(error.code))")
-        }
+        return BlockedInterrupt(fd: fd, savedMask: saved)
+    }
+
+    /// Takes one pending SIGINT from the signalfd (the fallback consumed it).
+    public static func consumeInterrupt(_ blocked: BlockedInterrupt) {
+        var info = signalfd_siginfo()
+        _ = withUnsafeMutableBytes(of: &info) { CLibc.read(blocked.fd, $0.baseAddress!, $0.count) }
+    }
+
+    /// Closes the signalfd and restores the mask; a SIGINT still pending is
+    /// then delivered to the application as usual.
+    public static func unblockInterrupt(_ blocked: BlockedInterrupt) {
+        close(blocked.fd)
+        var saved = blocked.savedMask
+        pthread_sigmask(SIG_SETMASK, &saved, nil)
+    }
+
+    /// Frees memory a C library allocated with malloc.
+    public static func release(_ pointer: UnsafeMutableRawPointer?) {
+        free(pointer)
+    }
+
+    /// Memory for a C library that will free it (a PAM reply, PAM data).
+    public static func allocate(zeroedBytes count: Int) -> UnsafeMutableRawPointer? {
+        calloc(1, count)
+    }
+
+    /// A malloc'ed copy of a C string, for a library that frees it.
+    public static func duplicate(_ string: UnsafePointer<CChar>) -> UnsafeMutablePointer<CChar>? {
+        strdup(string)
+    }
+
+    /// The length of a C string, at most `limit`.
+    public static func length(of string: UnsafePointer<CChar>, limit: Int) -> Int {
+        strnlen(string, limit)
+    }
+
+    /// Overwrites a C string (up to `limit` bytes) with zeros and frees it.
+    public static func wipeAndRelease(_ string: UnsafeMutablePointer<CChar>, limit: Int) {
+        explicit_bzero(string, strnlen(string, limit))
+        free(string)
     }
 }
 
@@ -414,59 +478,42 @@ extension Syscalls {
         return bytes(ofCString: name, limit: 256)
     }
 
-    /// Reads one line from the controlling terminal with echo and signals
-    /// off (Ctrl-C arrives as a byte and cancels), straight into `secret`.
-    /// nil when there is no terminal; false on cancel or end of input.
-    public static func readSecretFromTerminal(prompt: String, into secret: SecretBuffer) -> Bool? {
-        guard let fd = try? open(at: nil, literalBytes("/dev/tty"), flags: O_RDWR | O_NOCTTY) else { return nil }
-        defer { close(fd) }
+    /// The controlling terminal, opened for reading and writing; nil without one.
+    public static func openControllingTerminal() -> Int32? {
+        try? open(at: nil, literalBytes("/dev/tty"), flags: O_RDWR | O_NOCTTY)
+    }
+
+    /// Turns echo and signal characters off on a terminal (Ctrl-C then
+    /// arrives as a byte); returns what to restore, nil when not a terminal.
+    public static func quietTerminal(_ fd: Int32) -> TerminalSettings? {
         var saved = termios()
         guard tcgetattr(fd, &saved) == 0 else { return nil }
         var quiet = saved
         quiet.c_lflag &= ~tcflag_t(ECHO | ISIG)
         _ = tcsetattr(fd, TCSAFLUSH, &quiet)
-        defer {
-            _ = tcsetattr(fd, TCSAFLUSH, &saved)
-            try? writeAll(fd, [0x0A])
-        }
-        try? writeAll(fd, utf8Bytes(prompt))
-        let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: SecretBuffer.capacity + 1)
-        defer {
-            wipe(buffer, count: SecretBuffer.capacity + 1)
-            buffer.deallocate()
-        }
-        var count = 0
+        return TerminalSettings(saved: saved)
+    }
+
+    public static func restoreTerminal(_ fd: Int32, _ settings: TerminalSettings) {
+        var saved = settings.saved
+        _ = tcsetattr(fd, TCSAFLUSH, &saved)
+    }
+
+    /// One byte from `fd`; nil at end of input or on an error other than EINTR.
+    public static func readByte(_ fd: Int32) -> UInt8? {
         while true {
             var byte: UInt8 = 0
-            let got = CLocalAuth.read(fd, &byte, 1)
+            let got = CLibc.read(fd, &byte, 1)
+            if got == 1 { return byte }
             if got < 0 && la_errno() == EINTR { continue }
-            if got <= 0 || byte == 0x03 || byte == 0x04 { return false }
-            if byte == 0x0A || byte == 0x0D { break }
-            if count <= SecretBuffer.capacity { buffer[count] = byte }
-            count += 1
-            byte = 0
+            return nil
         }
-        secret.assign(from: buffer, length: count)
-        return true
     }
 }
 
-/// Seconds since the epoch as `2026-11-29T18:01:02Z` (UTC), without Foundation.
-public func utcTimestamp(_ seconds: Int64) -> String {
-    let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-    let secondOfDay = seconds - days * 86_400
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468
-    let era = (z >= 0 ? z : z - 146_096) / 146_097
-    let dayOfEra = z - era * 146_097
-    let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-    let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-    let monthIndex = (5 * dayOfYear + 2) / 153
-    let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-    let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-    let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-    func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
-    return "\(year)-\(two(month))-\(two(day))T\(two(secondOfDay / 3600)):\(two(secondOfDay % 3600 / 60)):\(two(secondOfDay % 60))Z"
+/// A terminal's settings before `Syscalls.quietTerminal` changed them.
+public struct TerminalSettings {
+    fileprivate let saved: termios
 }
 
 extension Syscalls {

@@ -1,21 +1,7 @@
+// `localauth`: see what the module decided, reset it, check and try it, and
+// lint the configuration. `main.swift` only calls `run(arguments:)`.
 import LocalAuth
-import PAMModule
-
-/// `localauth`: see what the module decided, reset it, check and try it, and
-/// lint the configuration. `main.swift` only calls `run(arguments:)`.
-
-/// Documented exit codes (localauth(1)).
-public enum ExitCode: Int32 {
-    case success = 0
-    case failure = 1
-    case usage = 2
-    case permissionDenied = 3
-    case unknownUser = 4
-    case passcodeNotSet = 10
-    case biometryNotAvailable = 11
-    case biometryNotEnrolled = 12
-    case biometryLockout = 13
-}
+import SystemAdapters
 
 /// An error for the person at the terminal: printed on stderr, with its exit code.
 struct CLIError: Error {
@@ -187,20 +173,17 @@ struct LoadedConfiguration {
 }
 
 func loadConfiguration(_ arguments: Arguments) throws -> LoadedConfiguration {
-    var path = literalBytes(Options.defaultConfigPath)
-    if let given = arguments.values["--conf"] {
+    var given: [UInt8]? = nil
+    if let path = arguments.values["--conf"] {
         guard Syscalls.realUserID() == 0 else { throw CLIError("--conf is for root only", .permissionDenied) }
-        path = utf8Bytes(given)
+        given = utf8Bytes(path)
     }
-    var parser = OptionParser()
-    let (contents, problem) = Syscalls.readTrustedFile(path, limit: OptionParser.maxConfigSize)
+    let configuration = Configuration.load(path: given)
     var problems: [String] = []
-    if let problem { problems.append("\(printableText(path)): ignored: \(problem)") }
-    if let contents { parser.applyConfigFile(contents) }
-    let keys = parser.keysFromConfigFile.map { printableText($0) }
-    parser.finish()
-    problems += parser.diagnostics
-    return LoadedConfiguration(options: parser.options, path: path, keysFromFile: keys, problems: problems)
+    if let problem = configuration.fileProblem { problems.append("\(printableText(configuration.path)): ignored: \(problem)") }
+    problems += configuration.diagnostics
+    return LoadedConfiguration(options: configuration.options, path: configuration.path, keysFromFile: configuration.keysFromFile,
+                               problems: problems)
 }
 
 /// The user a command is about: `--user` (root, or the caller's own name) or the caller.
@@ -229,11 +212,8 @@ func requireRoot(_ what: String) throws {
 
 func parsePolicy(_ arguments: Arguments, default value: LAPolicy) throws -> LAPolicy {
     guard let text = arguments.values["--policy"] else { return value }
-    switch text {
-    case "owner": return .owner
-    case "biometrics": return .biometrics
-    default: throw CLIError("--policy must be owner or biometrics", .usage)
-    }
+    guard let policy = LAPolicy(name: utf8Bytes(text)) else { throw CLIError("--policy must be owner or biometrics", .usage) }
+    return policy
 }
 
 func hex(_ bytes: [UInt8]) -> String {
@@ -261,28 +241,37 @@ struct NoConversation: Prompter {
 }
 
 /// The conversation of `localauth test`: messages on stdout, the passcode
-/// read from the terminal with echo off.
+/// read from the terminal with echo and signals off (Ctrl-C arrives as a
+/// byte and cancels), straight into the secret buffer.
 struct TerminalConversation: Prompter {
     mutating func ask(_ text: String, into secret: SecretBuffer) -> PromptAnswer {
-        switch Syscalls.readSecretFromTerminal(prompt: text, into: secret) {
-        case .some(true): return secret.isEmpty ? .empty : .entered
-        case .some(false), .none: return .failed
+        guard let fd = Syscalls.openControllingTerminal() else { return .failed }
+        defer { Syscalls.close(fd) }
+        guard let settings = Syscalls.quietTerminal(fd) else { return .failed }
+        defer {
+            Syscalls.restoreTerminal(fd, settings)
+            try? Syscalls.writeAll(fd, [0x0A])
         }
+        try? Syscalls.writeAll(fd, utf8Bytes(text))
+        let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: SecretBuffer.capacity + 1)
+        defer {
+            Syscalls.wipe(buffer, count: SecretBuffer.capacity + 1)
+            buffer.deallocate()
+        }
+        var count = 0
+        while true {
+            guard let byte = Syscalls.readByte(fd), byte != 0x03, byte != 0x04 else { return .failed }
+            if byte == 0x0A || byte == 0x0D { break }
+            if count <= SecretBuffer.capacity { buffer[count] = byte }
+            count += 1
+        }
+        secret.assign(from: buffer, length: count)
+        return secret.isEmpty ? .empty : .entered
     }
 
     mutating func tell(_ text: String, _ kind: MessageKind) {
         print(text)
     }
-}
-
-typealias ToolEngine<Conversation: Prompter> = Engine<FprintdSensor, PAMPasscodeVerifier, Conversation, FileStateStore, SystemClock, StandardErrorLog>
-
-func makeEngine<Conversation: Prompter>(_ options: Options, conversation: Conversation, interruptible: Bool = false,
-                                        tty: [UInt8] = []) -> ToolEngine<Conversation> {
-    Engine(options: options, sensor: FprintdSensor(interruptible: interruptible),
-           verifier: PAMPasscodeVerifier(service: options.passcodeService, tty: tty, remoteHost: [], requestingUser: []),
-           prompter: conversation, store: FileStateStore(directoryPath: options.stateDir), clock: SystemClock(),
-           log: StandardErrorLog(verbose: options.debug))
 }
 
 /// Ends the process with `code` after flushing standard output.

@@ -1,7 +1,7 @@
+// `localauth config --check`: the configuration file, and the PAM stacks
+// against the stack-line rules of docs/DESIGN.md (see StackLint).
 import LocalAuth
-
-/// `localauth config --check`: the configuration file, and the PAM stacks
-/// against SPEC §4 and §6.
+import StackLint
 
 func configCommand(_ arguments: Arguments) throws -> ExitCode {
     guard arguments.flags.contains("--check") else { throw CLIError("config needs --check\n" + helpText("config"), .usage) }
@@ -19,26 +19,21 @@ func configCommand(_ arguments: Arguments) throws -> ExitCode {
         guard let directory = Syscalls.currentDirectory() else { throw CLIError("cannot resolve \(printableText(path))") }
         path = directory + [0x2F] + path
     }
-    var parser = OptionParser()
-    let (contents, problem) = Syscalls.readTrustedFile(path, limit: OptionParser.maxConfigSize)
-    if let problem {
+    let configuration = Configuration.load(path: path)
+    if let problem = configuration.fileProblem {
         report("error", "\(printableText(path)): \(problem); the module ignores it")
-    } else if contents == nil {
+    } else if !configuration.fileRead {
         print("note: \(printableText(path)) does not exist; defaults apply")
     }
-    if let contents {
-        parser.applyConfigFile(contents)
-        parser.finish()
-        for diagnostic in parser.diagnostics { report("error", "\(printableText(path)): \(diagnostic)") }
-    }
-    let options = parser.options
+    for diagnostic in configuration.diagnostics { report("error", "\(printableText(path)): \(diagnostic)") }
+    let options = configuration.options
 
     // The PAM stacks.
     let directory = utf8Bytes(arguments.values["--pam-dir"] ?? "/etc/pam.d")
     guard let entries = Syscalls.directoryEntries(at: nil, directory, limit: 1024) else {
         throw CLIError("cannot read \(printableText(directory))")
     }
-    let lint = StackLint(directory: directory)
+    let lint = StackLint { name in Syscalls.readRegularFile(at: nil, directory + [0x2F] + utf8Bytes(name), limit: 1 << 20) }
     var passcodeServices = [printableText(options.passcodeService)]
     for entry in entries where !entry.isDirectory {
         for named in lint.passcodeServicesNamed(printableText(entry.name)) where !passcodeServices.contains(named) {
@@ -61,248 +56,3 @@ func configCommand(_ arguments: Arguments) throws -> ExitCode {
     return errors == 0 ? .success : .failure
 }
 
-struct Finding {
-    var severity: String
-    var text: String
-}
-
-/// One `auth` rule of a stack, after includes are expanded.
-struct Rule {
-    var file: String
-    var line: Int
-    var control: String
-    var module: String
-    var arguments: [String]
-
-    var moduleName: String { String(module.split(separator: "/").last ?? Substring(module)) }
-    var isLocalAuth: Bool { moduleName == "pam_localauth.so" }
-    var isAuthsucc: Bool { isLocalAuth && arguments.contains("authsucc") }
-    var location: String { "\(file):\(line)" }
-
-    /// The action for a PAM return code name ("success", "ignore", ...), as
-    /// libpam reads the control (keywords and keys are case-insensitive).
-    func action(for code: String) -> String {
-        let control = self.control.lowercased()
-        let succeeded = code == "success" || code == "new_authtok_reqd"
-        switch control {
-        case "required": return succeeded ? "ok" : (code == "ignore" ? "ignore" : "bad")
-        case "requisite": return succeeded ? "ok" : (code == "ignore" ? "ignore" : "die")
-        case "sufficient": return succeeded ? "done" : "ignore"
-        case "optional": return succeeded ? "ok" : "ignore"
-        default: break
-        }
-        var fallback = "bad"
-        let inner = control.hasPrefix("[") ? String(control.dropFirst().dropLast()) : control
-        for pair in inner.split(whereSeparator: { $0 == " " || $0 == "\t" }) {
-            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2 else { continue }
-            if parts[0] == code { return parts[1] }
-            if parts[0] == "default" { fallback = parts[1] }
-        }
-        return fallback
-    }
-
-    /// Whether a failure here always ends the stack in failure.
-    var failureDies: Bool { action(for: "auth_err") == "die" }
-}
-
-struct StackLint {
-    let directory: [UInt8]
-
-    static let passwordModules: Set<String> = [
-        "pam_unix.so", "pam_sss.so", "pam_ldap.so", "pam_krb5.so", "pam_winbind.so", "pam_systemd_home.so", "pam_matrix.so",
-    ]
-    static let forbiddenInPasscodeService: Set<String> = [
-        "pam_fprintd.so", "pam_u2f.so", "pam_oath.so", "pam_google_authenticator.so", "pam_yubico.so", "pam_rootok.so",
-        "pam_permit.so", "pam_p11.so", "pam_pkcs11.so", "pam_howdy.so", "pam_localauth.so", "pam_succeed_if.so",
-    ]
-
-    func read(_ name: String) -> [(line: Int, words: [String])]? {
-        guard let contents = Syscalls.readRegularFile(at: nil, directory + [0x2F] + utf8Bytes(name), limit: 1 << 20) else { return nil }
-        var result: [(Int, [String])] = []
-        var number = 0
-        for raw in splitBytes(contents[...], on: 0x0A) {
-            number += 1
-            var text = String(decoding: raw, as: UTF8.self)
-            if let hash = text.firstIndex(of: "#") { text = String(text[..<hash]) }
-            var words: [String] = []
-            var current = ""
-            var depth = 0
-            for character in text {
-                if character == "[" { depth += 1 }
-                if character == "]" { depth = max(0, depth - 1) }
-                if (character == " " || character == "\t") && depth == 0 {
-                    if !current.isEmpty { words.append(current); current = "" }
-                } else {
-                    current.append(character)
-                }
-            }
-            if !current.isEmpty { words.append(current) }
-            if !words.isEmpty { result.append((number, words)) }
-        }
-        return result
-    }
-
-    /// The auth rules of a service with @include, include and substack expanded.
-    func authRules(_ name: String, depth: Int = 0) -> [Rule] {
-        guard depth < 8, let lines = read(name) else { return [] }
-        var rules: [Rule] = []
-        for (number, words) in lines {
-            if words[0] == "@include", words.count > 1 {
-                rules += authRules(words[1], depth: depth + 1)
-                continue
-            }
-            let type = (words[0].hasPrefix("-") ? String(words[0].dropFirst()) : words[0]).lowercased()
-            guard type == "auth", words.count >= 3 else { continue }
-            if words[1].lowercased() == "include" || words[1].lowercased() == "substack" {
-                rules += authRules(words[2], depth: depth + 1)
-                continue
-            }
-            rules.append(Rule(file: name, line: number, control: words[1], module: words[2], arguments: Array(words.dropFirst(3))))
-        }
-        return rules
-    }
-
-    /// Whether the rules from `start` on meet a password module or pam_deny
-    /// that an ignore cannot step over.
-    func reachesMandatoryCheck(_ rules: [Rule], from start: Int) -> Bool {
-        var index = start
-        while index < rules.count {
-            let rule = rules[index]
-            if rule.moduleName == "pam_deny.so" && rule.action(for: "auth_err") != "ignore" { return true }
-            if StackLint.passwordModules.contains(rule.moduleName) {
-                let onFailure = rule.action(for: "auth_err")
-                if onFailure == "die" || onFailure == "bad" { return true }
-                // [success=N default=ignore]: a failure goes on, to pam_deny usually.
-            }
-            index += 1
-        }
-        return false
-    }
-
-    /// Where execution goes after `action` at `index` (nil: the stack ends).
-    /// "bad" records a failure but goes on to the next rule.
-    func landing(_ action: String, from index: Int) -> Int? {
-        switch action {
-        case "ignore", "ok", "bad", "reset": return index + 1
-        case "die", "done": return nil
-        default:
-            if let jump = Int(action) { return index + 1 + jump }
-            return nil
-        }
-    }
-
-    static let failureCodes = ["auth_err", "cred_insufficient", "authinfo_unavail", "user_unknown", "maxtries", "conv_err",
-                               "system_err", "ignore", "abort"]
-
-    func serviceFindings(_ name: String) -> [Finding] {
-        let rules = authRules(name)
-        var findings: [Finding] = []
-        func error(_ rule: Rule, _ text: String) { findings.append(Finding(severity: "error", text: "\(rule.location): \(text)")) }
-        for (index, rule) in rules.enumerated() where rule.isLocalAuth && !rule.isAuthsucc {
-            let biometrics = rule.arguments.contains("policy=biometrics")
-            if rule.control.lowercased() == "sufficient" || rule.control.lowercased().contains("=done") {
-                error(rule, "'done' on the pam_localauth.so line ends the whole service when the file is included; jump with success=N")
-            }
-            // Every way past the module must meet a mandatory password check.
-            for code in ["ignore", "authinfo_unavail", "auth_err", "cred_insufficient", "conv_err", "system_err"] {
-                let action = rule.action(for: code)
-                guard action != "bad", let next = landing(action, from: index) else { continue }
-                if !reachesMandatoryCheck(rules, from: next) {
-                    error(rule, "when the module returns \(code) the stack goes on to only optional modules; add a mandatory password module or pam_deny.so")
-                    break
-                }
-            }
-            if let successLanding = landing(rule.action(for: "success"), from: index), successLanding < rules.count,
-               rules[successLanding].moduleName == "pam_deny.so" {
-                error(rule, "success jumps onto pam_deny.so: every match and correct password would fail")
-            }
-            if !biometrics {
-                // A wrong passcode, a cancel or an internal error must end the
-                // stack: going on to the password line would give an uncounted
-                // guess and bypass the back-off (R3, R9).
-                for code in ["auth_err", "conv_err", "system_err"] {
-                    let action = rule.action(for: code)
-                    let landsOnDeny = landing(action, from: index).map { $0 < rules.count && rules[$0].moduleName == "pam_deny.so" } ?? false
-                    if action != "die" && !landsOnDeny {
-                        error(rule, "policy owner: \(code) must end the stack (default=die); here it is '\(action)', which lets the password line give an uncounted guess")
-                        break
-                    }
-                }
-                if let successLanding = landing(rule.action(for: "success"), from: index), successLanding <= rules.count {
-                    let skipped = rules[(index + 1)..<min(successLanding, rules.count)]
-                    if !skipped.contains(where: { StackLint.passwordModules.contains($0.moduleName) }),
-                       rules[min(successLanding, rules.count)...].contains(where: { StackLint.passwordModules.contains($0.moduleName) }) {
-                        findings.append(Finding(severity: "warning", text: "\(rule.location): success does not jump past the password module, which will ask again"))
-                    }
-                }
-            }
-            if biometrics && !rules[(index + 1)...].contains(where: { $0.isAuthsucc }) {
-                error(rule, "a policy=biometrics line needs a later 'pam_localauth.so authsucc' line reached through the password module's success (R11)")
-            }
-        }
-        // R11: an authsucc line must be reachable only through a password module's success.
-        for (target, rule) in rules.enumerated() where rule.isAuthsucc {
-            let previous = target > 0 ? rules[target - 1] : nil
-            if previous == nil || previous!.moduleName != "pam_deny.so" || !previous!.failureDies {
-                error(rule, "the authsucc line must follow 'auth requisite pam_deny.so', so that only a jump from the password module's success reaches it (R11)")
-            }
-            for (index, source) in rules.enumerated() where index < target - 1 {
-                for code in ["success"] + StackLint.failureCodes {
-                    guard let jump = Int(source.action(for: code)), index + 1 + jump == target else { continue }
-                    let allowed = code == "success" && (StackLint.passwordModules.contains(source.moduleName) || source.isLocalAuth)
-                    if !allowed {
-                        error(rule, "\(source.location) reaches the authsucc line on \(code); only the password module's success may (R11)")
-                    }
-                }
-            }
-        }
-        return findings
-    }
-
-    /// The passcode services named by `passcode_service=` on module lines.
-    func passcodeServicesNamed(_ name: String) -> [String] {
-        var names: [String] = []
-        for rule in authRules(name) where rule.isLocalAuth {
-            for argument in rule.arguments where argument.hasPrefix("passcode_service=") {
-                names.append(String(argument.dropFirst("passcode_service=".count)))
-            }
-        }
-        return names
-    }
-
-    func passcodeServiceFindings(_ name: String) -> [Finding] {
-        guard let lines = read(name) else { return [Finding(severity: "error", text: "\(name): missing or unreadable")] }
-        var findings: [Finding] = []
-        var passwordModules = 0
-        for (number, words) in lines {
-            let control = words.count > 1 ? words[1].lowercased() : ""
-            if words[0] == "@include" || control == "include" || control == "substack" {
-                findings.append(Finding(severity: "error", text: "\(name):\(number): the passcode service must be an explicit list, not an include (it may bring in fingerprint or token modules)"))
-                continue
-            }
-            let type = (words[0].hasPrefix("-") ? String(words[0].dropFirst()) : words[0]).lowercased()
-            guard type == "auth", words.count >= 3 else { continue }
-            let rule = Rule(file: name, line: number, control: words[1], module: words[2], arguments: Array(words.dropFirst(3)))
-            if StackLint.forbiddenInPasscodeService.contains(rule.moduleName) {
-                findings.append(Finding(severity: "error", text: "\(rule.location): \(rule.moduleName) must not be in the passcode service: it could stand in for the password"))
-            }
-            // A success that ends or skips the stack could pass a wrong passcode.
-            let onSuccess = rule.action(for: "success")
-            if onSuccess == "done" || Int(onSuccess) != nil || StackLint.failureCodes.contains(where: { Int(rule.action(for: $0)) != nil }) {
-                findings.append(Finding(severity: "error", text: "\(rule.location): no jumps, 'sufficient' or 'done' in the passcode service: every line must be able to fail the check"))
-            }
-            if StackLint.passwordModules.contains(rule.moduleName) {
-                passwordModules += 1
-                let onFailure = rule.action(for: "auth_err")
-                if onFailure != "bad" && onFailure != "die" {
-                    findings.append(Finding(severity: "error", text: "\(rule.location): \(rule.moduleName) must be required or requisite here: a wrong passcode must fail the check"))
-                }
-            }
-        }
-        if passwordModules == 0 {
-            findings.append(Finding(severity: "error", text: "\(name): no password module (such as pam_unix.so) checks the passcode"))
-        }
-        return findings
-    }
-}

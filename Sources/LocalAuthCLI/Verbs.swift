@@ -1,5 +1,5 @@
 import LocalAuth
-import PAMModule
+import SystemAdapters
 
 // MARK: - status
 
@@ -7,11 +7,11 @@ func statusCommand(_ arguments: Arguments) throws -> ExitCode {
     let user = try targetUser(arguments)
     let configuration = try loadConfiguration(arguments)
     let options = configuration.options
-    var engine = makeEngine(options, conversation: NoConversation())
-    let sensor = engine.sensor.describe(userName: user.name)
-    engine.sensor.close()
-    let inspection: Engine<FprintdSensor, PAMPasscodeVerifier, NoConversation, FileStateStore, SystemClock, StandardErrorLog>.Inspection?
-    inspection = Syscalls.effectiveUserID() == 0 ? engine.inspect(user) : nil
+    var sensorOnly = FprintdSensor(interruptible: false, clock: SystemClock())
+    let sensor = sensorOnly.describe(userName: user.name)
+    sensorOnly.close()
+    var ledger = makeSystemLedger(options, log: StandardErrorLog(verbose: options.debug))
+    let inspection = Syscalls.effectiveUserID() == 0 ? ledger.inspect(user) : nil
 
     var availability = "unreachable"
     var domainState: [UInt8]? = nil
@@ -137,7 +137,7 @@ func statusCommand(_ arguments: Arguments) throws -> ExitCode {
 
 func configurationRows(_ options: Options) -> [(String, String)] {
     [
-        ("policy", options.policy == .owner ? "owner" : "biometrics"),
+        ("policy", options.policy.name),
         ("services", options.services.map { printableText($0) }.joined(separator: ",")),
         ("max_tries", "\(options.maxTries)"),
         ("lockout", "\(options.lockout)"),
@@ -174,19 +174,16 @@ func checkCommand(_ arguments: Arguments) throws -> ExitCode {
     let configuration = try loadConfiguration(arguments)
     let options = configuration.options
     let result: Result<[UInt8], LAError>
+    let log = StandardErrorLog(verbose: options.debug)
     if Syscalls.realUserID() == 0 && Syscalls.effectiveUserID() == 0 {
-        var engine = makeEngine(options, conversation: NoConversation())
+        var engine = makeSystemEngine(options, RequestFacts(mode: .prompt), prompter: NoConversation(), log: log)
         result = engine.canEvaluate(policy, user: user)
-        engine.sensor.close()
     } else {
         // A user asking about themselves: everything but the lockout, which
         // only root can read.
-        var engine = Engine(options: options, sensor: FprintdSensor(interruptible: false),
-                            verifier: PAMPasscodeVerifier(service: options.passcodeService, tty: [], remoteHost: [], requestingUser: []),
-                            prompter: NoConversation(), store: UnreadableStateStore(), clock: SystemClock(),
-                            log: StandardErrorLog(verbose: options.debug))
+        var engine = makeSystemEngine(options, RequestFacts(mode: .prompt), prompter: NoConversation(), store: UnreadableStateStore(),
+                                      log: log)
         result = engine.canEvaluate(policy, user: user)
-        engine.sensor.close()
         standardError("note: the lockout state is readable by root only; run as root to see biometryLockout\n")
     }
     let code: ExitCode
@@ -198,19 +195,13 @@ func checkCommand(_ arguments: Arguments) throws -> ExitCode {
         domainState = state
     case .failure(let error):
         errorName = error.name
-        switch error {
-        case .passcodeNotSet: code = .passcodeNotSet
-        case .biometryNotAvailable: code = .biometryNotAvailable
-        case .biometryNotEnrolled: code = .biometryNotEnrolled
-        case .biometryLockout: code = .biometryLockout
-        default: code = .failure
-        }
+        code = ExitCodeTable.exitCode(for: error)
     }
     if arguments.flags.contains("--json") {
         let json = JSONWriter()
         json.object {
             json.field("user", printableText(user.name, limit: 255))
-            json.field("policy", policy == .owner ? "owner" : "biometrics")
+            json.field("policy", policy.name)
             json.field("can_evaluate", errorName == nil)
             json.field("error", errorName)
             json.field("error_code", errorName == nil ? nil : Int64(resultErrorCode(result)))
@@ -218,7 +209,7 @@ func checkCommand(_ arguments: Arguments) throws -> ExitCode {
         }
         print(json.text)
     } else if errorName == nil {
-        print("\(policy == .owner ? "owner" : "biometrics"): can evaluate for \(printableText(user.name))")
+        print("\(policy.name): can evaluate for \(printableText(user.name))")
     }
     if let errorName { standardError("\(errorName)\n") }
     return code
@@ -235,9 +226,9 @@ func resetCommand(_ arguments: Arguments) throws -> ExitCode {
     try requireRoot("reset")
     let user = try targetUser(arguments)
     let configuration = try loadConfiguration(arguments)
-    var engine = makeEngine(configuration.options, conversation: NoConversation())
-    let before = engine.inspect(user)
-    guard engine.resetAfterPasswordSuccess(user) else { throw CLIError("cannot write the record of \(printableText(user.name))") }
+    var ledger = makeSystemLedger(configuration.options, log: StandardErrorLog(verbose: configuration.options.debug))
+    let before = ledger.inspect(user)
+    guard ledger.resetAfterPasswordSuccess(user) else { throw CLIError("cannot write the record of \(printableText(user.name))") }
     let record = before?.record
     print("reset \(printableText(user.name)) (uid \(user.uid)): fingerprint failures \(record?.fingerprintFailures ?? 0) -> 0, password failures \(record?.passcodeFailures ?? 0) -> 0, wait cleared")
     return .success
@@ -254,13 +245,13 @@ func testCommand(_ arguments: Arguments) throws -> ExitCode {
     if let reason = arguments.values["--reason"] { options.reason = utf8Bytes(reason) }
     let tty = Syscalls.standardInputTerminal()
     let mode: InteractionMode = options.mode ?? (tty.isEmpty ? .prompt : .terminal)
-    var engine = makeEngine(options, conversation: TerminalConversation(), interruptible: mode == .terminal, tty: tty)
+    var engine = makeSystemEngine(options, RequestFacts(mode: mode, tty: tty), prompter: TerminalConversation(),
+                                  log: StandardErrorLog(verbose: options.debug))
     let request = Request(scope: .inScope, userName: user.name, user: user, service: literalBytes("localauth-test"), tty: tty,
                           mode: mode, silent: false)
     let passcode = SecretBuffer()
     defer { passcode.wipe() }
     let result = engine.evaluate(request, policy: options.policy, passcode: passcode)
-    engine.sensor.close()
     switch result.outcome {
     case .success(.biometry): print("authenticated: fingerprint"); return .success
     case .success(.passcode): print("authenticated: password"); return .success

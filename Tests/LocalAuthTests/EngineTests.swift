@@ -51,7 +51,7 @@ final class EngineTests: XCTestCase {
         XCTAssertEqual(w.sensor.openCalls, 0)
         XCTAssertEqual(w.prompter.count(Text.locked), 3)
         var engine = w.engine()
-        XCTAssertTrue(engine.resetAfterPasswordSuccess(alice))
+        XCTAssertTrue(engine.ledger.resetAfterPasswordSuccess(alice))
         XCTAssertEqual(w.prompt(policy: .biometrics, script: [.match]).outcome, .success(.biometry))
         XCTAssertEqual(w.sensor.openCalls, 1)
     }
@@ -542,12 +542,12 @@ final class EngineTests: XCTestCase {
     func testARefundAfterASuccessNeverPaysForALaterCharge() {
         let w = World(sensor: FakeSensor(.unreachable))
         var engine = w.engine()
-        guard case .charged(let early) = engine.chargePasscode(alice, w.request()) else { return XCTFail("not charged") }
+        guard case .charged(let early) = engine.ledger.chargePasscode(alice, w.request()) else { return XCTFail("not charged") }
         XCTAssertEqual(w.prompt(answers: [rightAnswer]).outcome, .success(.passcode))
         var later = w.engine()
-        guard case .charged = later.chargePasscode(alice, w.request()) else { return XCTFail("not charged") }
+        guard case .charged = later.ledger.chargePasscode(alice, w.request()) else { return XCTFail("not charged") }
         XCTAssertEqual(w.store.passcodeFailures, 1)
-        later.refund(alice, kind: .passcode, sequence: early)
+        later.ledger.refund(alice, kind: .passcode, sequence: early)
         XCTAssertEqual(w.store.passcodeFailures, 1, "the early attempt's count was already reset")
     }
 
@@ -630,7 +630,7 @@ final class EngineTests: XCTestCase {
         record.backoffAnchorBootNanoseconds = ManualClock().boot
         let w = World(store: FakeStore(record))
         var engine = w.engine()
-        XCTAssertTrue(engine.resetAfterPasswordSuccess(alice))
+        XCTAssertTrue(engine.ledger.resetAfterPasswordSuccess(alice))
         XCTAssertEqual(w.store.record?.fingerprintFailures, 0)
         XCTAssertEqual(w.store.record?.passcodeFailures, 0)
         XCTAssertEqual(w.store.record?.backoffRemainingMilliseconds, 0)
@@ -644,7 +644,7 @@ final class EngineTests: XCTestCase {
     func testResetOfAnAbsentRecordWritesNothing() {
         let w = World()
         var engine = w.engine()
-        XCTAssertTrue(engine.resetAfterPasswordSuccess(alice))
+        XCTAssertTrue(engine.ledger.resetAfterPasswordSuccess(alice))
         XCTAssertEqual(w.store.writes, 0)
         XCTAssertNil(w.store.record)
     }
@@ -653,7 +653,7 @@ final class EngineTests: XCTestCase {
         let w = World(store: FakeStore(storedRecord(f: 5, p: 1)))
         w.store.failWrites = true
         var engine = w.engine()
-        XCTAssertFalse(engine.resetAfterPasswordSuccess(alice))
+        XCTAssertFalse(engine.ledger.resetAfterPasswordSuccess(alice))
         XCTAssertEqual(w.store.record?.fingerprintFailures, 5)
         XCTAssertTrue(w.log.has(.error, "cannot reset"))
     }

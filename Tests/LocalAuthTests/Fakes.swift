@@ -35,7 +35,10 @@ final class FakeSensor: FingerprintSensor {
 
     private(set) var availabilityCalls = 0
     private(set) var openCalls = 0
+    /// Releases of a claimed reader (closing an unclaimed one is allowed and not counted).
     private(set) var closeCalls = 0
+    /// Every close, claimed or not.
+    private(set) var closeRequests = 0
     private(set) var consumeInterruptCalls = 0
     private(set) var verifyCalls = 0
     private(set) var deadlines: [Int64] = []
@@ -45,7 +48,7 @@ final class FakeSensor: FingerprintSensor {
     private(set) var scriptExhausted = false
     /// Set when `verifyAttempt` ran while the device was not open.
     private(set) var verifiedWhileClosed = false
-    private var isOpen = false
+    private(set) var isOpen = false
 
     init(_ availability: SensorAvailability = .available(domainState: [0xD0, 0x0D]), open: SensorSession = .opened(.press),
          script: [SensorStep] = []) {
@@ -83,7 +86,8 @@ final class FakeSensor: FingerprintSensor {
     }
 
     func close() {
-        closeCalls += 1
+        closeRequests += 1
+        if isOpen { closeCalls += 1 }
         isOpen = false
     }
 

@@ -1,5 +1,5 @@
 import XCTest
-import CLocalAuth
+import PAMConstants
 import LocalAuth
 
 /// SPEC §4: the one table from outcomes to PAM codes.

@@ -933,6 +933,8 @@ final class ScenarioTests: XCTestCase {
         let opened: Int
         if case .opened = s.open { opened = s.sensorOpens } else { opened = 0 }
         XCTAssertEqual(sensor.closeCalls, opened, "\(label): every claimed reader released once")
+        XCTAssertFalse(sensor.isOpen, "\(label): the evaluation closed the sensor itself")
+        XCTAssertGreaterThan(sensor.closeRequests, 0, "\(label): the sensor closed on every path")
         XCTAssertFalse(sensor.verifiedWhileClosed, "\(label): verified without a claim")
         XCTAssertFalse(sensor.scriptExhausted, "\(label): more attempts than scripted")
         XCTAssertTrue(sensor.script.isEmpty, "\(label): scripted attempts left unused: \(sensor.script)")

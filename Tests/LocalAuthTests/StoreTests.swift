@@ -125,7 +125,7 @@ final class StoreTests: XCTestCase {
         let log = RecordingLog()
         var engine = Engine(options: Options(), sensor: FakeSensor(), verifier: FakeVerifier(), prompter: FakePrompter(),
                             store: store(), clock: ManualClock(), log: log)
-        let snapshot = engine.snapshot(alice)
+        let snapshot = engine.ledger.snapshot(alice)
         XCTAssertEqual(snapshot?.fingerprintFailures, 5)
         XCTAssertEqual(snapshot?.passcodeFailures, 5)
         XCTAssertEqual(snapshot?.backoffRemainingMilliseconds, 60_000)

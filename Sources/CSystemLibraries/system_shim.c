@@ -1,4 +1,5 @@
-#include "localauth_c.h"
+/* The recursion guard and the no-op fail delay (see system_shim.h). */
+#include "system_shim.h"
 
 static _Thread_local int la_passcode_depth;
 

@@ -1,4 +1,4 @@
-// la-store-probe: a test tool over the real LocalAuth engine and FileStateStore.
+// la-store-probe: a test tool over the real LocalAuth ledger and FileStateStore.
 // All logic is in Probe.swift; see `run(arguments:)` there for the commands.
 import Glibc
 

@@ -1,55 +1,45 @@
-/// la-store-probe: drives the real policy engine over the real on-disk
-/// FileStateStore, for the integration tests in tests/test_store.py.
-///
-///   charge STATE_DIR UID NAME COUNT [passcode|fingerprint] [--progress]
-///       COUNT attempts, each charged in its own store transaction through
-///       Engine.chargePasscode (default) or Engine.chargeFingerprint.
-///       passcode: the options carry an empty back-off schedule, so a charge
-///         is never refused by R9 and P can grow to any count (3200 in the
-///         concurrency test) while every charge still goes through the
-///         engine's check-and-charge transaction and the store's
-///         lock/read/write/fsync/rename path.
-///       fingerprint: lockout is set to its maximum (20); a charge refused by
-///         the limit is a failure of this command.
-///       --progress: prints "charged N" on stdout after each durable charge
-///         (written with write(2), so nothing is buffered when the process is
-///         killed). Without it the command prints nothing on success.
-///   show STATE_DIR UID NAME
-///       Engine.snapshot (which applies R12 to a damaged record) with the
-///       default options, then Engine.backoffRemaining; prints
-///       "F=<n> P=<n> backoff_ms=<n>".
-///   inspect STATE_DIR UID NAME
-///       Reads the record under the lock without changing anything (no R12
-///       repair) and prints "status=absent", "status=damaged reason=<text>" or
-///       "status=loaded F=<n> P=<n> backoff_ms=<n>" (stored remainder).
-///   hold STATE_DIR UID NAME SECONDS
-///       Takes the user's lock (inside withRecord), prints "held", sleeps,
-///       releases it by returning without a change.
-///
-/// Exit status: 0 success, 1 failure (message on stderr), 2 usage.
+// la-store-probe: drives the real ledger over the real on-disk
+// FileStateStore, for the integration tests in tests/test_store.py. A test
+// tool: it is built by the tests and never installed.
+//
+//   charge STATE_DIR UID NAME COUNT [passcode|fingerprint] [--progress]
+//       COUNT attempts, each charged in its own store transaction through
+//       Ledger.chargePasscode (default) or Ledger.chargeFingerprint.
+//       passcode: the options carry an empty back-off schedule, so a charge
+//         is never refused by R9 and P can grow to any count (3200 in the
+//         concurrency test) while every charge still goes through the
+//         ledger's check-and-charge transaction and the store's
+//         lock/read/write/fsync/rename path.
+//       fingerprint: lockout is set to its maximum (20); a charge refused by
+//         the limit is a failure of this command.
+//       --progress: prints "charged N" on stdout after each durable charge
+//         (written with write(2), so nothing is buffered when the process is
+//         killed). Without it the command prints nothing on success.
+//   show STATE_DIR UID NAME
+//       Ledger.snapshot (which applies R12 to a damaged record) with the
+//       default options, then Ledger.backoffRemaining; prints
+//       "F=<n> P=<n> backoff_ms=<n>".
+//   inspect STATE_DIR UID NAME
+//       Reads the record under the lock without changing anything (no R12
+//       repair) and prints "status=absent", "status=damaged reason=<text>" or
+//       "status=loaded F=<n> P=<n> backoff_ms=<n>" (stored remainder).
+//   hold STATE_DIR UID NAME SECONDS
+//       Takes the user's lock (inside withRecord), prints "held", sleeps,
+//       releases it by returning without a change.
+//
+// Exit status: 0 success, 1 failure (message on stderr), 2 usage.
 import Glibc
 import LocalAuth
+import SystemAdapters
 
-/// Never used by the charge and show paths; a stack that cannot run.
-struct NoVerifier: PasscodeVerifier {
-    mutating func begin(userName: [UInt8]) -> Bool { false }
-    mutating func verify(_ passcode: SecretBuffer) -> PasscodeVerdict { .wrong }
-    mutating func end() {}
-}
-
-struct NoPrompter: Prompter {
-    mutating func ask(_ text: String, into secret: SecretBuffer) -> PromptAnswer { .failed }
-    mutating func tell(_ text: String, _ kind: MessageKind) {}
-}
-
-/// The engine's log lines go to stderr, so a failing command says why.
+/// The ledger's log lines go to stderr, so a failing command says why.
 struct StderrLog: EventLog {
     mutating func log(_ level: LogLevel, _ message: String) {
         writeText(2, "la-store-probe: log: " + message + "\n")
     }
 }
 
-typealias ProbeEngine = Engine<NoSensor, NoVerifier, NoPrompter, FileStateStore, SystemClock, StderrLog>
+typealias ProbeLedger = Ledger<FileStateStore, SystemClock, StderrLog>
 
 func writeText(_ fd: Int32, _ text: String) {
     var bytes = Array(text.utf8)
@@ -99,9 +89,8 @@ func parseTarget(_ arguments: ArraySlice<String>) -> Target? {
     return Target(store: FileStateStore(directoryPath: Array(directory.utf8)), user: UserIdentity(uid: uid, name: name))
 }
 
-func makeEngine(_ target: Target, options: Options) -> ProbeEngine {
-    Engine(options: options, sensor: NoSensor(), verifier: NoVerifier(), prompter: NoPrompter(),
-           store: target.store, clock: SystemClock(), log: StderrLog())
+func makeLedger(_ target: Target, options: Options) -> ProbeLedger {
+    Ledger(options: options, store: target.store, clock: SystemClock(), log: StderrLog())
 }
 
 func probeRequest(_ user: UserIdentity) -> Request {
@@ -136,19 +125,19 @@ func charge(_ arguments: ArraySlice<String>) -> Int32 {
     case "fingerprint": options.lockout = 20
     default: return usage()
     }
-    var engine = makeEngine(target, options: options)
+    var ledger = makeLedger(target, options: options)
     let request = probeRequest(target.user)
     var done = 0
     while done < count {
         done += 1
         if kind == "passcode" {
-            switch engine.chargePasscode(target.user, request) {
+            switch ledger.chargePasscode(target.user, request) {
             case .charged: break
             case .waiting(let milliseconds): return fail("charge \(done): refused by back-off (\(milliseconds) ms)")
             case .storeFailed: return fail("charge \(done): the store failed; attempt refused")
             }
         } else {
-            switch engine.chargeFingerprint(target.user, request) {
+            switch ledger.chargeFingerprint(target.user, request) {
             case .charged: break
             case .limitReached: return fail("charge \(done): fingerprint lockout reached")
             case .storeFailed: return fail("charge \(done): the store failed; attempt refused")
@@ -163,9 +152,9 @@ func show(_ arguments: ArraySlice<String>) -> Int32 {
     guard arguments.count == 3, let target = parseTarget(arguments) else { return usage() }
     var options = Options()
     options.stateDir = target.store.directoryPath
-    var engine = makeEngine(target, options: options)
-    guard let record = engine.snapshot(target.user) else { return fail("show: cannot read or repair the record") }
-    guard let backoff = engine.backoffRemaining(target.user) else { return fail("show: cannot read the back-off") }
+    var ledger = makeLedger(target, options: options)
+    guard let record = ledger.snapshot(target.user) else { return fail("show: cannot read or repair the record") }
+    guard let backoff = ledger.backoffRemaining(target.user) else { return fail("show: cannot read the back-off") }
     writeText(1, "F=\(record.fingerprintFailures) P=\(record.passcodeFailures) backoff_ms=\(backoff)\n")
     return 0
 }

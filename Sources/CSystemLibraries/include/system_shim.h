@@ -1,45 +1,19 @@
 /*
- * The C declarations the Swift code needs, for both the Embedded build of
- * the module (which has no Glibc module) and the ordinary build used by
- * tests and tools. Only one-line wrappers live here: variadic functions and
- * macros that Swift cannot call directly. No logic.
+ * The libpam, sd-bus and sd-login declarations the adapters need. Only
+ * one-line wrappers live here, for variadic functions that Swift cannot
+ * call, plus the two things Swift cannot write itself: a thread-local
+ * recursion guard and a C callback for PAM_FAIL_DELAY. Linking (-lpam,
+ * -lsystemd) is declared by the targets that call these, not here.
  */
-#ifndef LOCALAUTH_C_H
-#define LOCALAUTH_C_H
+#ifndef LOCALAUTH_SYSTEM_SHIM_H
+#define LOCALAUTH_SYSTEM_SHIM_H
 
 #include <security/pam_appl.h>
 #include <security/pam_modules.h>
 #include <security/pam_ext.h>
-#include <sys/types.h>
-#include <sys/stat.h>
-#include <sys/file.h>
-#include <sys/resource.h>
-#include <sys/random.h>
-#include <fcntl.h>
-#include <errno.h>
-#include <pwd.h>
-#include <unistd.h>
-#include <string.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-#include <signal.h>
-#include <syslog.h>
-#include <systemd/sd-login.h>
 #include <systemd/sd-bus.h>
-#include <sys/signalfd.h>
-#include <poll.h>
-#include <dirent.h>
-#include <termios.h>
-#include <pthread.h>
-
-static inline int la_openat(int dirfd, const char *path, int flags, unsigned mode) {
-    return openat(dirfd, path, flags, (mode_t)mode);
-}
-static inline int la_errno(void) { return errno; }
-static inline int la_s_isreg(unsigned mode) { return S_ISREG(mode); }
-static inline int la_s_isdir(unsigned mode) { return S_ISDIR(mode); }
-static inline int la_s_ischr(unsigned mode) { return S_ISCHR(mode); }
+#include <systemd/sd-login.h>
+#include <syslog.h>
 
 /* sd-bus method calls and reads are variadic: one wrapper per signature used. */
 static inline int la_bus_call(sd_bus *bus, const char *destination, const char *path, const char *interface,
@@ -61,9 +35,6 @@ static inline int la_bus_read_variant_s(sd_bus_message *message, const char **va
 static inline int la_bus_read_s(sd_bus_message *message, const char **value) {
     return sd_bus_message_read(message, "s", value);
 }
-static inline int la_bus_read_o(sd_bus_message *message, const char **value) {
-    return sd_bus_message_read(message, "o", value);
-}
 static inline int la_bus_read_sb(sd_bus_message *message, const char **text, int *flag) {
     return sd_bus_message_read(message, "sb", text, flag);
 }
@@ -77,10 +48,10 @@ static inline void la_pam_syslog(const pam_handle_t *pamh, int priority, const c
 }
 
 /*
- * Recursion guard for the nested passcode transaction (SPEC §6). A
- * thread-local counter: Swift cannot declare thread-locals, and PAM calls on
- * one thread are synchronous, so an instance of the module reached inside
- * the inner transaction runs on the thread that started it.
+ * Recursion guard for the nested password transaction. A thread-local
+ * counter: Swift cannot declare thread-locals, and PAM calls on one thread
+ * are synchronous, so an instance of the module reached inside the inner
+ * transaction runs on the thread that started it.
  */
 void la_passcode_guard_enter(void);
 void la_passcode_guard_leave(void);

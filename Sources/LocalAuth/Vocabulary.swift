@@ -1,4 +1,5 @@
-/// Apple's LocalAuthentication vocabulary, reproduced for PAM.
+// Apple's LocalAuthentication vocabulary, reproduced for PAM: the policies,
+// the error codes with Apple's raw values, and how an evaluation ended.
 
 /// What must be proven. Mirrors `LAPolicy`.
 public enum LAPolicy: Equatable {
@@ -7,6 +8,21 @@ public enum LAPolicy: Equatable {
     case biometrics
     /// `deviceOwnerAuthentication`: fingerprint, or the passcode.
     case owner
+
+    /// The name in options, on the command line and in JSON.
+    public var name: String {
+        switch self {
+        case .biometrics: return "biometrics"
+        case .owner: return "owner"
+        }
+    }
+
+    /// The policy with `name` ("owner" or "biometrics"), compared as bytes.
+    public init?<C: Collection>(name: C) where C.Element == UInt8 {
+        if bytesEqual(name, "owner") { self = .owner }
+        else if bytesEqual(name, "biometrics") { self = .biometrics }
+        else { return nil }
+    }
 }
 
 /// Why an evaluation did not succeed. Raw values are Apple's `LAError.Code`s.
@@ -57,41 +73,4 @@ public enum Outcome: Equatable {
     case failure(LAError)
     /// Something inside failed and nothing is left to try (never success).
     case internalError
-}
-
-/// The Linux-PAM return codes this module uses. Raw values are Linux-PAM's
-/// (`_pam_types.h`); a test compares each with the C constant.
-public enum PAMCode: Int32, Equatable, CaseIterable {
-    case success = 0
-    case systemError = 4
-    case authError = 7
-    case authInfoUnavailable = 9
-    case conversationError = 19
-    case ignore = 25
-}
-
-/// SPEC §4: the one table from outcomes to PAM codes.
-public enum ResultTable {
-    /// The PAM code for an LAError. `PAM_MAXTRIES` is deliberately absent:
-    /// sudo turns it into instant retries and sshd disconnects on it.
-    public static func pamCode(for error: LAError) -> PAMCode {
-        switch error {
-        case .authenticationFailed: return .authError
-        case .userFallback: return .ignore
-        case .userCancel, .appCancel, .notInteractive: return .conversationError
-        case .systemCancel, .biometryNotAvailable, .biometryNotEnrolled, .biometryLockout,
-             .biometryDisconnected, .passcodeNotSet:
-            return .authInfoUnavailable
-        case .invalidContext: return .systemError
-        }
-    }
-
-    public static func pamCode(for outcome: Outcome) -> PAMCode {
-        switch outcome {
-        case .outOfScope: return .ignore
-        case .success: return .success
-        case .failure(let error): return pamCode(for: error)
-        case .internalError: return .systemError
-        }
-    }
 }

@@ -1,0 +1,33 @@
+// Loading the configuration: the file (trusted only as root's, through
+// root's directories), then the module arguments. The one loader for the
+// module, the command-line tool and the lint.
+
+/// The options in force, and what was found on the way.
+public struct Configuration {
+    public var options: Options
+    /// The file that was (or would have been) read.
+    public var path: [UInt8]
+    /// The file exists and was read.
+    public var fileRead: Bool
+    /// Why the file was ignored, when it was.
+    public var fileProblem: String?
+    /// Bad lines, bad arguments and clamped values, each a sentence.
+    public var diagnostics: [String]
+    /// Keys set by a valid line of the file.
+    public var keysFromFile: [String]
+
+    /// Reads `path` (or the `conf=` argument, or the default file) and then
+    /// applies `arguments` over it. Never fails: what cannot be used is
+    /// described and safe values stay.
+    public static func load(path given: [UInt8]? = nil, arguments: [[UInt8]] = []) -> Configuration {
+        let path = given ?? OptionParser.configPath(in: arguments) ?? literalBytes(Options.defaultConfigPath)
+        var parser = OptionParser()
+        let (contents, problem) = TrustedPath.readFile(path, limit: OptionParser.maxConfigSize)
+        if let contents { parser.applyConfigFile(contents) }
+        let keys = parser.keysFromConfigFile.map { printableText($0) }
+        parser.applyArguments(arguments)
+        parser.finish()
+        return Configuration(options: parser.options, path: path, fileRead: contents != nil, fileProblem: problem,
+                             diagnostics: parser.diagnostics, keysFromFile: keys)
+    }
+}

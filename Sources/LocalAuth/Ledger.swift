@@ -1,0 +1,343 @@
+// The ledger: every read and write of a user's attempt state, each one
+// transaction under the user's lock, with the record arithmetic of R3, R9,
+// R12 and R13. The engine charges and settles through it; `authsucc`,
+// `localauth reset` and `status` and the store tests use it directly.
+
+/// The instant an operation happens, read once per store transaction.
+public struct Moment: Equatable {
+    public var boot: Int64
+    public var wall: Int64
+    public var bootID: [UInt8]
+}
+
+public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
+    public var options: Options
+    public var store: Store
+    public var clock: Time
+    public var log: Log
+
+    public init(options: Options, store: Store, clock: Time, log: Log) {
+        self.options = options
+        self.store = store
+        self.clock = clock
+        self.log = log
+    }
+
+
+    /// R11: the password module of a biometrics-policy stack succeeded for
+    /// this user after this module's own prompt: reset `F` and `P`.
+    public mutating func resetAfterPasswordSuccess(_ user: UserIdentity) -> Bool {
+        let moment = now()
+        do {
+            return try store.withRecord(uid: user.uid, userName: user.name) { record, status -> Bool in
+                guard record != nil || status != .absent else { return true }
+                var current = record ?? StateRecord(uid: user.uid, userName: user.name, createdWallSeconds: moment.wall)
+                current.fingerprintFailures = 0
+                current.passcodeFailures = 0
+                current.backoffRemainingMilliseconds = 0
+                current.settleFailures()
+                record = current
+                return true
+            }
+        } catch {
+            log.log(.error, "cannot reset the record of uid \(user.uid): \(storeFailureText(error, directory: options.stateDir))")
+            return false
+        }
+    }
+
+    /// What the store holds for a user, read without changing anything (for
+    /// `localauth status`): a damaged record is reported, not replaced.
+    public struct Inspection: Equatable {
+        public var status: LoadStatus
+        public var record: StateRecord?
+        public var remainingBackoffMilliseconds: Int64
+        public var fingerprintLocked: Bool
+    }
+
+    public mutating func inspect(_ user: UserIdentity) -> Inspection? {
+        let moment = now()
+        let rules = RecordRules(options: options, backoffApplies: backoffApplies(user))
+        let lockout = options.lockout
+        do {
+            return try store.withRecord(uid: user.uid, userName: user.name) { record, status -> Inspection in
+                let remaining = record.map { rules.remainingBackoff($0, moment: moment) } ?? 0
+                let locked = (record?.fingerprintFailures ?? 0) >= lockout
+                return Inspection(status: status, record: record, remainingBackoffMilliseconds: remaining, fingerprintLocked: locked)
+            }
+        } catch {
+            log.log(.error, "cannot read the record of uid \(user.uid): \(storeFailureText(error, directory: options.stateDir))")
+            return nil
+        }
+    }
+
+
+    public mutating func now() -> Moment {
+        Moment(boot: clock.bootNanoseconds(), wall: clock.wallSeconds(), bootID: clock.bootID())
+    }
+
+    /// Whether back-off applies to this user (root is exempt unless
+    /// `even_deny_root`, R9).
+    func backoffApplies(_ user: UserIdentity) -> Bool { user.uid != 0 || options.evenDenyRoot }
+
+    /// Reads the record, replacing a damaged one per R12 (and saying so).
+    public mutating func snapshot(_ user: UserIdentity) -> StateRecord? {
+        let moment = now()
+        let rules = RecordRules(options: options, backoffApplies: backoffApplies(user))
+        var damage: RecordDamage? = nil
+        let result: StateRecord
+        do {
+            result = try store.withRecord(uid: user.uid, userName: user.name) { record, status -> StateRecord in
+                if case .damaged(let why) = status { damage = why }
+                var current = rules.current(&record, status, user: user, moment: moment)
+                if rules.reanchorBackoff(&current, moment: moment) { record = current }
+                return current
+            }
+        } catch {
+            log.log(.error, "cannot read the record of uid \(user.uid): \(storeFailureText(error, directory: options.stateDir))")
+            return nil
+        }
+        if let damage {
+            log.log(.warning, "record of uid \(user.uid) was replaced (\(damage.text)): fingerprint locked, passcode after the first back-off")
+        }
+        return result
+    }
+
+    public enum FingerprintCharge: Equatable {
+        case charged(UInt64)
+        case limitReached
+        case storeFailed
+    }
+
+    /// R3: under the lock, check the limit and durably count the attempt as failed.
+    public mutating func chargeFingerprint(_ user: UserIdentity, _ request: Request) -> FingerprintCharge {
+        let moment = now()
+        let rules = RecordRules(options: options, backoffApplies: backoffApplies(user))
+        do {
+            return try store.withRecord(uid: user.uid, userName: user.name) { record, status -> FingerprintCharge in
+                var current = rules.current(&record, status, user: user, moment: moment)
+                guard current.fingerprintFailures < rules.options.lockout else {
+                    record = current
+                    return .limitReached
+                }
+                current.fingerprintFailures += 1
+                let sequence = current.appendFailure(kind: .fingerprint, wallSeconds: moment.wall, service: request.service,
+                                                     tty: request.tty, remoteHost: request.remoteHost)
+                record = current
+                return .charged(sequence)
+            }
+        } catch {
+            log.log(.error, "cannot charge a fingerprint attempt for uid \(user.uid): \(storeFailureText(error, directory: options.stateDir)); attempt refused")
+            return .storeFailed
+        }
+    }
+
+    public enum PasscodeCharge: Equatable {
+        case charged(UInt64)
+        case waiting(Int64)
+        case storeFailed
+    }
+
+    /// R3 + R9: under the lock, refuse during a back-off, else count the
+    /// entry as wrong and start the back-off it would earn.
+    public mutating func chargePasscode(_ user: UserIdentity, _ request: Request) -> PasscodeCharge {
+        let moment = now()
+        let rules = RecordRules(options: options, backoffApplies: backoffApplies(user))
+        do {
+            return try store.withRecord(uid: user.uid, userName: user.name) { record, status -> PasscodeCharge in
+                var current = rules.current(&record, status, user: user, moment: moment)
+                let remaining = rules.remainingBackoff(current, moment: moment)
+                if remaining > 0 {
+                    if rules.reanchorBackoff(&current, moment: moment) { record = current }
+                    return .waiting(remaining)
+                }
+                current.passcodeFailures += 1
+                rules.startBackoff(&current, moment: moment)
+                let sequence = current.appendFailure(kind: .passcode, wallSeconds: moment.wall, service: request.service,
+                                                     tty: request.tty, remoteHost: request.remoteHost)
+                record = current
+                return .charged(sequence)
+            }
+        } catch {
+            log.log(.error, "cannot charge a passcode attempt for uid \(user.uid): \(storeFailureText(error, directory: options.stateDir)); attempt refused")
+            return .storeFailed
+        }
+    }
+
+    /// The remaining passcode wait in milliseconds; nil when the store failed.
+    public mutating func backoffRemaining(_ user: UserIdentity) -> Int64? {
+        let moment = now()
+        let rules = RecordRules(options: options, backoffApplies: backoffApplies(user))
+        do {
+            return try store.withRecord(uid: user.uid, userName: user.name) { record, status -> Int64 in
+                var current = rules.current(&record, status, user: user, moment: moment)
+                let remaining = rules.remainingBackoff(current, moment: moment)
+                if remaining > 0, rules.reanchorBackoff(&current, moment: moment) { record = current }
+                return remaining
+            }
+        } catch {
+            log.log(.error, "cannot read the back-off of uid \(user.uid): \(storeFailureText(error, directory: options.stateDir))")
+            return nil
+        }
+    }
+
+    /// An attempt that provably ended without a verdict is given back (R3).
+    public mutating func refund(_ user: UserIdentity, kind: FailureEntry.Kind, sequence: UInt64) {
+        let rules = RecordRules(options: options, backoffApplies: backoffApplies(user))
+        do {
+            try store.withRecord(uid: user.uid, userName: user.name) { record, status in
+                guard status == .loaded, var current = record else { return }
+                // Only an attempt whose count is still there: a success since
+                // then reset it, and a later charge must not pay for it.
+                guard current.recentFailures.contains(where: { $0.sequence == sequence && !$0.settled }) else { return }
+                switch kind {
+                case .fingerprint: current.fingerprintFailures = max(0, current.fingerprintFailures - 1)
+                case .passcode:
+                    current.passcodeFailures = max(0, current.passcodeFailures - 1)
+                    // The charge started the wait its count earned (R9). Drop
+                    // it only when the count left earns none: a parallel
+                    // prompt's charge may have earned the running wait.
+                    if rules.options.backoffSeconds(afterFailures: current.passcodeFailures) == 0 || !rules.backoffApplies {
+                        current.backoffRemainingMilliseconds = 0
+                    }
+                }
+                current.removeFailure(sequence: sequence)
+                record = current
+            }
+        } catch {
+            log.log(.warning, "cannot refund an attempt for uid \(user.uid): \(storeFailureText(error, directory: options.stateDir)); it stays counted")
+        }
+    }
+
+    /// R4/R8: a match or a correct passcode resets both counts.
+    public mutating func recordSuccess(_ user: UserIdentity, method: AuthenticationMethod, sequence: UInt64, domainState: [UInt8]) {
+        let moment = now()
+        do {
+            try store.withRecord(uid: user.uid, userName: user.name) { record, status in
+                var current = record ?? StateRecord(uid: user.uid, userName: user.name, createdWallSeconds: moment.wall)
+                current.fingerprintFailures = 0
+                current.passcodeFailures = 0
+                current.backoffRemainingMilliseconds = 0
+                current.removeFailure(sequence: sequence)
+                current.settleFailures()
+                switch method {
+                case .biometry:
+                    current.lastFingerprintSuccessWallSeconds = moment.wall
+                case .passcode:
+                    current.lastPasscodeSuccessWallSeconds = moment.wall
+                    current.lastPasscodeSuccessBootID = moment.bootID
+                    var digest = RecordFormat.zeroDigest
+                    for index in 0..<min(digest.count, domainState.count) { digest[index] = domainState[index] }
+                    current.lastPasscodeSuccessDigest = digest
+                }
+                record = current
+            }
+        } catch {
+            log.log(.error, "cannot record a success for uid \(user.uid): \(storeFailureText(error, directory: options.stateDir))")
+        }
+    }
+}
+
+/// The administrator's words for a store failure; directory problems name the path.
+public func storeFailureText(_ failure: StoreFailure, directory: [UInt8]) -> String {
+    switch failure {
+    case .directoryUnusable(let problem):
+        let path = "state directory " + printableText(directory)
+        switch problem {
+        case .notAbsolute: return path + " is not an absolute path"
+        case .unsafeAncestor:
+            return path + ": a directory on its path is a symlink, not root's, or writable by group or others; refused"
+        case .missingAncestor: return path + ": a directory on its path is missing"
+        case .missingInWritableParent: return path + " is missing and its parent is writable by others; create it as root with mode 0700"
+        case .unsafeDirectory: return path + " is not a directory owned by root with mode 0700"
+        }
+    case .lockFailed(let errno): return "lock failed (errno \(errno.code))"
+    case .writeFailed(let errno): return "write failed (errno \(errno.code))"
+    case .fileSizeLimited: return "file size limit"
+    }
+}
+
+/// The record arithmetic of R3, R9, R12 and R13, free of any I/O so it can
+/// run inside a store transaction.
+struct RecordRules {
+    let options: Options
+    let backoffApplies: Bool
+
+    /// The record to work on: the stored one, a fresh one for an absent file
+    /// (not stored unless changed), or the R12 replacement for a damaged one
+    /// (stored at once).
+    func current(_ record: inout StateRecord?, _ status: LoadStatus, user: UserIdentity, moment: Moment) -> StateRecord {
+        switch status {
+        case .loaded:
+            if let record { return record }
+            return fresh(user, moment)
+        case .absent:
+            return fresh(user, moment)
+        case .damaged:
+            var replacement = fresh(user, moment)
+            replacement.fingerprintFailures = options.lockout
+            replacement.passcodeFailures = options.firstBackoffThreshold
+            startBackoff(&replacement, moment: moment)
+            record = replacement
+            return replacement
+        }
+    }
+
+    /// A new record. Its attempt numbers start from the clocks, not from 1,
+    /// so an attempt charged to a record that was since replaced can never
+    /// match (and be refunded against) a new attempt.
+    func fresh(_ user: UserIdentity, _ moment: Moment) -> StateRecord {
+        var record = StateRecord(uid: user.uid, userName: user.name, createdWallSeconds: moment.wall)
+        record.nextSequence = UInt64(truncatingIfNeeded: moment.wall) << 24 ^ UInt64(truncatingIfNeeded: moment.boot) | 1
+        return record
+    }
+
+    /// R9: the wait earned by the current passcode failure count.
+    func startBackoff(_ record: inout StateRecord, moment: Moment) {
+        let seconds = backoffApplies ? options.backoffSeconds(afterFailures: record.passcodeFailures) : 0
+        record.backoffRemainingMilliseconds = Int64(seconds) * 1000
+        record.backoffAnchorBootNanoseconds = moment.boot
+        record.backoffBootID = moment.bootID
+    }
+
+    /// R13: the wait left, counted on the boot clock within a boot; a new
+    /// boot resumes the stored remainder. Never more than the stored wait.
+    func remainingBackoff(_ record: StateRecord, moment: Moment) -> Int64 {
+        let stored = storedWait(record)
+        guard backoffApplies, stored > 0 else { return 0 }
+        guard record.backoffBootID == moment.bootID, moment.boot >= record.backoffAnchorBootNanoseconds else {
+            return stored
+        }
+        let elapsed = (moment.boot - record.backoffAnchorBootNanoseconds) / 1_000_000
+        return max(0, stored - elapsed)
+    }
+
+    /// The stored wait, never more than `max_backoff`: a record may hold any
+    /// number (a valid checksum says nothing about sense), and the
+    /// administrator may have lowered the bound since; a wait that never
+    /// ends would lock the owner out (R12).
+    func storedWait(_ record: StateRecord) -> Int64 {
+        min(record.backoffRemainingMilliseconds, Int64(options.maxBackoffSeconds) * 1000)
+    }
+
+    /// Saves the wait's progress: the remainder as of now, anchored to now in
+    /// this boot. A later boot then resumes from the last remainder any
+    /// prompt saw, rather than from the full wait (R13). A boot clock below
+    /// the anchor, or another boot id, counts no elapsed time: the boot id may
+    /// be unreadable, and time is never assumed to have passed.
+    /// True when the record changed.
+    func reanchorBackoff(_ record: inout StateRecord, moment: Moment) -> Bool {
+        guard record.backoffRemainingMilliseconds > 0 else { return false }
+        var remaining = storedWait(record)
+        if record.backoffBootID == moment.bootID, moment.boot >= record.backoffAnchorBootNanoseconds {
+            remaining = max(0, remaining - (moment.boot - record.backoffAnchorBootNanoseconds) / 1_000_000)
+        }
+        if remaining == record.backoffRemainingMilliseconds, record.backoffBootID == moment.bootID,
+           record.backoffAnchorBootNanoseconds == moment.boot {
+            return false
+        }
+        record.backoffRemainingMilliseconds = remaining
+        record.backoffAnchorBootNanoseconds = moment.boot
+        record.backoffBootID = moment.bootID
+        return true
+    }
+}

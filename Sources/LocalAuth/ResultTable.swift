@@ -1,0 +1,67 @@
+// The two tables an outcome goes through: to a PAM return code (the module)
+// and to an exit code (the command-line tool). Each is walked by a test.
+
+/// The Linux-PAM return codes this module uses. Raw values are Linux-PAM's
+/// (`_pam_types.h`); a test compares each with the C constant.
+public enum PAMCode: Int32, Equatable, CaseIterable {
+    case success = 0
+    case systemError = 4
+    case authError = 7
+    case authInfoUnavailable = 9
+    case conversationError = 19
+    case ignore = 25
+}
+
+/// The one table from outcomes to PAM codes (docs/DESIGN.md, "Result codes").
+public enum ResultTable {
+    /// The PAM code for an LAError. `PAM_MAXTRIES` is deliberately absent:
+    /// sudo turns it into instant retries and sshd disconnects on it.
+    public static func pamCode(for error: LAError) -> PAMCode {
+        switch error {
+        case .authenticationFailed: return .authError
+        case .userFallback: return .ignore
+        case .userCancel, .appCancel, .notInteractive: return .conversationError
+        case .systemCancel, .biometryNotAvailable, .biometryNotEnrolled, .biometryLockout,
+             .biometryDisconnected, .passcodeNotSet:
+            return .authInfoUnavailable
+        case .invalidContext: return .systemError
+        }
+    }
+
+    public static func pamCode(for outcome: Outcome) -> PAMCode {
+        switch outcome {
+        case .outOfScope: return .ignore
+        case .success: return .success
+        case .failure(let error): return pamCode(for: error)
+        case .internalError: return .systemError
+        }
+    }
+}
+
+/// The `localauth` command's documented exit codes (localauth(1)).
+public enum ExitCode: Int32, Equatable, CaseIterable, Sendable {
+    case success = 0
+    case failure = 1
+    case usage = 2
+    case permissionDenied = 3
+    case unknownUser = 4
+    case passcodeNotSet = 10
+    case biometryNotAvailable = 11
+    case biometryNotEnrolled = 12
+    case biometryLockout = 13
+}
+
+/// The one table from a preflight's error to the exit code of `localauth check`.
+public enum ExitCodeTable {
+    public static func exitCode(for error: LAError) -> ExitCode {
+        switch error {
+        case .passcodeNotSet: return .passcodeNotSet
+        case .biometryNotAvailable: return .biometryNotAvailable
+        case .biometryNotEnrolled: return .biometryNotEnrolled
+        case .biometryLockout: return .biometryLockout
+        case .authenticationFailed, .userCancel, .userFallback, .systemCancel, .appCancel, .invalidContext,
+             .biometryDisconnected, .notInteractive:
+            return .failure
+        }
+    }
+}

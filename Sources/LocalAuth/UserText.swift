@@ -1,0 +1,83 @@
+// Every sentence the person at the prompt reads, in one place (for review
+// now, for translation one day). Log lines for the administrator stay next
+// to the code that writes them.
+
+public enum UserText {
+    public static var firstPrompt: String { "Password, or press Enter to use your fingerprint: " }
+
+    /// The password prompt: the fallback title, or "Password" when it is hidden.
+    public static func passcodePrompt(_ options: Options) -> String {
+        options.fallbackTitle.isEmpty ? "Password: " : printableText(options.fallbackTitle) + ": "
+    }
+
+    public static var locked: String {
+        "Too many failed fingerprint attempts. Fingerprint is locked until you enter your password."
+    }
+
+    public static var readerBusy: String { "The fingerprint reader is in use by another prompt." }
+    public static var notRecognized: String { "Fingerprint not recognized." }
+    public static var timedOut: String { "Timed out waiting for a fingerprint." }
+    public static var disconnected: String { "The fingerprint reader was disconnected." }
+    public static var stopped: String { "The fingerprint reader stopped working." }
+
+    /// The reason: `reason=` with `%u` (user) and `%s` (service) expanded, or
+    /// a sentence naming the service and the user.
+    public static func reason(_ request: Request, options: Options) -> String {
+        guard let reason = options.reason else {
+            return "\(printableText(request.service, limit: 32)) needs to confirm your identity (\(printableText(request.userName, limit: 64)))."
+        }
+        var expanded: [UInt8] = []
+        var index = 0
+        while index < reason.count {
+            if reason[index] == 0x25, index + 1 < reason.count {
+                let code = reason[index + 1]
+                if code == 0x75 { expanded.append(contentsOf: request.userName.prefix(64)); index += 2; continue }
+                if code == 0x73 { expanded.append(contentsOf: request.service.prefix(32)); index += 2; continue }
+            }
+            expanded.append(reason[index])
+            index += 1
+        }
+        return printableText(expanded, limit: 400)
+    }
+
+    /// The reason and where to put the finger, with the fallback hint in
+    /// terminal mode when it is offered from the start.
+    public static func instruction(_ request: Request, options: Options, scanType: ScanType, fallbackOffered: Bool) -> String {
+        let action = scanType == .swipe ? "Swipe your finger across" : "Place your finger on"
+        var text = reason(request, options: options)
+        if let last = text.utf8.last, last != 0x2E, last != 0x21, last != 0x3F, last != 0x3A { text += "." }
+        text += " " + action + " the fingerprint reader."
+        if fallbackOffered && request.mode == .terminal {
+            text += " Press Ctrl-C to " + printableText(options.fallbackTitle) + "."
+        }
+        return text
+    }
+
+    public static func noMatch(_ options: Options, fallbackOffered: Bool) -> String {
+        var text = "Fingerprint not recognized. Try again."
+        if fallbackOffered { text += " Press Ctrl-C to " + printableText(options.fallbackTitle) + "." }
+        return text
+    }
+
+    public static func hint(_ hint: RetryHint) -> String {
+        switch hint {
+        case .retryScan: return "Scan failed. Try again."
+        case .swipeTooShort: return "Swipe was too short. Try again."
+        case .fingerNotCentered: return "Finger was not centered. Try again."
+        case .removeAndRetry: return "Remove your finger and try again."
+        }
+    }
+
+    public static func wait(_ milliseconds: Int64) -> String {
+        "Too many wrong passwords. Try again in " + durationText(milliseconds) + "."
+    }
+}
+
+/// A wait in words, rounded up: "45 seconds", "1 minute", "2 hours".
+public func durationText(_ milliseconds: Int64) -> String {
+    let seconds = (milliseconds + 999) / 1000
+    func unit(_ count: Int64, _ name: String) -> String { count == 1 ? "1 \(name)" : "\(count) \(name)s" }
+    if seconds < 60 { return unit(max(seconds, 1), "second") }
+    if seconds < 3600 { return unit((seconds + 59) / 60, "minute") }
+    return unit((seconds + 3599) / 3600, "hour")
+}

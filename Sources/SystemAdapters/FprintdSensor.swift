@@ -1,0 +1,266 @@
+// The fingerprint reader through fprintd on the system bus: the device that
+// holds the user's prints, one claim per prompt, one VerifyStart per
+// attempt, fprintd's messages read in order, and the stop decided from
+// evidence (VerifyStopRule). docs/DESIGN.md lists the fprintd facts this
+// relies on.
+import LocalAuth
+
+/// What the bus handlers leave for the verify loop.
+final class FprintdEvents {
+    /// What fprintd said about the running attempt, oldest first.
+    var log: [FprintdSignal] = []
+    /// fprintd left the bus (NameOwnerChanged with an empty new owner).
+    var vanished = false
+    /// fprintd's unique bus name: signals from anyone else are ignored.
+    let owner: [UInt8]
+    /// Set from just before our VerifyStart until every message fprintd sent
+    /// before answering our VerifyStop has been read: fprintd broadcasts
+    /// every session's statuses, and only these are ours.
+    var armed = false
+
+    init(owner: [UInt8]) { self.owner = owner }
+}
+
+private var fprintdName: [UInt8] { literalBytes("net.reactivated.Fprint") }
+private var managerPath: [UInt8] { literalBytes("/net/reactivated/Fprint/Manager") }
+private var managerInterface: [UInt8] { literalBytes("net.reactivated.Fprint.Manager") }
+private var deviceInterface: [UInt8] { literalBytes("net.reactivated.Fprint.Device") }
+private var propertiesInterface: [UInt8] { literalBytes("org.freedesktop.DBus.Properties") }
+private var busName: [UInt8] { literalBytes("org.freedesktop.DBus") }
+private var busPath: [UInt8] { literalBytes("/org/freedesktop/DBus") }
+private var fingerNeeded: [UInt8] { literalBytes("finger-needed") }
+private var fingerPresent: [UInt8] { literalBytes("finger-present") }
+
+/// The fingerprint reader through fprintd.
+public struct FprintdSensor<Time: Clock>: FingerprintSensor {
+    /// Ctrl-C ends a wait (terminal mode, R16).
+    let interruptible: Bool
+    private var clock: Time
+    private var bus: SystemBus? = nil
+    private var device: [UInt8] = []
+    private var claimed = false
+    private var verifying = false
+    private var events: FprintdEvents? = nil
+    private var interrupt = TerminalInterrupt()
+
+    public init(interruptible: Bool, clock: Time) {
+        self.interruptible = interruptible
+        self.clock = clock
+    }
+
+    /// For `localauth status`: the device holding the user's prints and the
+    /// enrolled finger names, with the availability (never claims).
+    public mutating func describe(userName: [UInt8]) -> (availability: SensorAvailability, device: [UInt8], fingers: [[UInt8]]) {
+        guard connect() else { return (.unreachable, [], []) }
+        let availability = chooseDevice(userName)
+        let fingers = device.isEmpty ? [] : enrolledFingers(on: device, userName)
+        return (availability, device, fingers)
+    }
+
+    // MARK: FingerprintSensor
+
+    public mutating func availability(userName: [UInt8]) -> SensorAvailability {
+        guard connect() else { return .unreachable }
+        return chooseDevice(userName)
+    }
+
+    public mutating func open(userName: [UInt8]) -> SensorSession {
+        guard connect(), let bus else { return .failed }
+        guard case .available = chooseDevice(userName), !device.isEmpty else { return .failed }
+        guard let owner = nameOwner() else { return .failed }
+        let events = FprintdEvents(owner: owner)
+        self.events = events
+        guard subscribe(events) else { close(); return .failed }
+        let claim = bus.call(destination: fprintdName, path: device, interface: deviceInterface, member: literalBytes("Claim"),
+                             arguments: [userName])
+        guard claim.succeeded else {
+            close()
+            return bytesEqual(claim.errorName, "net.reactivated.Fprint.Error.AlreadyInUse") ? .busy : .failed
+        }
+        claimed = true
+        // Anything fprintd sent before the claim was answered belongs to
+        // another session (statuses are broadcast): drop it.
+        drain()
+        if interruptible { _ = interrupt.begin() }
+        return .opened(scanType())
+    }
+
+    public mutating func verifyAttempt(deadline: Int64, onHint: (RetryHint) -> Void) -> AttemptEnd {
+        guard let bus, let events, claimed else { return .deviceError }
+        if verifying { finishVerifying() }
+        drain()
+        events.armed = true
+        let start = bus.call(destination: fprintdName, path: device, interface: deviceInterface, member: literalBytes("VerifyStart"),
+                             arguments: [literalBytes("any")])
+        guard start.succeeded else {
+            events.armed = false
+            return events.vanished ? .vanished : .deviceError
+        }
+        verifying = true
+        var handled = 0
+        var interrupted = false
+        while true {
+            while true {
+                let processed = bus.process()
+                if processed < 0 { return settle(after: .deviceError, unread: handled) }
+                if processed == 0 { break }
+            }
+            while handled < events.log.count {
+                let signal = events.log[handled]
+                handled += 1
+                guard case .status(let result) = signal.kind else { continue }
+                switch result {
+                case .hint(let hint): onHint(hint)
+                case .match: finishVerifying(); return .match
+                case .noMatch: finishVerifying(); return .noMatch
+                case .disconnected: finishVerifying(); return .disconnected
+                case .unknownError: finishVerifying(); return .deviceError
+                }
+            }
+            if events.vanished { verifying = false; events.armed = false; return .vanished }
+            // A Ctrl-C counts only after every verdict already received was
+            // handled, and the stop then reads what fprintd sent before it.
+            if interrupted { return settle(after: .interrupted, unread: handled) }
+            let now = clock.bootNanoseconds()
+            if now >= deadline { return settle(after: .timeout, unread: handled) }
+            let waitMilliseconds = Int32(min((deadline - now) / 1_000_000 + 1, 1000))
+            guard let busRequest = bus.pollRequest else { return settle(after: .deviceError, unread: handled) }
+            var requests = [busRequest]
+            if let interruptRequest = interrupt.pollRequest { requests.append(interruptRequest) }
+            guard let ready = Syscalls.poll(requests, timeoutMilliseconds: waitMilliseconds) else {
+                return settle(after: .deviceError, unread: handled)
+            }
+            if ready.count > 1 && ready[1] & PollRequest.readable != 0 { interrupted = true }
+        }
+    }
+
+    public mutating func consumeInterrupt() {
+        interrupt.consume()
+    }
+
+    public mutating func close() {
+        if let bus {
+            if verifying { finishVerifying() }
+            if claimed {
+                _ = bus.call(destination: fprintdName, path: device, interface: deviceInterface, member: literalBytes("Release"))
+                claimed = false
+            }
+            bus.close()
+            self.bus = nil
+        }
+        interrupt.end()
+        events = nil
+    }
+
+    // MARK: Bus work
+
+    private mutating func connect() -> Bool {
+        if bus != nil { return true }
+        // No call may hang the prompt: fprintd answers in milliseconds.
+        bus = SystemBus(callTimeoutMicroseconds: 5_000_000)
+        return bus != nil
+    }
+
+    /// Picks the device holding the user's prints: with devices but no
+    /// prints on any of them the user is not enrolled.
+    private mutating func chooseDevice(_ userName: [UInt8]) -> SensorAvailability {
+        guard let bus else { return .unreachable }
+        let reply = bus.call(destination: fprintdName, path: managerPath, interface: managerInterface, member: literalBytes("GetDevices"))
+        guard reply.succeeded, let devices = reply.message?.readStrings(limit: 256) else { return .unreachable }
+        guard !devices.isEmpty else { return .noDevice }
+        for candidate in devices {
+            let fingers = enrolledFingers(on: candidate, userName)
+            if !fingers.isEmpty {
+                device = candidate
+                return .available(domainState: EnrollmentDigest.compute(
+                    device: candidate, fingers: fingers, userName: userName, printRoot: literalBytes(EnrollmentDigest.defaultPrintRoot)))
+            }
+        }
+        device = []
+        return .notEnrolled
+    }
+
+    private func enrolledFingers(on path: [UInt8], _ userName: [UInt8]) -> [[UInt8]] {
+        guard let bus else { return [] }
+        let reply = bus.call(destination: fprintdName, path: path, interface: deviceInterface, member: literalBytes("ListEnrolledFingers"),
+                             arguments: [userName])
+        guard reply.succeeded else { return [] }
+        return reply.message?.readStrings(limit: 64) ?? []
+    }
+
+    /// fprintd's unique name, so that signals from anyone else are ignored.
+    private func nameOwner() -> [UInt8]? {
+        guard let bus else { return nil }
+        let reply = bus.call(destination: busName, path: busPath, interface: busName, member: literalBytes("GetNameOwner"),
+                             arguments: [fprintdName])
+        guard reply.succeeded else { return nil }
+        return reply.message?.readString(limit: 256)
+    }
+
+    private func subscribe(_ events: FprintdEvents) -> Bool {
+        guard let bus else { return false }
+        let statuses = BusSignalHandler { message in
+            guard message.sender == events.owner, events.armed, let serial = message.serial,
+                  let (text, _) = message.readStringAndFlag(limit: 64), let result = FprintdResult(text) else { return }
+            events.log.append(FprintdSignal(.status(result), serial: serial))
+        }
+        let properties = BusSignalHandler { message in
+            guard message.sender == events.owner, events.armed, let serial = message.serial else { return }
+            for (name, value) in message.readChangedBooleans(interface: deviceInterface, names: [fingerNeeded, fingerPresent]) {
+                let kind: FprintdSignal.Kind = name == fingerNeeded ? .fingerNeeded(value) : .fingerPresent(value)
+                events.log.append(FprintdSignal(kind, serial: serial))
+            }
+        }
+        let owners = BusSignalHandler { message in
+            guard let (name, _, new) = message.readThreeStrings(limit: 64) else { return }
+            if name == fprintdName && new.isEmpty { events.vanished = true }
+        }
+        return bus.subscribe(sender: events.owner, path: device, interface: deviceInterface, member: literalBytes("VerifyStatus"), statuses)
+            && bus.subscribe(sender: events.owner, path: device, interface: propertiesInterface, member: literalBytes("PropertiesChanged"),
+                             properties)
+            && bus.subscribe(sender: busName, path: busPath, interface: busName, member: literalBytes("NameOwnerChanged"), owners)
+    }
+
+    /// Ends a verification that gave its verdict. A later VerifyStop gets
+    /// its reply with no status; anything still queued is dropped.
+    private mutating func finishVerifying() {
+        guard let bus, verifying else { return }
+        verifying = false
+        _ = bus.call(destination: fprintdName, path: device, interface: deviceInterface, member: literalBytes("VerifyStop"))
+        events?.armed = false
+        drain()
+    }
+
+    /// Stops a verification that has no verdict yet and decides how the
+    /// attempt ended. The attempt stays armed until fprintd's reply to the
+    /// stop has arrived and every message before it has been read: fprintd
+    /// may have judged a finger whose verdict is still queued behind other
+    /// traffic (R3). The rule itself is `VerifyStopRule`.
+    private mutating func settle(after reason: StopReason, unread: Int) -> AttemptEnd {
+        guard let bus, let events else { return .stoppedAfterPossibleScan(reason) }
+        verifying = false
+        let stop = bus.call(destination: fprintdName, path: device, interface: deviceInterface, member: literalBytes("VerifyStop"))
+        let replySerial = stop.succeeded ? stop.message?.serial : nil
+        bus.processAll()
+        events.armed = false
+        let log = events.log
+        events.log.removeAll()
+        return VerifyStopRule.end(after: reason, log: log, unread: unread, stopReplySerial: replySerial)
+    }
+
+    /// Dispatches every queued message and forgets what the handlers logged.
+    private func drain() {
+        bus?.processAll()
+        events?.log.removeAll()
+    }
+
+    /// The device's `scan-type` property. Read through Properties.Get: the
+    /// name has a dash, which sd-bus refuses as a member name.
+    private func scanType() -> ScanType {
+        guard let bus else { return .press }
+        let reply = bus.call(destination: fprintdName, path: device, interface: propertiesInterface, member: literalBytes("Get"),
+                             arguments: [deviceInterface, literalBytes("scan-type")])
+        guard reply.succeeded, let value = reply.message?.readVariantString(limit: 16) else { return .press }
+        return bytesEqual(value, "swipe") ? .swipe : .press
+    }
+}

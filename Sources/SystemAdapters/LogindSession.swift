@@ -1,0 +1,16 @@
+// logind's view of the caller's session, through sd-login: the only code
+// that calls sd-login.
+import CSystemLibraries
+import LocalAuth
+
+public enum LogindSession {
+    /// True when logind calls the caller's session remote; nil when there is
+    /// no logind or the caller has no session (R1).
+    public static func callerIsRemote() -> Bool? {
+        var session: UnsafeMutablePointer<CChar>? = nil
+        guard sd_pid_get_session(0, &session) >= 0, let name = session else { return nil }
+        defer { Syscalls.release(name) }
+        let remote = sd_session_is_remote(name)
+        return remote < 0 ? nil : remote > 0
+    }
+}

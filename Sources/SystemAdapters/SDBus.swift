@@ -1,0 +1,227 @@
+// The only code that calls sd-bus (libsystemd's D-Bus client): a system bus
+// connection, method calls with string arguments, replies and signals read
+// as bytes, and signal subscriptions with Swift handlers.
+import CSystemLibraries
+import LocalAuth
+
+/// A message received from the bus (a reply or a signal), borrowed for the
+/// duration of a call or a handler.
+struct BusMessage {
+    fileprivate let raw: OpaquePointer
+
+    /// The unique name of the sender.
+    var sender: [UInt8]? {
+        guard let sender = sd_bus_message_get_sender(raw) else { return nil }
+        return Syscalls.bytes(ofCString: sender, limit: 256)
+    }
+
+    /// The serial its sender gave it (one counter per sending connection).
+    var serial: UInt64? {
+        var cookie: UInt64 = 0
+        return sd_bus_message_get_cookie(raw, &cookie) >= 0 ? cookie : nil
+    }
+
+    /// An array of strings or object paths, each at most `limit` bytes.
+    func readStrings(limit: Int) -> [[UInt8]]? {
+        var strings: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = nil
+        guard sd_bus_message_read_strv(raw, &strings) >= 0, let strings else { return nil }
+        var result: [[UInt8]] = []
+        var index = 0
+        while let string = strings[index] {
+            result.append(Syscalls.bytes(ofCString: string, limit: limit))
+            Syscalls.release(string)
+            index += 1
+        }
+        Syscalls.release(strings)
+        return result
+    }
+
+    func readString(limit: Int) -> [UInt8]? {
+        var value: UnsafePointer<CChar>? = nil
+        guard la_bus_read_s(raw, &value) >= 0, let value else { return nil }
+        return Syscalls.bytes(ofCString: value, limit: limit)
+    }
+
+    /// A variant holding a string (a `Properties.Get` reply).
+    func readVariantString(limit: Int) -> [UInt8]? {
+        var value: UnsafePointer<CChar>? = nil
+        guard la_bus_read_variant_s(raw, &value) >= 0, let value else { return nil }
+        return Syscalls.bytes(ofCString: value, limit: limit)
+    }
+
+    /// A string and a boolean (`sb`).
+    func readStringAndFlag(limit: Int) -> (text: [UInt8], flag: Bool)? {
+        var text: UnsafePointer<CChar>? = nil
+        var flag: Int32 = 0
+        guard la_bus_read_sb(raw, &text, &flag) >= 0, let text else { return nil }
+        return (Syscalls.bytes(ofCString: text, limit: limit), flag != 0)
+    }
+
+    /// Three strings (`sss`), as NameOwnerChanged carries.
+    func readThreeStrings(limit: Int) -> ([UInt8], [UInt8], [UInt8])? {
+        var a: UnsafePointer<CChar>? = nil, b: UnsafePointer<CChar>? = nil, c: UnsafePointer<CChar>? = nil
+        guard la_bus_read_sss(raw, &a, &b, &c) >= 0, let a, let b, let c else { return nil }
+        return (Syscalls.bytes(ofCString: a, limit: limit), Syscalls.bytes(ofCString: b, limit: limit),
+                Syscalls.bytes(ofCString: c, limit: limit))
+    }
+
+    /// The boolean properties among `names` in a PropertiesChanged signal
+    /// (`sa{sv}as`) for `interface`; other properties are skipped.
+    func readChangedBooleans(interface expected: [UInt8], names: [[UInt8]]) -> [(name: [UInt8], value: Bool)] {
+        var interface: UnsafePointer<CChar>? = nil
+        guard sd_bus_message_read_basic(raw, typeCode("s"), &interface) >= 0, let interface,
+              Syscalls.bytes(ofCString: interface, limit: 256) == expected,
+              sd_bus_message_enter_container(raw, typeCode("a"), "{sv}") > 0 else { return [] }
+        var values: [(name: [UInt8], value: Bool)] = []
+        var entries = 0
+        while entries < 64, sd_bus_message_enter_container(raw, typeCode("e"), "sv") > 0 {
+            entries += 1
+            var key: UnsafePointer<CChar>? = nil
+            guard sd_bus_message_read_basic(raw, typeCode("s"), &key) >= 0, let key else { return values }
+            let name = Syscalls.bytes(ofCString: key, limit: 64)
+            if names.contains(name) && sd_bus_message_enter_container(raw, typeCode("v"), "b") > 0 {
+                var value: Int32 = 0
+                guard sd_bus_message_read_basic(raw, typeCode("b"), &value) >= 0 else { return values }
+                values.append((name, value != 0))
+                _ = sd_bus_message_exit_container(raw)
+            } else if sd_bus_message_skip(raw, "v") < 0 {
+                return values
+            }
+            _ = sd_bus_message_exit_container(raw)
+        }
+        return values
+    }
+}
+
+private func typeCode(_ character: Unicode.Scalar) -> CChar {
+    CChar(bitPattern: UInt8(truncatingIfNeeded: character.value))
+}
+
+/// The answer to a method call: the reply, or the error's name.
+final class BusReply {
+    /// Negative errno when the call failed (an error reply, a timeout, no bus).
+    let status: Int32
+    let errorName: [UInt8]
+    private let raw: OpaquePointer?
+
+    fileprivate init(status: Int32, errorName: [UInt8], raw: OpaquePointer?) {
+        self.status = status
+        self.errorName = errorName
+        self.raw = raw
+    }
+
+    deinit {
+        if let raw { sd_bus_message_unref(raw) }
+    }
+
+    var succeeded: Bool { status >= 0 }
+    /// The reply message, when the call succeeded.
+    var message: BusMessage? { raw.map { BusMessage(raw: $0) } }
+}
+
+/// Code run for each matching signal, while `SystemBus.process` dispatches.
+final class BusSignalHandler {
+    let body: (BusMessage) -> Void
+    init(_ body: @escaping (BusMessage) -> Void) { self.body = body }
+}
+
+/// A connection to the system bus (`DBUS_SYSTEM_BUS_ADDRESS` is read with
+/// `secure_getenv`, so it is ignored in setuid processes).
+final class SystemBus {
+    private var raw: OpaquePointer?
+    private var slots: [OpaquePointer] = []
+    private var handlers: [BusSignalHandler] = []
+
+    /// Connects; every method call then gives up after `callTimeoutMicroseconds`.
+    init?(callTimeoutMicroseconds: UInt64) {
+        var opened: OpaquePointer? = nil
+        guard sd_bus_open_system(&opened) >= 0, let opened else { return nil }
+        _ = sd_bus_set_method_call_timeout(opened, callTimeoutMicroseconds)
+        raw = opened
+    }
+
+    deinit { close() }
+
+    /// Calls a method with zero, one or two string arguments and waits for
+    /// the reply. Messages that arrive meanwhile are queued for `process`.
+    func call(destination: [UInt8], path: [UInt8], interface: [UInt8], member: [UInt8], arguments: [[UInt8]] = []) -> BusReply {
+        guard let raw else { return BusReply(status: -Errno.notConnected.code, errorName: [], raw: nil) }
+        var error = sd_bus_error()
+        var reply: OpaquePointer? = nil
+        let status = withCStrings(destination, path) { cDestination, cPath in
+            withCStrings(interface, member) { cInterface, cMember -> Int32 in
+                switch arguments.count {
+                case 0:
+                    return la_bus_call(raw, cDestination, cPath, cInterface, cMember, &error, &reply)
+                case 1:
+                    return withCStrings(arguments[0], arguments[0]) { first, _ in
+                        la_bus_call_s(raw, cDestination, cPath, cInterface, cMember, first, &error, &reply)
+                    }
+                default:
+                    return withCStrings(arguments[0], arguments[1]) { first, second in
+                        la_bus_call_ss(raw, cDestination, cPath, cInterface, cMember, first, second, &error, &reply)
+                    }
+                }
+            }
+        }
+        let name = error.name.map { Syscalls.bytes(ofCString: $0, limit: 256) } ?? []
+        sd_bus_error_free(&error)
+        if status < 0, let reply {
+            sd_bus_message_unref(reply)
+            return BusReply(status: status, errorName: name, raw: nil)
+        }
+        return BusReply(status: status, errorName: name, raw: reply)
+    }
+
+    /// Runs `handler` for every signal `member` of `interface` that `sender`
+    /// sends from `path` (an empty path or sender: any). False when the
+    /// match cannot be added.
+    func subscribe(sender: [UInt8], path: [UInt8], interface: [UInt8], member: [UInt8], _ handler: BusSignalHandler) -> Bool {
+        guard let raw else { return false }
+        var slot: OpaquePointer? = nil
+        let userdata = Unmanaged.passUnretained(handler).toOpaque()
+        let status = withCStrings(sender, path) { cSender, cPath in
+            withCStrings(interface, member) { cInterface, cMember in
+                sd_bus_match_signal(raw, &slot, sender.isEmpty ? nil : cSender, path.isEmpty ? nil : cPath, cInterface, cMember,
+                                    { message, userdata, _ in
+                    guard let message, let userdata else { return 0 }
+                    Unmanaged<BusSignalHandler>.fromOpaque(userdata).takeUnretainedValue().body(BusMessage(raw: message))
+                    return 0
+                }, userdata)
+            }
+        }
+        guard status >= 0, let slot else { return false }
+        slots.append(slot)
+        handlers.append(handler)
+        return true
+    }
+
+    /// Dispatches one queued or readable message; 0 when there was none,
+    /// negative when the connection failed.
+    func process() -> Int32 {
+        guard let raw else { return -Errno.notConnected.code }
+        return sd_bus_process(raw, nil)
+    }
+
+    /// Dispatches until nothing is queued or readable.
+    func processAll() {
+        while process() > 0 {}
+    }
+
+    /// What to poll for: the connection's descriptor and events.
+    var pollRequest: PollRequest? {
+        guard let raw else { return nil }
+        return PollRequest(fd: sd_bus_get_fd(raw), events: Int16(truncatingIfNeeded: sd_bus_get_events(raw)))
+    }
+
+    /// Drops every subscription, flushes and closes the connection.
+    func close() {
+        for slot in slots { sd_bus_slot_unref(slot) }
+        slots.removeAll()
+        handlers.removeAll()
+        if let raw {
+            sd_bus_flush_close_unref(raw)
+            self.raw = nil
+        }
+    }
+}

@@ -1,0 +1,50 @@
+// The one place the real engine is put together: fprintd, the password
+// service, the state store of the options and the machine's clocks, for the
+// module, `localauth test`, `check` and `status` alike.
+import LocalAuth
+
+/// The engine over the real dependencies, with the caller's conversation,
+/// store and log.
+public typealias SystemEngine<Conversation: Prompter, Store: StateStore, Log: EventLog> =
+    Engine<FprintdSensor<SystemClock>, PAMPasscodeVerifier, Conversation, Store, SystemClock, Log>
+
+/// The ledger over the real state store and clocks.
+public typealias SystemLedger<Log: EventLog> = Ledger<FileStateStore, SystemClock, Log>
+
+/// What a request tells the real dependencies: how Ctrl-C works (terminal
+/// mode) and the items the password service copies.
+public struct RequestFacts {
+    public var mode: InteractionMode
+    public var tty: [UInt8]
+    public var remoteHost: [UInt8]
+    public var requestingUser: [UInt8]
+
+    public init(mode: InteractionMode, tty: [UInt8] = [], remoteHost: [UInt8] = [], requestingUser: [UInt8] = []) {
+        self.mode = mode
+        self.tty = tty
+        self.remoteHost = remoteHost
+        self.requestingUser = requestingUser
+    }
+}
+
+/// Builds the real engine for one request. `store` defaults to the state
+/// directory of the options; a caller that may not read it passes another.
+public func makeSystemEngine<Conversation: Prompter, Store: StateStore, Log: EventLog>(
+    _ options: Options, _ facts: RequestFacts, prompter: Conversation, store: Store, log: Log
+) -> SystemEngine<Conversation, Store, Log> {
+    Engine(options: options, sensor: FprintdSensor(interruptible: facts.mode == .terminal, clock: SystemClock()),
+           verifier: PAMPasscodeVerifier(service: options.passcodeService, tty: facts.tty, remoteHost: facts.remoteHost,
+                                         requestingUser: facts.requestingUser),
+           prompter: prompter, store: store, clock: SystemClock(), log: log)
+}
+
+public func makeSystemEngine<Conversation: Prompter, Log: EventLog>(
+    _ options: Options, _ facts: RequestFacts, prompter: Conversation, log: Log
+) -> SystemEngine<Conversation, FileStateStore, Log> {
+    makeSystemEngine(options, facts, prompter: prompter, store: FileStateStore(directoryPath: options.stateDir), log: log)
+}
+
+/// The ledger alone, for what only reads or resets counts (authsucc, reset, status).
+public func makeSystemLedger<Log: EventLog>(_ options: Options, log: Log) -> SystemLedger<Log> {
+    Ledger(options: options, store: FileStateStore(directoryPath: options.stateDir), clock: SystemClock(), log: log)
+}
