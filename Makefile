@@ -43,18 +43,25 @@ all: module
 module: $(BUILD)/pam_localauth.so
 
 # One Swift module at a time, as SwiftPM builds them: a module's interface
-# is emitted beside its object for the modules that import it.
+# is emitted beside its object for the modules that import it. Generic code
+# is compiled where it is specialized (in Embedded Swift, in the importing
+# module), and swiftc leaves an object file alone when its bytes did not
+# change: so each step touches its object, and every module downstream of a
+# change is compiled again.
 $(BUILD)/LocalAuth.o: $(LIBRARY_SOURCES) $(C_HEADERS)
 	@mkdir -p $(MODULES)
 	$(SWIFTC) $(EMBEDDED_FLAGS) -module-name LocalAuth -emit-module -emit-module-path $(MODULES)/LocalAuth.swiftmodule \
 		-c $(LIBRARY_SOURCES) -o $@
+	@touch $@
 
 $(BUILD)/SystemAdapters.o: $(ADAPTER_SOURCES) $(BUILD)/LocalAuth.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -module-name SystemAdapters -emit-module -emit-module-path $(MODULES)/SystemAdapters.swiftmodule \
 		-c $(ADAPTER_SOURCES) -o $@
+	@touch $@
 
-$(BUILD)/PAMModule.o: $(ENTRY_SOURCES) $(BUILD)/SystemAdapters.o
+$(BUILD)/PAMModule.o: $(ENTRY_SOURCES) $(BUILD)/SystemAdapters.o $(BUILD)/LocalAuth.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -module-name PAMModule -c $(ENTRY_SOURCES) -o $@
+	@touch $@
 
 $(BUILD)/pam_localauth.o: Sources/CShim/pam_localauth.c
 	@mkdir -p $(BUILD)
