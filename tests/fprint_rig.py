@@ -80,10 +80,13 @@ Feeder cues (FprintRig.feed, on_cue=True), per kind of command:
   on_cue=False: no signal cues at all, only the socket rules above.
 All waits are bounded (cue_timeout per command, 10 s by default).
 """
+import math
 import os
+import random
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import threading
@@ -419,8 +422,12 @@ class FprintRig:
     device_call(method, *args, sig=None, reply=None)   raw Device call (GDBus)
     """
 
-    def __init__(self, debug=False, keep_dir=False, start_timeout=10.0):
+    def __init__(self, debug=False, keep_dir=False, start_timeout=10.0, image_reader=False):
         self.debug = debug
+        # libfprint's virtual_image driver instead of virtual_device: an image
+        # reader (FpImageDevice, like most USB press readers) that clears
+        # finger-needed when it captures, before its verdict.
+        self.image_reader = image_reader
         self.keep_dir = keep_dir or os.environ.get("FPRINT_RIG_KEEP") == "1"
         self.start_timeout = start_timeout
         self.dir = None
@@ -542,7 +549,8 @@ class FprintRig:
             if self.fprintd_running():
                 return
             env = self.env(os.environ)
-            env.update(FP_VIRTUAL_DEVICE=self.vdev_socket, STATE_DIRECTORY=self.prints_dir)
+            driver = "FP_VIRTUAL_IMAGE" if self.image_reader else "FP_VIRTUAL_DEVICE"
+            env.update({driver: self.vdev_socket, "STATE_DIRECTORY": self.prints_dir})
             env.pop("G_MESSAGES_DEBUG", None)
             if self.debug:
                 env["G_MESSAGES_DEBUG"] = "all"
@@ -728,6 +736,55 @@ class FprintRig:
         finally:
             s.close()
 
+    # ----- image reader (image_reader=True) -------------------------------------
+    def send_image(self, image, timeout=10.0):
+        """Puts a finger image (width, height, 8-bit gray bytes) on the
+        virtual image reader; returns the open socket (the driver reads
+        further images from it), which the caller closes."""
+        width, height, pixels = image
+        deadline = time.monotonic() + timeout
+        while True:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(self.vdev_socket)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                s.close()
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"virtual image socket not accepting within {timeout} s")
+                time.sleep(0.002)  # polling a condition, bounded by the deadline
+        s.sendall(struct.pack("<ii", width, height) + pixels)
+        return s
+
+    def enroll_image(self, user, image, timeout=20.0):
+        """Enrolls `image` as the user's right index finger (one image per
+        enroll stage until fprintd says it is complete)."""
+        with self._lock:
+            c = self.ctl
+            statuses = []
+            sid = c.subscribe(FPRINT_NAME, DEVICE_IFACE, "EnrollStatus", None,
+                              lambda s, p, i, m, a: statuses.append(tuple(a)))
+            self.device_call("Claim", user, sig="(s)")
+            sockets = []
+            try:
+                self.device_call("EnrollStart", ENROLL_FINGER, sig="(s)")
+                for _ in range(12):
+                    count = len(statuses)
+                    sockets.append(self.send_image(image))
+                    if not c.pump(lambda: len(statuses) > count, timeout):
+                        raise RigError(f"no EnrollStatus within {timeout} s: {statuses}")
+                    if statuses[-1][1]:
+                        break
+                if statuses[-1][0] != "enroll-completed":
+                    raise RigError(f"enroll failed: {statuses}")
+                self.device_call("EnrollStop")
+            finally:
+                c.unsubscribe(sid)
+                self.device_call("Release")
+                for s in sockets:
+                    s.close()
+
+
     # ----- scan feeder ---------------------------------------------------------
     def feed(self, commands, on_cue=True, cue_timeout=10.0):
         """Start feeding commands to the virtual device from a background thread
@@ -761,3 +818,21 @@ class FprintRig:
                 return f.read()
         except OSError:
             return ""
+
+
+def synthetic_finger(seed, width=320, height=360, period=9.0, points=40):
+    """A synthetic fingerprint image: ridges around a core, bent by `points`
+    singular points placed by `seed`. Two seeds give two different fingers
+    that libfprint's matcher tells apart; the same seed always the same one."""
+    rnd = random.Random(seed)
+    cx, cy = width / 2 + rnd.uniform(-20, 20), height / 2 + rnd.uniform(-20, 20)
+    singular = [(rnd.uniform(30, width - 30), rnd.uniform(30, height - 30), rnd.choice((-1, 1))) for _ in range(points)]
+    pixels = bytearray(width * height)
+    for y in range(height):
+        for x in range(width):
+            phase = 2 * math.pi * math.hypot(x - cx, (y - cy) * 0.8) / period
+            for px, py, sign in singular:
+                phase += sign * math.atan2(y - py, x - px)
+            value = math.cos(phase)
+            pixels[y * width + x] = 255 if value > 0.2 else (0 if value < -0.2 else int(127 + 300 * value))
+    return width, height, bytes(pixels)

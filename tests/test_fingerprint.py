@@ -541,14 +541,16 @@ def process_state(pid):
 def stop_flood_scan_interrupt(pam, rig, scan):
     """The attack on a refund: while the prompt waits for a finger, stop it,
     queue a flood of unicast signals in front of whatever fprintd sends it
-    next, put a finger on the reader, learn the verdict from fprintd's
-    broadcast (as any bus client can), then Ctrl-C and continue it."""
+    next, put a finger on the reader (`scan()` does, returning what to close
+    afterwards), learn the verdict from fprintd's broadcast (as any bus
+    client can), then Ctrl-C and continue it. -> (verdicts seen, Run)"""
     from fprint_rig import DEVICE_IFACE, FPRINT_NAME, _Client
     pam.write_owner_stack(args="mode=terminal timeout=20")
     listener = _Client(rig.bus_address)
     seen = []
     listener.subscribe(FPRINT_NAME, DEVICE_IFACE, None, None, lambda s, p, i, m, a: seen.append((m, a)))
     proc = pam.spawn(answers=[], env=rig.env(), count_interrupts=True)
+    finger = None
     try:
         assert listener.pump(lambda: any(m == "VerifyFingerSelected" for m, _ in seen), 20), "the prompt never started a verify"
         target = rig.bus_name_of(proc.pid)
@@ -558,10 +560,8 @@ def stop_flood_scan_interrupt(pam, rig, scan):
             assert time.monotonic() < deadline, "the prompt did not stop"
             time.sleep(0.001)  # polling a condition, bounded by the deadline
         rig.flood(target)
-        rig.send_vdev(scan)
-        verdict = "verify-match" if scan == MATCH else "verify-no-match"
-        assert listener.pump(lambda: any(m == "VerifyStatus" and a[0] == verdict for m, a in seen), 20), \
-            "the attacker never saw the verdict"
+        finger = scan()
+        assert listener.pump(lambda: any(m == "VerifyStatus" for m, _ in seen), 20), "the attacker never saw the verdict"
         proc.send_signal(signal.SIGINT)
         proc.send_signal(signal.SIGCONT)
         out, err = proc.communicate(timeout=60)
@@ -570,12 +570,21 @@ def stop_flood_scan_interrupt(pam, rig, scan):
             proc.kill()
             proc.wait()
         listener.close()
-    return parse_run(out, err)
+        if finger is not None:
+            finger.close()
+    return [a[0] for m, a in seen if m == "VerifyStatus"], parse_run(out, err)
+
+
+def virtual_scan(rig, command):
+    def scan():
+        rig.send_vdev(command)
+    return scan
 
 
 @pytest.mark.parametrize("trial", range(3))
 def test_a_judged_miss_behind_a_flood_stays_counted(pam, rig, trial):
-    result = stop_flood_scan_interrupt(pam, rig, MISS)
+    verdicts, result = stop_flood_scan_interrupt(pam, rig, virtual_scan(rig, MISS))
+    assert verdicts == ["verify-no-match"]
     # The miss counts; the pending Ctrl-C then chooses the fallback it
     # offered, and the password prompt finds no answer.
     assert pam.record().F == 1, result.stdout
@@ -585,7 +594,8 @@ def test_a_judged_miss_behind_a_flood_stays_counted(pam, rig, trial):
 
 @pytest.mark.parametrize("trial", range(3))
 def test_a_judged_match_behind_a_flood_succeeds(pam, rig, trial):
-    result = stop_flood_scan_interrupt(pam, rig, MATCH)
+    verdicts, result = stop_flood_scan_interrupt(pam, rig, virtual_scan(rig, MATCH))
+    assert verdicts == ["verify-match"]
     assert result.code == PAM_SUCCESS, result.stdout
     assert (pam.record().F, pam.record().P) == (0, 0)
 
@@ -613,5 +623,5 @@ def test_ctrl_c_with_a_finger_on_the_reader_stays_counted(pam, rig):
             proc.wait()
         listener.close()
     result = parse_run(out, err)
-    assert result.code == PAM_CONV_ERR and result.interrupts_delivered == 1
+    assert result.code == PAM_CONV_ERR and result.interrupts_delivered == 1, out
     assert pam.record().F == 1

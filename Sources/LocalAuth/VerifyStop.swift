@@ -43,39 +43,61 @@ public struct FprintdSignal: Equatable {
     }
 }
 
+/// The device's state as fprintd answered a `Properties.GetAll` sent just
+/// before the stop: a reply is ordered after everything fprintd sent before
+/// it.
+public struct ReaderProbe: Equatable {
+    public var serial: UInt64
+    public var fingerNeeded: Bool
+    public var fingerPresent: Bool
+
+    public init(serial: UInt64, fingerNeeded: Bool, fingerPresent: Bool) {
+        self.serial = serial
+        self.fingerNeeded = fingerNeeded
+        self.fingerPresent = fingerPresent
+    }
+}
+
 public enum VerifyStopRule {
     /// The end of an attempt that was stopped for `reason` before a verdict
-    /// was read. `log` holds every message fprintd sent about the attempt up
-    /// to its reply to our VerifyStop (one sender's messages arrive in
-    /// order, so nothing it sent before that reply is missing); `unread` is
-    /// where the ones not yet acted on start; `stopReplySerial` is the
-    /// reply's serial, nil when the stop failed.
+    /// was read. The module sends a probe (`GetAll` on the device) and then
+    /// `VerifyStop`, back to back, and reads everything fprintd sent up to
+    /// the stop's reply (one sender's messages arrive in order). `log` holds
+    /// fprintd's messages about the attempt; `unread` is where the ones not
+    /// yet acted on start; `probe` is the probe's answer and
+    /// `stopReplySerial` the stop reply's serial (nil when either failed).
     ///
-    /// A verdict among the unread messages is the attempt's verdict: a match
-    /// may succeed, a no-match counts. Otherwise the attempt is given back
-    /// only on proof that no finger was judged: fprintd stopping a running
-    /// verify sends `finger-needed=false`, then a `verify-no-match` of its
-    /// own, then the reply, back to back; a real verdict puts the status
-    /// before `finger-needed=false`. So a refund needs exactly that triple
-    /// of consecutive serials, and no `finger-present` in the whole attempt.
-    /// Anything else (a stop that failed or timed out, messages lost by a
-    /// flooded bus, a finger on the reader) leaves the attempt charged.
-    public static func end(after reason: StopReason, log: [FprintdSignal], unread: Int, stopReplySerial: UInt64?) -> AttemptEnd {
-        let artifact = stopArtifactSerial(log, stopReplySerial: stopReplySerial)
+    /// A verdict among the unread messages is the attempt's verdict (a
+    /// match may succeed, a no-match counts), except the no-match that the
+    /// stop itself produces. The attempt is given back only on proof that
+    /// no finger was judged: the probe found the reader still waiting
+    /// (`finger-needed`) with no finger on it, no verdict came before the
+    /// probe, no finger was ever reported present, and right after the probe
+    /// fprintd sent exactly what a stop of a waiting verify sends —
+    /// `finger-needed=false`, its own `verify-no-match`, then the reply —
+    /// with consecutive serials (nothing lost, nothing in between). A real
+    /// verdict looks the same by content on some readers, which is why the
+    /// probe must come first. Anything else stays charged.
+    public static func end(after reason: StopReason, log: [FprintdSignal], unread: Int, probe: ReaderProbe?,
+                           stopReplySerial: UInt64?) -> AttemptEnd {
+        // A no-match right before the reply, after finger-needed=false, may
+        // be the stop's own: it is no verdict, but no proof either.
+        let stopShaped = stopShapedSerial(log, stopReplySerial: stopReplySerial)
         for signal in log[min(unread, log.count)...] {
             guard case .status(let result) = signal.kind else { continue }
             switch result {
             case .match: return .match
             case .noMatch:
-                if signal.serial == artifact { continue }
+                if signal.serial == stopShaped { continue }
                 return .noMatch
             case .hint: continue
             case .disconnected: return .disconnected
             case .unknownError: return .deviceError
             }
         }
-        let fingerSeen = log.contains { $0.kind == .fingerPresent(true) }
-        guard artifact != nil, !fingerSeen else { return .stoppedAfterPossibleScan(reason) }
+        guard provenStopSerial(log, probe: probe, stopReplySerial: stopReplySerial) != nil else {
+            return .stoppedAfterPossibleScan(reason)
+        }
         switch reason {
         case .interrupted: return .interrupted
         case .timeout: return .timeout
@@ -83,12 +105,31 @@ public enum VerifyStopRule {
         }
     }
 
-    /// The serial of the `verify-no-match` that the stop itself produced,
-    /// when the log shows the whole triple; nil otherwise.
-    static func stopArtifactSerial(_ log: [FprintdSignal], stopReplySerial: UInt64?) -> UInt64? {
+    /// The serial of a `verify-no-match` sent right before the stop's reply
+    /// and right after `finger-needed=false`: what a stop of a waiting verify
+    /// sends, and what a verdict just before the stop may look like too.
+    static func stopShapedSerial(_ log: [FprintdSignal], stopReplySerial: UInt64?) -> UInt64? {
         guard let reply = stopReplySerial, reply >= 2 else { return nil }
         let status = log.contains { $0.serial == reply - 1 && $0.kind == .status(.noMatch) }
         let needed = log.contains { $0.serial == reply - 2 && $0.kind == .fingerNeeded(false) }
         return status && needed ? reply - 1 : nil
+    }
+
+    /// The serial of the `verify-no-match` that the stop of a waiting verify
+    /// produced, when the evidence proves it is that; nil otherwise.
+    static func provenStopSerial(_ log: [FprintdSignal], probe: ReaderProbe?, stopReplySerial: UInt64?) -> UInt64? {
+        guard let probe, let reply = stopReplySerial, probe.fingerNeeded, !probe.fingerPresent,
+              reply == probe.serial &+ 3, probe.serial < UInt64.max - 3 else { return nil }
+        guard !log.contains(where: { $0.kind == .fingerPresent(true) }) else { return nil }
+        // No verdict before the probe (hints are not verdicts).
+        let verdictBefore = log.contains { signal in
+            guard signal.serial < probe.serial, case .status(let result) = signal.kind else { return false }
+            if case .hint = result { return false }
+            return true
+        }
+        guard !verdictBefore else { return nil }
+        let needed = log.contains { $0.serial == probe.serial + 1 && $0.kind == .fingerNeeded(false) }
+        let status = log.contains { $0.serial == probe.serial + 2 && $0.kind == .status(.noMatch) }
+        return needed && status ? probe.serial + 2 : nil
     }
 }

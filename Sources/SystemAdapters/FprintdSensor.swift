@@ -100,10 +100,15 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
         var handled = 0
         var interrupted = false
         while true {
+            // Dispatch what is there, but never past the deadline: a flood
+            // of bus traffic must not keep the prompt here.
+            var dispatched = 0
             while true {
                 let processed = bus.process()
                 if processed < 0 { return settle(after: .deviceError, unread: handled) }
                 if processed == 0 { break }
+                dispatched += 1
+                if dispatched % 64 == 0 && clock.bootNanoseconds() >= deadline { break }
             }
             while handled < events.log.count {
                 let signal = events.log[handled]
@@ -232,20 +237,38 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
     }
 
     /// Stops a verification that has no verdict yet and decides how the
-    /// attempt ended. The attempt stays armed until fprintd's reply to the
-    /// stop has arrived and every message before it has been read: fprintd
-    /// may have judged a finger whose verdict is still queued behind other
-    /// traffic (R3). The rule itself is `VerifyStopRule`.
+    /// attempt ended. A probe of the reader's state goes out right before
+    /// the stop, and the attempt stays armed until the stop's reply has
+    /// arrived and every message before it has been read: fprintd may have
+    /// judged a finger whose verdict is still queued behind other traffic
+    /// (R3). The rule itself is `VerifyStopRule`; reading is bounded, and
+    /// what could not be read in time leaves the attempt charged.
     private mutating func settle(after reason: StopReason, unread: Int) -> AttemptEnd {
         guard let bus, let events else { return .stoppedAfterPossibleScan(reason) }
         verifying = false
+        var probe: ReaderProbe? = nil
+        var probeAnswered = false
+        let probeHandler = BusSignalHandler { message in
+            probeAnswered = true
+            guard !message.isError, message.sender == events.owner, let serial = message.serial else { return }
+            var needed: Bool? = nil, present: Bool? = nil
+            for (name, value) in message.readBooleanProperties(names: [fingerNeeded, fingerPresent]) {
+                if name == fingerNeeded { needed = value } else { present = value }
+            }
+            if let needed, let present { probe = ReaderProbe(serial: serial, fingerNeeded: needed, fingerPresent: present) }
+        }
+        let probeSent = bus.callAsync(destination: fprintdName, path: device, interface: propertiesInterface, member: literalBytes("GetAll"),
+                                      argument: deviceInterface, probeHandler)
         let stop = bus.call(destination: fprintdName, path: device, interface: deviceInterface, member: literalBytes("VerifyStop"))
         let replySerial = stop.succeeded ? stop.message?.serial : nil
-        bus.processAll()
+        let readUntil = clock.bootNanoseconds() + 5_000_000_000
+        var clock = self.clock
+        let complete = bus.processAll { clock.bootNanoseconds() < readUntil }
         events.armed = false
         let log = events.log
         events.log.removeAll()
-        return VerifyStopRule.end(after: reason, log: log, unread: unread, stopReplySerial: replySerial)
+        let evidence = probeSent && probeAnswered && complete ? probe : nil
+        return VerifyStopRule.end(after: reason, log: log, unread: unread, probe: evidence, stopReplySerial: replySerial)
     }
 
     /// Dispatches every queued message and forgets what the handlers logged.

@@ -65,13 +65,22 @@ struct BusMessage {
                 Syscalls.bytes(ofCString: c, limit: limit))
     }
 
+    /// Whether this is an error reply.
+    var isError: Bool { sd_bus_message_is_method_error(raw, nil) > 0 }
+
     /// The boolean properties among `names` in a PropertiesChanged signal
     /// (`sa{sv}as`) for `interface`; other properties are skipped.
     func readChangedBooleans(interface expected: [UInt8], names: [[UInt8]]) -> [(name: [UInt8], value: Bool)] {
         var interface: UnsafePointer<CChar>? = nil
         guard sd_bus_message_read_basic(raw, typeCode("s"), &interface) >= 0, let interface,
-              Syscalls.bytes(ofCString: interface, limit: 256) == expected,
-              sd_bus_message_enter_container(raw, typeCode("a"), "{sv}") > 0 else { return [] }
+              Syscalls.bytes(ofCString: interface, limit: 256) == expected else { return [] }
+        return readBooleanProperties(names: names)
+    }
+
+    /// The boolean properties among `names` in a property dictionary
+    /// (`a{sv}`, as `Properties.GetAll` answers); others are skipped.
+    func readBooleanProperties(names: [[UInt8]]) -> [(name: [UInt8], value: Bool)] {
+        guard sd_bus_message_enter_container(raw, typeCode("a"), "{sv}") > 0 else { return [] }
         var values: [(name: [UInt8], value: Bool)] = []
         var entries = 0
         while entries < 64, sd_bus_message_enter_container(raw, typeCode("e"), "sv") > 0 {
@@ -196,6 +205,31 @@ final class SystemBus {
         return true
     }
 
+    /// Sends a method call with one string argument without waiting: its
+    /// reply reaches `handler` while `process` dispatches. False when it
+    /// could not be sent.
+    func callAsync(destination: [UInt8], path: [UInt8], interface: [UInt8], member: [UInt8], argument: [UInt8],
+                   _ handler: BusSignalHandler) -> Bool {
+        guard let raw else { return false }
+        var slot: OpaquePointer? = nil
+        let userdata = Unmanaged.passUnretained(handler).toOpaque()
+        let status = withCStrings(destination, path) { cDestination, cPath in
+            withCStrings(interface, member) { cInterface, cMember in
+                withCStrings(argument, argument) { cArgument, _ in
+                    la_bus_call_async_s(raw, &slot, cDestination, cPath, cInterface, cMember, { message, userdata, _ in
+                        guard let message, let userdata else { return 0 }
+                        Unmanaged<BusSignalHandler>.fromOpaque(userdata).takeUnretainedValue().body(BusMessage(raw: message))
+                        return 0
+                    }, userdata, cArgument)
+                }
+            }
+        }
+        guard status >= 0, let slot else { return false }
+        slots.append(slot)
+        handlers.append(handler)
+        return true
+    }
+
     /// Dispatches one queued or readable message; 0 when there was none,
     /// negative when the connection failed.
     func process() -> Int32 {
@@ -203,9 +237,20 @@ final class SystemBus {
         return sd_bus_process(raw, nil)
     }
 
-    /// Dispatches until nothing is queued or readable.
-    func processAll() {
-        while process() > 0 {}
+    /// Dispatches until nothing is queued or readable, or until `keepGoing`
+    /// says stop (it is asked every 64 messages, so a flood of traffic
+    /// cannot keep the caller here for ever). False when it was stopped
+    /// with messages left or the connection failed.
+    @discardableResult
+    func processAll(while keepGoing: () -> Bool = { true }) -> Bool {
+        var count = 0
+        while true {
+            let processed = process()
+            if processed < 0 { return false }
+            if processed == 0 { return true }
+            count += 1
+            if count % 64 == 0 && !keepGoing() { return false }
+        }
     }
 
     /// What to poll for: the connection's descriptor and events.

@@ -1,6 +1,7 @@
 // The evidence rule for a fingerprint attempt stopped before its verdict,
 // as a table: fprintd's messages as received (serials as fprintd numbers
-// them), the serial of its reply to the stop, and how the attempt ends.
+// them), the probe sent right before the stop, the stop reply's serial, and
+// how the attempt ends.
 import XCTest
 import LocalAuth
 
@@ -9,6 +10,7 @@ final class VerifyStopTests: XCTestCase {
         var name: String
         var log: [FprintdSignal]
         var unread = 0
+        var probe: ReaderProbe?
         var reply: UInt64?
         var reason: StopReason = .interrupted
         var end: AttemptEnd
@@ -17,53 +19,83 @@ final class VerifyStopTests: XCTestCase {
     static func needed(_ value: Bool, _ serial: UInt64) -> FprintdSignal { FprintdSignal(.fingerNeeded(value), serial: serial) }
     static func present(_ value: Bool, _ serial: UInt64) -> FprintdSignal { FprintdSignal(.fingerPresent(value), serial: serial) }
     static func status(_ result: FprintdResult, _ serial: UInt64) -> FprintdSignal { FprintdSignal(.status(result), serial: serial) }
+    static func probe(_ serial: UInt64, needed: Bool = true, present: Bool = false) -> ReaderProbe {
+        ReaderProbe(serial: serial, fingerNeeded: needed, fingerPresent: present)
+    }
 
-    /// What fprintd sends when it stops a verify that was still waiting
-    /// (measured: finger-needed=false, its own no-match, the reply).
-    static var waiting: [FprintdSignal] { [Self.needed(true, 10)] }
-    static var stopped: [FprintdSignal] { [Self.needed(false, 20), Self.status(.noMatch, 21)] }
+    /// Waiting for a finger since the attempt started.
+    static var waiting: [FprintdSignal] { [needed(true, 10)] }
+    /// What fprintd sends after the probe (serial 20) when it stops a verify
+    /// that was still waiting (measured): finger-needed=false, its own
+    /// no-match, then the reply at 23.
+    static var stopped: [FprintdSignal] { [needed(false, 21), status(.noMatch, 22)] }
 
     var rows: [Row] { [
-        Row(name: "a stop while waiting: refunded", log: Self.waiting + Self.stopped, reply: 22, end: .interrupted),
-        Row(name: "the same on a timeout", log: Self.waiting + Self.stopped, reply: 22, reason: .timeout, end: .timeout),
-        Row(name: "the same after a wait failure", log: Self.waiting + Self.stopped, reply: 22, reason: .deviceError, end: .deviceError),
+        Row(name: "a stop while waiting: refunded", log: Self.waiting + Self.stopped, probe: Self.probe(20), reply: 23, end: .interrupted),
+        Row(name: "the same on a timeout", log: Self.waiting + Self.stopped, probe: Self.probe(20), reply: 23, reason: .timeout,
+            end: .timeout),
+        Row(name: "the same after a wait failure", log: Self.waiting + Self.stopped, probe: Self.probe(20), reply: 23,
+            reason: .deviceError, end: .deviceError),
         Row(name: "retry hints before the stop do not prevent the refund",
-            log: Self.waiting + [Self.status(.hint(.retryScan), 12), Self.status(.hint(.swipeTooShort), 13)] + Self.stopped, reply: 22, end: .interrupted),
+            log: Self.waiting + [Self.status(.hint(.retryScan), 12), Self.status(.hint(.swipeTooShort), 13)] + Self.stopped,
+            probe: Self.probe(20), reply: 23, end: .interrupted),
         Row(name: "a real miss read only during the stop counts",
-            log: Self.waiting + [Self.status(.noMatch, 15), Self.needed(false, 16)], reply: 17, end: .noMatch),
+            log: Self.waiting + [Self.status(.noMatch, 15), Self.needed(false, 16)], probe: Self.probe(17, needed: false), reply: 18,
+            end: .noMatch),
         Row(name: "a real match read only during the stop succeeds",
-            log: Self.waiting + [Self.status(.match, 15), Self.needed(false, 16)], reply: 17, end: .match),
-        Row(name: "a miss queued behind other traffic still counts before the artifact check",
-            log: Self.waiting + [Self.status(.noMatch, 15), Self.needed(false, 16)] + Self.stopped, reply: 22, end: .noMatch),
-        Row(name: "a finger reported present: charged",
-            log: Self.waiting + [Self.present(true, 14), Self.needed(false, 20), Self.present(false, 20), Self.status(.noMatch, 21)], reply: 22,
+            log: Self.waiting + [Self.status(.match, 15), Self.needed(false, 16)], probe: Self.probe(17, needed: false), reply: 18,
+            end: .match),
+        Row(name: "an image reader's miss (finger-needed cleared first) before the probe counts",
+            log: Self.waiting + [Self.needed(false, 15), Self.status(.noMatch, 16)], probe: Self.probe(17, needed: false), reply: 18,
+            end: .noMatch),
+        Row(name: "the same miss when the probe was lost: counted",
+            log: Self.waiting + [Self.needed(false, 15), Self.status(.noMatch, 16)], probe: nil, reply: 18, end: .noMatch),
+        Row(name: "the same miss right before the reply without a probe: charged, no verdict",
+            log: Self.waiting + [Self.needed(false, 16), Self.status(.noMatch, 17)], probe: nil, reply: 18,
             end: .stoppedAfterPossibleScan(.interrupted)),
-        Row(name: "the stop failed: charged", log: Self.waiting, reply: nil, end: .stoppedAfterPossibleScan(.interrupted)),
-        Row(name: "nothing before the reply (messages lost): charged", log: Self.waiting, reply: 22, reason: .timeout,
-            end: .stoppedAfterPossibleScan(.timeout)),
-        Row(name: "no-match and reply not adjacent: charged",
-            log: Self.waiting + [Self.needed(false, 20), Self.status(.noMatch, 21)], reply: 23, end: .noMatch),
+        Row(name: "a finger on the reader at the probe: charged",
+            log: Self.waiting + [Self.present(true, 14), Self.needed(false, 21), Self.present(false, 21), Self.status(.noMatch, 22)],
+            probe: Self.probe(20, present: true), reply: 23, end: .stoppedAfterPossibleScan(.interrupted)),
+        Row(name: "a finger reported present earlier in the attempt: charged",
+            log: Self.waiting + [Self.present(true, 14), Self.present(false, 15)] + Self.stopped, probe: Self.probe(20), reply: 23,
+            end: .stoppedAfterPossibleScan(.interrupted)),
+        Row(name: "the reader no longer waiting at the probe: charged",
+            log: Self.waiting + Self.stopped, probe: Self.probe(20, needed: false), reply: 23, end: .stoppedAfterPossibleScan(.interrupted)),
+        Row(name: "the stop failed: charged", log: Self.waiting, probe: Self.probe(20), reply: nil,
+            end: .stoppedAfterPossibleScan(.interrupted)),
+        Row(name: "nothing between probe and reply (messages lost): charged", log: Self.waiting, probe: Self.probe(20), reply: 23,
+            reason: .timeout, end: .stoppedAfterPossibleScan(.timeout)),
+        Row(name: "a gap between the probe and the stop's messages: charged",
+            log: Self.waiting + [Self.needed(false, 22), Self.status(.noMatch, 23)], probe: Self.probe(20), reply: 24,
+            end: .stoppedAfterPossibleScan(.interrupted)),
         Row(name: "finger-needed=false after the no-match: a real verdict",
-            log: Self.waiting + [Self.status(.noMatch, 20), Self.needed(false, 21)], reply: 22, end: .noMatch),
-        Row(name: "the no-match without finger-needed=false before it: charged as a miss",
-            log: Self.waiting + [Self.status(.noMatch, 21)], reply: 22, end: .noMatch),
+            log: Self.waiting + [Self.status(.noMatch, 21), Self.needed(false, 22)], probe: Self.probe(20), reply: 23, end: .noMatch),
+        Row(name: "a verdict before the probe is never the stop's",
+            log: Self.waiting + [Self.status(.noMatch, 19)] + Self.stopped, probe: Self.probe(20), reply: 23, end: .noMatch),
         Row(name: "verdicts already acted on are not read again",
-            log: Self.waiting + [Self.status(.hint(.retryScan), 11)] + Self.stopped, unread: 2, reply: 22, end: .interrupted),
-        Row(name: "a disconnect reported during the stop", log: Self.waiting + [Self.status(.disconnected, 15)], reply: 16, end: .disconnected),
-        Row(name: "an error reported during the stop", log: Self.waiting + [Self.status(.unknownError, 15)], reply: 16, end: .deviceError),
-        Row(name: "a reply serial too small to have a triple: charged", log: [], reply: 1,
-            end: .stoppedAfterPossibleScan(.interrupted)),
+            log: Self.waiting + [Self.status(.hint(.retryScan), 11)] + Self.stopped, unread: 2, probe: Self.probe(20), reply: 23,
+            end: .interrupted),
+        Row(name: "a disconnect reported during the stop", log: Self.waiting + [Self.status(.disconnected, 15)],
+            probe: Self.probe(16, needed: false), reply: 17, end: .disconnected),
+        Row(name: "an error reported during the stop", log: Self.waiting + [Self.status(.unknownError, 15)],
+            probe: Self.probe(16, needed: false), reply: 17, end: .deviceError),
     ] }
 
     func testEveryRow() {
         for row in rows {
-            let end = VerifyStopRule.end(after: row.reason, log: row.log, unread: row.unread, stopReplySerial: row.reply)
+            let end = VerifyStopRule.end(after: row.reason, log: row.log, unread: row.unread, probe: row.probe, stopReplySerial: row.reply)
             XCTAssertEqual(end, row.end, row.name)
         }
     }
 
     func testUnreadBeyondTheLogIsSafe() {
-        let end = VerifyStopRule.end(after: .interrupted, log: Self.waiting, unread: 99, stopReplySerial: 22)
+        let end = VerifyStopRule.end(after: .interrupted, log: Self.waiting, unread: 99, probe: Self.probe(20), stopReplySerial: 23)
+        XCTAssertEqual(end, .stoppedAfterPossibleScan(.interrupted))
+    }
+
+    func testSerialsNearTheirLimitNeverWrap() {
+        let probe = Self.probe(UInt64.max - 1)
+        let end = VerifyStopRule.end(after: .interrupted, log: [], unread: 0, probe: probe, stopReplySerial: 1)
         XCTAssertEqual(end, .stoppedAfterPossibleScan(.interrupted))
     }
 
