@@ -10,7 +10,7 @@ import stat
 
 import pytest
 
-from conftest import PAM_AUTH_ERR, PAM_SUCCESS, PAM_SYSTEM_ERR, PASSWORDS, USERS, later_boot_clock, reseal_record
+from conftest import PAM_AUTH_ERR, PAM_CONV_ERR, PAM_SUCCESS, PAM_SYSTEM_ERR, PASSWORDS, USERS, later_boot_clock, reseal_record
 
 ALICE = PASSWORDS["alice"]
 BOB = USERS["bob"]
@@ -182,3 +182,23 @@ def test_a_wait_longer_than_a_lowered_max_backoff_ends_at_the_new_bound(pam):
     refused = pam.run(answers=[ALICE])
     assert "Too many wrong passwords. Try again in 2 minutes." in refused.texts("error")
     assert pam.run(answers=[ALICE], wrapper=later_boot_clock(121)).code == PAM_SUCCESS
+
+
+# ---- unknown names cannot fill the state directory ----
+
+def test_invented_names_share_one_lock_and_a_bounded_set_of_records(pam):
+    """Each unknown name used to leave a lock file of its own, even for a
+    cancelled prompt, so a loop of invented names could exhaust the file
+    system and lock the owner out. They now share one lock file and at most
+    1024 look-alike records, placed by a keyed hash."""
+    for index in range(40):
+        assert pam.run(user=f"nosuch{index}", answers=[""]).code == PAM_CONV_ERR  # cancelled at the prompt
+    assert set(pam.state_files()) <= {"lookalike.lock", "lookalike.key"}, pam.state_files()
+    for index in range(40):
+        assert pam.run(user=f"nosuch{index}", answers=["wrong"]).code == PAM_AUTH_ERR
+    files = pam.state_files()
+    records = [name for name in files if name.endswith(".rec")]
+    assert set(files) - set(records) == {"lookalike.lock", "lookalike.key"}
+    assert 0 < len(records) <= 40 and all(len(name) == len("u000.rec") and name.startswith("u") for name in records)
+    info = os.lstat(pam.state / "lookalike.key")
+    assert stat.S_ISREG(info.st_mode) and info.st_size == 32 and stat.S_IMODE(info.st_mode) == 0o600

@@ -29,7 +29,7 @@ public enum LoadStatus: Equatable {
     case damaged(RecordDamage)
 }
 
-/// Persistent attempt state, one record per uid (SPEC §7).
+/// Persistent attempt state, one record per uid (docs/DESIGN.md, "The state store").
 public protocol StateStore {
     /// Runs `body` on the user's record under that user's exclusive lock and
     /// durably writes the record back when `body` changed it. `body` gets nil
@@ -53,33 +53,74 @@ public struct FileStateStore: StateStore {
     }
 
     /// The uid of look-alike records for unknown user names (R14): never a
-    /// real uid ((uid_t)-1 is reserved), filed by a hash of the name.
+    /// real uid ((uid_t)-1 is reserved).
     public static let lookAlikeUID = UInt32.max
+    /// How many look-alike records there can be: unknown names share 1024
+    /// buckets and one lock file, so no number of invented names can fill
+    /// the state directory.
+    public static let lookAlikeBuckets = 1024
 
-    /// The file stem of a record: the uid, or `u` and a name hash for the
-    /// look-alike records of unknown names.
-    func stem(uid: UInt32, userName: [UInt8]) -> String {
-        guard uid == FileStateStore.lookAlikeUID else { return "\(uid)" }
-        let digest = SHA256.hash(literalBytes("localauth-unknown-name") + userName)
-        var text = "u"
-        let digits: StaticString = "0123456789abcdef"
-        for byte in digest.prefix(12) {
-            text.unicodeScalars.append(Unicode.Scalar(digits.utf8Start[Int(byte >> 4)]))
-            text.unicodeScalars.append(Unicode.Scalar(digits.utf8Start[Int(byte & 0x0F)]))
-        }
-        return text
+    /// The files of one record: `<uid>.rec` and `<uid>.lock`, or for an
+    /// unknown name `u<bucket>.rec` and the shared `lookalike.lock`.
+    struct RecordFiles {
+        var record: [UInt8]
+        var lock: [UInt8]
+        var temporary: [UInt8] { record + literalBytes(".tmp") }
     }
-    public func recordName(uid: UInt32, userName: [UInt8] = []) -> [UInt8] { utf8Bytes(stem(uid: uid, userName: userName) + ".rec") }
-    func lockName(uid: UInt32, userName: [UInt8]) -> [UInt8] { utf8Bytes(stem(uid: uid, userName: userName) + ".lock") }
-    func temporaryName(uid: UInt32, userName: [UInt8]) -> [UInt8] { utf8Bytes(stem(uid: uid, userName: userName) + ".rec.tmp") }
+
+    func files(uid: UInt32) -> RecordFiles {
+        RecordFiles(record: utf8Bytes("\(uid).rec"), lock: utf8Bytes("\(uid).lock"))
+    }
+
+    /// The bucket of an unknown name: a hash keyed with this machine's
+    /// look-alike key, so that nobody can choose names that share one.
+    func lookAlikeFiles(userName: [UInt8], key: [UInt8]) -> RecordFiles {
+        let digest = SHA256.hash(key + userName)
+        let bucket = (Int(digest[0]) << 8 | Int(digest[1])) % FileStateStore.lookAlikeBuckets
+        let digits: StaticString = "0123456789abcdef"
+        var name = literalBytes("u")
+        for shift in [8, 4, 0] { name.append(digits.utf8Start[(bucket >> shift) & 0x0F]) }
+        return RecordFiles(record: name + literalBytes(".rec"), lock: FileStateStore.lookAlikeLockName)
+    }
+
+    static var lookAlikeLockName: [UInt8] { literalBytes("lookalike.lock") }
+    static var lookAlikeKeyName: [UInt8] { literalBytes("lookalike.key") }
+    static let lookAlikeKeySize = 32
+
+    /// The secret that places unknown names in buckets, made on first use.
+    /// Called under the look-alike lock; a key file that is not a sound
+    /// 32-byte root file is replaced (the buckets are then shuffled anew,
+    /// which costs nothing but the counts of invented names).
+    func lookAlikeKey(directory: Int32) throws(StoreFailure) -> [UInt8] {
+        let name = FileStateStore.lookAlikeKeyName
+        if let fd = try? Syscalls.open(at: directory, name, .readFile) {
+            defer { Syscalls.close(fd) }
+            if let facts = try? Syscalls.facts(fd), facts.isRegular, facts.owner == trustedOwner, facts.mode & 0o077 == 0,
+               facts.size == FileStateStore.lookAlikeKeySize,
+               let key = try? Syscalls.readAll(fd, limit: FileStateStore.lookAlikeKeySize), key.count == FileStateStore.lookAlikeKeySize {
+                return key
+            }
+        }
+        let key = Syscalls.randomBytes(FileStateStore.lookAlikeKeySize)
+        try write(key, directory: directory, to: name, through: name + literalBytes(".tmp"))
+        return key
+    }
+
+    public func recordName(uid: UInt32) -> [UInt8] { files(uid: uid).record }
 
     public mutating func withRecord<Result>(uid: UInt32, userName: [UInt8],
                                             _ body: (inout StateRecord?, LoadStatus) -> Result) throws(StoreFailure) -> Result {
         let directory = try openDirectory()
         defer { Syscalls.close(directory) }
-        let (lock, lockWasOdd) = try takeLock(directory: directory, uid: uid, userName: userName)
+        let lookAlike = uid == FileStateStore.lookAlikeUID
+        var names = files(uid: uid)
+        if lookAlike { names.lock = FileStateStore.lookAlikeLockName }
+        let (lock, lockWasOdd) = try takeLock(directory: directory, name: names.lock)
         defer { Syscalls.close(lock) }
-        var (loaded, status) = load(directory: directory, uid: uid, userName: userName)
+        if lookAlike { names = lookAlikeFiles(userName: userName, key: try lookAlikeKey(directory: directory)) }
+        var (loaded, status) = load(directory: directory, names, uid: uid, userName: userName)
+        // A bucket holding another unknown name's record is this name's fresh start.
+        if lookAlike, status == .damaged(.foreign) { status = .absent }
         // Someone other than the store put a file where the lock belongs:
         // the record beside it is not to be trusted either (R12).
         if lockWasOdd, status == .loaded || status == .absent {
@@ -89,7 +130,7 @@ public struct FileStateStore: StateStore {
         var record = loaded
         let result = body(&record, status)
         if let changed = record, changed != loaded || status != .loaded {
-            try write(RecordFormat.encode(changed), directory: directory, uid: uid, userName: userName)
+            try write(RecordFormat.encode(changed), directory: directory, to: names.record, through: names.temporary)
         }
         return result
     }
@@ -120,7 +161,8 @@ public struct FileStateStore: StateStore {
                 throw .directoryUnusable(.missingInWritableParent)
             }
             do throws(Errno) {
-                try Syscalls.makeDirectory(at: parent, last, mode: 0o700)
+                // Another prompt may make it at the same moment: then use its.
+                do { try Syscalls.makeDirectory(at: parent, last, mode: 0o700) } catch { if error != .exists { throw error } }
                 fd = try Syscalls.open(at: parent, last, .directory)
             } catch {
                 throw .directoryUnusable(.unsafeDirectory)
@@ -141,13 +183,12 @@ public struct FileStateStore: StateStore {
         return facts.mode & 0o022 == 0 || (allowSticky && facts.mode & 0o1000 != 0)
     }
 
-    /// Opens and locks the user's lock file. Anything else at its name (a
-    /// symlink, FIFO, directory, or a file not the store's) is removed and
-    /// replaced, and reported so the record is treated as damaged (R12):
-    /// such a file must not refuse every prompt. After the lock is taken the
-    /// name must still lead to the locked file, or the lock is taken again.
-    func takeLock(directory: Int32, uid: UInt32, userName: [UInt8]) throws(StoreFailure) -> (fd: Int32, wasOdd: Bool) {
-        let name = lockName(uid: uid, userName: userName)
+    /// Opens and locks a lock file. Anything else at its name (a symlink,
+    /// FIFO, directory, or a file not the store's) is replaced, and reported
+    /// so the record is treated as damaged (R12): such a file must not
+    /// refuse every prompt. After the lock is taken the name must still lead
+    /// to the locked file, or the lock is taken again.
+    func takeLock(directory: Int32, name: [UInt8]) throws(StoreFailure) -> (fd: Int32, wasOdd: Bool) {
         var wasOdd = false
         var lastError = Errno.tryAgain
         for _ in 0..<4 {
@@ -160,13 +201,13 @@ public struct FileStateStore: StateStore {
                     throw .lockFailed(error)
                 }
                 wasOdd = true
-                try removeOddEntry(directory: directory, name)
+                try replaceOddEntry(directory: directory, name) { !isSoundLock($0) }
                 continue
             }
-            guard let facts = try? Syscalls.facts(fd), facts.isRegular, facts.owner == trustedOwner, facts.mode & 0o022 == 0 else {
+            guard let facts = try? Syscalls.facts(fd), isSoundLock(facts) else {
                 Syscalls.close(fd)
                 wasOdd = true
-                try removeOddEntry(directory: directory, name)
+                try replaceOddEntry(directory: directory, name) { !isSoundLock($0) }
                 continue
             }
             do throws(Errno) {
@@ -183,21 +224,33 @@ public struct FileStateStore: StateStore {
         throw .lockFailed(lastError)
     }
 
-    /// Removes whatever stands at `name` in the state directory, which only
-    /// root can write: a file, a symlink (never followed), a FIFO, or a
-    /// directory (a non-empty one is moved aside under a name of its own).
-    func removeOddEntry(directory: Int32, _ name: [UInt8]) throws(StoreFailure) {
+    /// Removes the entry at `name` (a file, a symlink never followed, a
+    /// FIFO, or a directory; a non-empty directory is moved aside under a
+    /// name of its own) if it still is odd by `isOdd` when looked at under a
+    /// lock on the directory: repairs are serialized, so a prompt never
+    /// removes the sound file another prompt has just put there (an inode
+    /// number alone could have been reused).
+    func replaceOddEntry(directory: Int32, _ name: [UInt8], isOdd: (FileFacts) -> Bool) throws(StoreFailure) {
         do throws(Errno) {
-            try Syscalls.removeEntry(in: directory, name, movingNonEmptyDirectoryTo: name + literalBytes(".odd"))
+            try Syscalls.lockExclusive(directory)
+            defer { Syscalls.unlock(directory) }
+            guard let current = try? Syscalls.facts(at: directory, name), isOdd(current) else { return }
+            try Syscalls.removeEntry(in: directory, name, movingNonEmptyDirectoryTo: name + utf8Bytes(".odd-\(current.inode)"))
         } catch {
             throw .writeFailed(error)
         }
     }
 
-    func load(directory: Int32, uid: UInt32, userName: [UInt8]) -> (StateRecord?, LoadStatus) {
+    /// A lock file as the store makes it: regular, the trusted owner's, not
+    /// writable by group or others.
+    func isSoundLock(_ facts: FileFacts) -> Bool {
+        facts.isRegular && facts.owner == trustedOwner && facts.mode & 0o022 == 0
+    }
+
+    func load(directory: Int32, _ names: RecordFiles, uid: UInt32, userName: [UInt8]) -> (StateRecord?, LoadStatus) {
         let fd: Int32
         do {
-            fd = try Syscalls.open(at: directory, recordName(uid: uid, userName: userName), .readFile)
+            fd = try Syscalls.open(at: directory, names.record, .readFile)
         } catch {
             if error == .noEntry { return (nil, .absent) }
             if error == .symlinkLoop { return (nil, .damaged(.unsafeFile)) }
@@ -214,9 +267,10 @@ public struct FileStateStore: StateStore {
         }
     }
 
-    /// Writes a temporary file, fsyncs it, renames it over the record and
-    /// fsyncs the directory, with `RLIMIT_FSIZE` lifted for the write.
-    func write(_ bytes: [UInt8], directory: Int32, uid: UInt32, userName: [UInt8]) throws(StoreFailure) {
+    /// Writes `bytes` to `temporary`, fsyncs it, renames it over `name` and
+    /// fsyncs the directory, with `RLIMIT_FSIZE` lifted for the write. Odd
+    /// entries at either name are replaced first.
+    func write(_ bytes: [UInt8], directory: Int32, to name: [UInt8], through temporary: [UInt8]) throws(StoreFailure) {
         let saved = Syscalls.fileSizeLimit()
         if saved.soft < UInt64(bytes.count) {
             if !Syscalls.setFileSizeLimit(soft: UInt64.max, hard: UInt64.max) {
@@ -230,8 +284,8 @@ public struct FileStateStore: StateStore {
         defer {
             if saved.soft < UInt64(bytes.count) { Syscalls.setFileSizeLimit(soft: saved.soft, hard: saved.hard) }
         }
-        let temporary = temporaryName(uid: uid, userName: userName)
-        try removeOddEntry(directory: directory, temporary)
+        // A leftover temporary file (of a killed write) or anything else there goes.
+        try replaceOddEntry(directory: directory, temporary) { _ in true }
         do throws(Errno) {
             let fd = try Syscalls.open(at: directory, temporary, .newFile)
             do throws(Errno) {
@@ -243,14 +297,18 @@ public struct FileStateStore: StateStore {
                 throw error
             }
             Syscalls.close(fd)
-            let record = recordName(uid: uid, userName: userName)
             do {
-                try Syscalls.rename(in: directory, from: temporary, to: record)
+                try Syscalls.rename(in: directory, from: temporary, to: name)
             } catch {
-                // A directory at the record's name cannot be renamed over.
+                // A directory at the name cannot be renamed over: move it away.
                 guard error == .isDirectory || error == .notEmpty || error == .exists else { throw error }
-                try Syscalls.removeEntry(in: directory, record, movingNonEmptyDirectoryTo: record + literalBytes(".odd"))
-                try Syscalls.rename(in: directory, from: temporary, to: record)
+                do throws(StoreFailure) {
+                    try replaceOddEntry(directory: directory, name) { $0.isDirectory }
+                } catch {
+                    if case .writeFailed(let cause) = error { throw cause }
+                    throw Errno.isDirectory
+                }
+                try Syscalls.rename(in: directory, from: temporary, to: name)
             }
             try Syscalls.sync(directory)
         } catch {

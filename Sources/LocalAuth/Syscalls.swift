@@ -118,6 +118,27 @@ public enum Syscalls {
         }
     }
 
+    /// Releases a `flock`.
+    public static func unlock(_ fd: Int32) {
+        _ = flock(fd, LOCK_UN)
+    }
+
+    /// Bytes from the kernel's random source (getrandom, which waits until it
+    /// is seeded); retries on EINTR.
+    public static func randomBytes(_ count: Int) -> [UInt8] {
+        var result = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let got = result.withUnsafeMutableBytes { buffer in getrandom(buffer.baseAddress! + filled, count - filled, 0) }
+            if got < 0 {
+                if la_errno() == EINTR { continue }
+                break
+            }
+            filled += got
+        }
+        return result
+    }
+
     /// Reads up to `limit` bytes; more than `limit` available is an error (EFBIG).
     public static func readAll(_ fd: Int32, limit: Int) throws(Errno) -> [UInt8] {
         var result = [UInt8](repeating: 0, count: limit + 1)

@@ -1,9 +1,9 @@
 import XCTest
 import Glibc
-import LocalAuth
+@testable import LocalAuth
 
-/// SPEC §7 through the real `FileStateStore`, in a private temporary
-/// directory owned by the user running the tests.
+/// The state store (docs/DESIGN.md) through the real `FileStateStore`, in a
+/// private temporary directory owned by the user running the tests.
 final class StoreTests: XCTestCase {
     var directory = ""
 
@@ -151,5 +151,88 @@ final class StoreTests: XCTestCase {
     func testAForeignOwnerIsUntrusted() {
         var s = FileStateStore(directoryPath: bytes(directory), trustedOwner: geteuid() &+ 4242)
         XCTAssertThrowsError(try s.withRecord(uid: 1000, userName: bytes("alice")) { _, _ in () })
+    }
+
+    // MARK: Unknown names share a bounded set of records
+
+    func names() -> [String] {
+        guard let dir = opendir(directory) else { return [] }
+        defer { closedir(dir) }
+        var result: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) { String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)) }
+            if name != "." && name != ".." { result.append(name) }
+        }
+        return result.sorted()
+    }
+
+    func chargeLookAlike(_ name: String) {
+        var s = store()
+        _ = try? s.withRecord(uid: FileStateStore.lookAlikeUID, userName: bytes(name)) { record, _ in
+            var current = record ?? StateRecord(uid: FileStateStore.lookAlikeUID, userName: bytes(name), createdWallSeconds: 1)
+            current.passcodeFailures += 1
+            record = current
+        }
+    }
+
+    func testInventedNamesNeverMakeMoreThanTheBucketsAndOneLock() {
+        for index in 0..<3000 { chargeLookAlike("invented-\(index)") }
+        let files = names()
+        let records = files.filter { $0.hasSuffix(".rec") }
+        XCTAssertLessThanOrEqual(records.count, FileStateStore.lookAlikeBuckets)
+        XCTAssertGreaterThan(records.count, 900, "3000 names spread over the buckets")
+        XCTAssertEqual(Set(files).subtracting(records), ["lookalike.lock", "lookalike.key"])
+    }
+
+    func testABucketHeldByAnotherNameIsAFreshStart() {
+        let s = store()
+        let key = [UInt8](repeating: 7, count: FileStateStore.lookAlikeKeySize)
+        writeFile("lookalike.key", key)
+        // Two names in one bucket under this key.
+        var first = "", second = ""
+        var seen: [String: String] = [:]
+        for index in 0..<5000 {
+            let name = "n\(index)"
+            let bucket = String(decoding: s.lookAlikeFiles(userName: bytes(name), key: key).record, as: UTF8.self)
+            if let earlier = seen[bucket] { first = earlier; second = name; break }
+            seen[bucket] = name
+        }
+        XCTAssertFalse(second.isEmpty)
+        chargeLookAlike(first)
+        chargeLookAlike(first)
+        var t = store()
+        let status = try? t.withRecord(uid: FileStateStore.lookAlikeUID, userName: bytes(second)) { record, status -> LoadStatus in
+            XCTAssertNil(record)
+            return status
+        }
+        XCTAssertEqual(status, .absent, "never the fail-closed record: another unknown name is no damage")
+    }
+
+    func testAnOddLookAlikeKeyIsReplaced() {
+        writeFile("lookalike.key", [1, 2, 3])
+        chargeLookAlike("someone")
+        XCTAssertEqual(readFile("lookalike.key")?.count, FileStateStore.lookAlikeKeySize)
+        let key = readFile("lookalike.key")
+        chargeLookAlike("someone-else")
+        XCTAssertEqual(readFile("lookalike.key"), key, "a sound key is kept")
+    }
+
+    /// A repair removes an odd entry, never the sound file another prompt
+    /// put there meanwhile (two prompts would then hold locks on two files),
+    /// even when that file got the odd one's inode number.
+    func testARepairLeavesAFreshLockFileAlone() throws {
+        let s = store()
+        XCTAssertEqual(mkfifo(path("1000.lock"), 0o600), 0)
+        let fd = open(directory, O_RDONLY | O_DIRECTORY)
+        defer { close(fd) }
+        unlink(path("1000.lock"))
+        writeFile("1000.lock", [])  // another prompt's fresh lock file
+        let fresh = try Syscalls.facts(at: fd, bytes("1000.lock"))
+        try s.replaceOddEntry(directory: fd, bytes("1000.lock")) { !s.isSoundLock($0) }
+        XCTAssertEqual(try Syscalls.facts(at: fd, bytes("1000.lock")).inode, fresh.inode)
+        unlink(path("1000.lock"))
+        XCTAssertEqual(mkfifo(path("1000.lock"), 0o600), 0)
+        try s.replaceOddEntry(directory: fd, bytes("1000.lock")) { !s.isSoundLock($0) }
+        XCTAssertThrowsError(try Syscalls.facts(at: fd, bytes("1000.lock")), "the FIFO is gone")
     }
 }
