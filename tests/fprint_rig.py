@@ -1,6 +1,6 @@
 """FprintRig: a real fprintd 1.94.2 (libfprint 1.94.5 virtual_device driver) on a
 private system bus, with a polkit stand-in (python3-dbusmock), for tests and the
-demo. See SPEC.md §9 "A real sensor without hardware". Needs /usr/bin/python3
+demo. See docs/DESIGN.md, "The fingerprint (fprintd)". Needs /usr/bin/python3
 (python3-gi, python3-dbusmock); no pytest import here.
 
     with FprintRig() as rig:

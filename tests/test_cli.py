@@ -1,4 +1,4 @@
-"""The `localauth` command, launched as a built binary (issue 4, item 1)."""
+"""The `localauth` command, launched as a built binary ."""
 import json
 import os
 import subprocess

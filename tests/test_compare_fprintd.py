@@ -35,7 +35,7 @@ stacks the only prompt is then pam_matrix's "Password: ", and "who asked for
 the password" is the password module in both. The last test shows the
 prompt-mode difference with the shipped file unchanged.
 
-pam_fprintd returns PAM_MAXTRIES after max-tries misses (SPEC §4: never
+pam_fprintd returns PAM_MAXTRIES after max-tries misses (the result codes: never
 ours); `default=ignore` turns it into "go on to the password" like our
 PAM_AUTH_ERR/AUTHINFO_UNAVAIL under `default=ignore`, so the stacks' codes
 agree even though the modules' own codes differ.

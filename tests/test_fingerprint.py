@@ -1,5 +1,5 @@
 """Fingerprint first, through the real module, real libpam and a real fprintd
-with libfprint's virtual device (SPEC §9, tests/fprint_rig.py); the passcode
+with libfprint's virtual device (tests/fprint_rig.py); the passcode
 through pam_matrix. Codes, conversation messages and counters on disk."""
 import signal
 import time
@@ -487,7 +487,7 @@ def test_a_verdict_broadcast_for_another_session_never_counts(pam, rig, tmp_path
     assert (pam.record().F, pam.record().P) == (0, 1)
 
 
-# ---- the remaining situations under policy biometrics (SPEC §4 codes) ----
+# ---- the remaining situations under policy biometrics (the result codes) ----
 
 def test_biometrics_unplug_absent_fprintd_busy_device_and_remote_host(pam, rig):
     assert bio(pam, rig, [""], ["UNPLUG"]).code == PAM_AUTHINFO_UNAVAIL

@@ -1,4 +1,4 @@
-"""The module binary itself (issue 2, item 1): exports, dependencies,
+"""The module binary itself : exports, dependencies,
 loading without the Swift toolchain, and repeated load/unload cycles."""
 import re
 import subprocess

@@ -1,5 +1,5 @@
 """The real module through real libpam (pam_wrapper), no fprintd running:
-the "no usable biometrics -> passcode" path end to end (SPEC R3, R8, R9,
+the "no usable biometrics -> passcode" path end to end (R3, R8, R9,
 R12, R14, R15, §6). Counts are read from the record files on disk."""
 import os
 import signal
@@ -79,7 +79,7 @@ def test_backoff_refuses_without_asking_until_the_wait_ends(pam):
     assert any("Try again in 2 seconds" in t for t in refused.texts("error"))
     assert pam.record().P == 5
     # The back-off is 2 s on CLOCK_BOOTTIME; the installed module has no clock
-    # hook, so this test polls until the module asks again (issue 2, item 8).
+    # hook, so this test polls until the module asks again.
     deadline = time.monotonic() + 10
     while True:
         run = pam.run(answers=[ALICE])

@@ -1,6 +1,6 @@
 """End to end: the REAL sudo, su and pamtester (login stack) with pam_localauth.so,
 against a real fprintd with libfprint's virtual device (tests/fprint_rig.py).
-SPEC §4 (what the user sees), §9, §10; issue 4 item 3.
+what the user sees (README, "In real programs"), the fprintd rig, and the private mount namespace.
 
 The host's /etc is never changed. Every program runs as
     setsid -w -c  unshare --mount  /bin/sh enter.sh  <program ...>

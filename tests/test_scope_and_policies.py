@@ -72,7 +72,7 @@ def test_a_caller_of_another_uid_cannot_touch_a_users_record():
 
 
 def biometrics_stack(pam, name="sudo-bio", between=()):
-    """SPEC §4 policy biometrics: our line, a mandatory password module, then
+    """Policy biometrics: our line, a mandatory password module, then
     the authsucc line reached only through the password module's success."""
     pam.write_service(name, [
         pam.module_line("[success=3 conv_err=die default=ignore]", f"policy=biometrics services={name}"),
@@ -152,7 +152,7 @@ def test_this_hosts_name_counts_as_local_only_for_sudo(pam):
 
 
 def test_without_root_the_module_steps_aside():
-    """A screen locker runs as the user: without the helper (SPEC §8) the
+    """A screen locker runs as the user: without the privileged helper the
     state cannot be kept, so the module ignores rather than lock the user out."""
     with world_readable_pam("localauth-nonroot-") as pam:
         pam.write_owner_stack("swaylock")

@@ -1,6 +1,6 @@
 """The shipped pam.d files, run through real libpam with the real module
 (pam_unix swapped for pam_matrix, non-auth lines dropped) to show they keep
-SPEC §4's promises: success skips the password line, a wrong passcode ends
+The stack-line principles' promises: success skips the password line, a wrong passcode ends
 the stack, and every path that skips the module meets a password check."""
 import re
 

@@ -1,5 +1,5 @@
-/// The outside world as the engine sees it: one protocol per dependency, so
-/// the engine is a pure state machine that tests drive with fakes.
+// The outside world as the engine sees it: one protocol per dependency, so
+// the engine is a pure state machine that tests drive with fakes.
 
 /// Time sources (R13). Waits are measured on the boot clock; the wall clock is
 /// only shown to people and used by R10.
@@ -114,7 +114,7 @@ public enum PasscodeVerdict: Equatable {
     case noVerdict
 }
 
-/// Checks the passcode through the system's own password stack (SPEC §6).
+/// Checks the passcode through the system's own password stack (docs/DESIGN.md, "The password check").
 /// Split in three steps so the engine can charge the attempt after the
 /// stack is known to be usable and before the passcode is checked.
 public protocol PasscodeVerifier {

@@ -1,7 +1,8 @@
-/// The domain state (Apple's `evaluatedPolicyDomainState`): an opaque digest
-/// that changes whenever the user's enrolled prints change, also when a
-/// finger is re-enrolled under the same name. It covers the device, the
-/// finger names and, when readable, fprintd's stored print files.
+// The domain state (Apple's `evaluatedPolicyDomainState`): an opaque digest
+// that changes whenever the user's enrolled prints change, also when a
+// finger is re-enrolled under the same name. It covers the device, the
+// finger names and, when readable, fprintd's stored print files.
+
 public enum EnrollmentDigest {
     /// Where fprintd keeps prints: `<root>/<user>/<driver>/<device>/<finger>`.
     public static let defaultPrintRoot: StaticString = "/var/lib/fprint"

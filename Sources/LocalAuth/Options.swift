@@ -1,7 +1,7 @@
-/// Module options (SPEC §5): module arguments and the same keys in the
-/// root-owned configuration file. Bad input is reported and ignored; values
-/// out of range are clamped to the nearest safe bound. Nothing here can make
-/// the policy weaker than the defaults because of malformed input.
+// Module options (docs/DESIGN.md, localauth.conf(5)): module arguments and the same keys in the
+// root-owned configuration file. Bad input is reported and ignored; values
+// out of range are clamped to the nearest safe bound. Nothing here can make
+// the policy weaker than the defaults because of malformed input.
 
 /// How the fallback and cancel are chosen (R16).
 public enum InteractionMode: Equatable {

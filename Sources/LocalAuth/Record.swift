@@ -1,6 +1,6 @@
-/// The per-user attempt record (SPEC §7): fixed size, versioned,
-/// checksummed. The checksum detects damage; integrity against tampering
-/// comes from the store's ownership and mode checks.
+// The per-user attempt record (docs/DESIGN.md, "The state store"): fixed size, versioned,
+// checksummed. The checksum detects damage; integrity against tampering
+// comes from the store's ownership and mode checks.
 
 /// One recent failure, for `localauth status`.
 public struct FailureEntry: Equatable {

@@ -1,5 +1,5 @@
-/// R1: the module acts only for the target user, asking locally, in a
-/// covered service. Everyone else cannot touch that user's counters.
+// R1: the module acts only for the target user, asking locally, in a
+// covered service. Everyone else cannot touch that user's counters.
 
 /// Facts about one PAM call that decide its scope.
 public struct ScopeFacts: Equatable {

@@ -1,4 +1,5 @@
-/// A small JSON writer for the stable `--json` output (localauth(1)).
+// A small JSON writer for the stable `--json` output (localauth(1)).
+
 final class JSONWriter {
     private(set) var text = ""
     private var needsComma = [false]

@@ -110,6 +110,11 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
                 dispatched += 1
                 if dispatched % 64 == 0 && clock.bootNanoseconds() >= deadline { break }
             }
+            // fprintd's own verdicts, in the order it sent them. A disconnect
+            // or an error status, and fprintd leaving the bus, end the attempt
+            // without the stop rule: fprintd sends nothing after a verdict, and
+            // anything it sent before leaving is read before NameOwnerChanged
+            // (the bus driver relays a sender's messages before its exit).
             while handled < events.log.count {
                 let signal = events.log[handled]
                 handled += 1

@@ -1,7 +1,7 @@
 import XCTest
 import LocalAuth
 
-/// SPEC §5: module arguments and the configuration file. Bad input is
+/// Module arguments and the configuration file. Bad input is
 /// logged and ignored, out-of-range values are clamped and logged; never
 /// fatal, never weaker than the default.
 final class OptionsTests: XCTestCase {

@@ -1,7 +1,7 @@
 import XCTest
 import LocalAuth
 
-/// SPEC §7: the record is versioned, checksummed and of fixed size; any
+/// The record is versioned, checksummed and of fixed size; any
 /// damage is detected (and then handled by R12).
 final class RecordTests: XCTestCase {
     // The layout, as documented in Record.swift; restated here so that a

@@ -2,7 +2,7 @@ import XCTest
 import PAMConstants
 import LocalAuth
 
-/// SPEC §4: the one table from outcomes to PAM codes.
+/// The one table from outcomes to PAM codes.
 final class ResultTableTests: XCTestCase {
     func testEveryLAErrorHasItsPAMCode() {
         let expected: [LAError: PAMCode] = [
@@ -70,7 +70,37 @@ final class ResultTableTests: XCTestCase {
         XCTAssertEqual(PAMCode.conversationError.rawValue, PAM_CONV_ERR)
         XCTAssertEqual(PAMCode.ignore.rawValue, PAM_IGNORE)
         XCTAssertEqual(PAMCode.allCases.count, 6, "a new PAMCode needs its C constant checked here")
-        // PAM_MAXTRIES is deliberately never used (SPEC §4).
+        // PAM_MAXTRIES is deliberately never used (docs/DESIGN.md, "Result codes").
         for code in PAMCode.allCases { XCTAssertNotEqual(code.rawValue, PAM_MAXTRIES) }
+    }
+
+    /// The one table from a preflight's error to `localauth check`'s exit code.
+    func testEveryLAErrorHasItsExitCode() {
+        let expected: [LAError: ExitCode] = [
+            .authenticationFailed: .failure, .userCancel: .failure, .userFallback: .failure, .systemCancel: .failure,
+            .passcodeNotSet: .passcodeNotSet, .biometryNotAvailable: .biometryNotAvailable,
+            .biometryNotEnrolled: .biometryNotEnrolled, .biometryLockout: .biometryLockout, .appCancel: .failure,
+            .invalidContext: .failure, .biometryDisconnected: .failure, .notInteractive: .failure,
+        ]
+        XCTAssertEqual(Set(LAError.allCases), Set(expected.keys), "a new LAError needs a row here")
+        for error in LAError.allCases {
+            XCTAssertEqual(ExitCodeTable.exitCode(for: error), expected[error], error.name)
+            XCTAssertNotEqual(ExitCodeTable.exitCode(for: error), .success, "\(error.name) must never exit 0")
+        }
+        // The documented numbers (localauth(1)).
+        let documented: [(ExitCode, Int32)] = [
+            (.success, 0), (.failure, 1), (.usage, 2), (.permissionDenied, 3), (.unknownUser, 4), (.passcodeNotSet, 10),
+            (.biometryNotAvailable, 11), (.biometryNotEnrolled, 12), (.biometryLockout, 13),
+        ]
+        XCTAssertEqual(documented.count, ExitCode.allCases.count)
+        for (code, number) in documented { XCTAssertEqual(code.rawValue, number) }
+    }
+
+    func testPolicyNames() {
+        for policy in [LAPolicy.owner, .biometrics] {
+            XCTAssertEqual(LAPolicy(name: Array(policy.name.utf8)), policy)
+        }
+        XCTAssertNil(LAPolicy(name: Array("Owner".utf8)))
+        XCTAssertNil(LAPolicy(name: Array("owner ".utf8)))
     }
 }

@@ -1,7 +1,7 @@
 import XCTest
 import LocalAuth
 
-/// SPEC §3 and §4 as a table: every row is one prompt from a given state,
+/// The rules and result codes of docs/DESIGN.md as a table: every row is one prompt from a given state,
 /// with everything that must (and must not) happen. Multi-prompt stories
 /// (back-off schedules, clocks, lockout across prompts) are in EngineTests.
 

@@ -1,0 +1,85 @@
+// The PAM stack lint with an injected reader: each stack that would weaken
+// the policy is a row with the finding it must produce, and the shipped
+// stacks produce none.
+import XCTest
+import StackLint
+
+final class StackLintTests: XCTestCase {
+    /// A lint over in-memory service files.
+    func lint(_ files: [String: String]) -> StackLint {
+        StackLint { name in files[name].map { Array($0.utf8) } }
+    }
+
+    func errors(_ findings: [Finding]) -> [String] {
+        findings.filter { $0.severity == "error" }.map(\.text)
+    }
+
+    let owner = "auth [success=2 ignore=ignore authinfo_unavail=ignore default=die] pam_localauth.so"
+    let passwordLines = "auth [success=1 default=ignore] pam_unix.so\nauth requisite pam_deny.so\nauth required pam_permit.so\n"
+
+    func testTheShippedStacksAreClean() {
+        let files = ["sudo": owner + "\n" + passwordLines,
+                     "sudo-biometrics": """
+                     auth [success=3 conv_err=die default=ignore] pam_localauth.so policy=biometrics
+                     auth [success=1 default=die] pam_unix.so
+                     auth requisite pam_deny.so
+                     auth optional pam_localauth.so authsucc
+                     auth required pam_permit.so
+                     """,
+                     "localauth-passcode": "auth required pam_unix.so\n"]
+        let lint = lint(files)
+        XCTAssertEqual(lint.serviceFindings("sudo"), [])
+        XCTAssertEqual(lint.serviceFindings("sudo-biometrics"), [])
+        XCTAssertEqual(lint.passcodeServiceFindings("localauth-passcode"), [])
+    }
+
+    func testStacksThatWeakenThePolicy() {
+        let rows: [(String, String, String)] = [
+            ("done on the module line", "auth sufficient pam_localauth.so\n" + passwordLines, "'done' on the pam_localauth.so line"),
+            ("only optional modules past the module",
+             "auth [success=1 ignore=ignore authinfo_unavail=ignore default=die] pam_localauth.so\nauth optional pam_permit.so\n",
+             "goes on to only optional modules"),
+            ("owner without default=die",
+             "auth [success=2 default=ignore] pam_localauth.so\n" + passwordLines, "must end the stack (default=die)"),
+            ("success onto pam_deny",
+             "auth [success=1 ignore=ignore authinfo_unavail=ignore default=die] pam_localauth.so\nauth required pam_unix.so\nauth requisite pam_deny.so\n",
+             "success jumps onto pam_deny.so"),
+            ("biometrics without authsucc",
+             "auth [success=2 conv_err=die default=ignore] pam_localauth.so policy=biometrics\nauth [success=1 default=die] pam_unix.so\nauth requisite pam_deny.so\nauth required pam_permit.so\n",
+             "needs a later 'pam_localauth.so authsucc' line"),
+            ("authsucc reachable without the password",
+             "auth [success=3 conv_err=die default=ignore] pam_localauth.so policy=biometrics\nauth [success=2 default=ignore] pam_unix.so\nauth optional pam_permit.so\nauth optional pam_localauth.so authsucc\nauth required pam_permit.so\n",
+             "the authsucc line must follow 'auth requisite pam_deny.so'"),
+        ]
+        for (name, stack, expected) in rows {
+            let found = errors(lint(["svc": stack]).serviceFindings("svc"))
+            XCTAssertTrue(found.contains { $0.contains(expected) }, "\(name): \(found)")
+        }
+    }
+
+    func testIncludesAreFollowed() {
+        let lint = lint(["svc": "@include common-auth\n", "common-auth": "auth sufficient pam_localauth.so\n" + passwordLines])
+        XCTAssertTrue(errors(lint.serviceFindings("svc")).contains { $0.hasPrefix("common-auth:1:") })
+    }
+
+    func testPasscodeServicesThatCouldStandInForThePassword() {
+        let rows: [(String, String)] = [
+            ("@include common-auth\n", "must be an explicit list"),
+            ("auth sufficient pam_fprintd.so\nauth required pam_unix.so\n", "pam_fprintd.so must not be in the passcode service"),
+            ("auth sufficient pam_rootok.so\nauth required pam_unix.so\n", "pam_rootok.so must not be"),
+            ("auth [success=done default=ignore] pam_unix.so\n", "no jumps, 'sufficient' or 'done'"),
+            ("auth optional pam_unix.so\n", "must be required or requisite here"),
+            ("auth required pam_env.so\n", "no password module"),
+        ]
+        for (stack, expected) in rows {
+            let found = errors(lint(["localauth-passcode": stack]).passcodeServiceFindings("localauth-passcode"))
+            XCTAssertTrue(found.contains { $0.contains(expected) }, "\(stack): \(found)")
+        }
+        XCTAssertEqual(errors(lint([:]).passcodeServiceFindings("localauth-passcode")), ["localauth-passcode: missing or unreadable"])
+    }
+
+    func testNamedPasscodeServicesAreFound() {
+        let lint = lint(["svc": "auth [success=2 ignore=ignore authinfo_unavail=ignore default=die] pam_localauth.so passcode_service=vault\n"])
+        XCTAssertEqual(lint.passcodeServicesNamed("svc"), ["vault"])
+    }
+}
