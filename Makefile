@@ -36,7 +36,7 @@ ENTRY_SOURCES := $(wildcard Sources/PAMModule/*.swift)
 MODULE_OBJECTS := $(BUILD)/pam_localauth.o $(BUILD)/libc_shim.o $(BUILD)/system_shim.o \
 	$(BUILD)/LocalAuth.o $(BUILD)/SystemAdapters.o $(BUILD)/PAMModule.o
 
-.PHONY: all module cli demo test unit-test integration-test install uninstall clean deps tools
+.PHONY: all module cli demo test unit-test integration-test install uninstall clean deps tools test-artifacts
 
 all: module
 
@@ -85,8 +85,17 @@ $(BUILD)/pamharness: tests/pamharness.c
 	@mkdir -p $(BUILD)
 	$(CC) -O1 -g -Wall -Wextra -Werror -pthread -o $@ $< -lpam -ldl
 
-tools: $(BUILD)/pamharness
-	swift build --product la-store-probe
+# Every test artifact, built in one place: the module, the libpam harness,
+# the Claim-delaying shim of the broadcast test, and the Swift products (the
+# localauth command and the store probe).
+$(BUILD)/claimdelay.so: tests/claimdelay.c
+	@mkdir -p $(BUILD)
+	$(CC) -O1 -Wall -Wextra -Werror -shared -fPIC -o $@ $< -lsystemd
+
+test-artifacts: module $(BUILD)/pamharness $(BUILD)/claimdelay.so
+	swift build
+
+tools: test-artifacts
 
 deps:
 	bash tools/install-deps.sh
@@ -97,7 +106,7 @@ demo: module $(BUILD)/pamharness
 unit-test:
 	swift test
 
-integration-test: module tools
+integration-test: test-artifacts
 	$(PYTHON) -m pytest -q tests
 
 test: unit-test integration-test

@@ -1,7 +1,7 @@
-"""Shared fixtures for the integration tests (see pamenv.py)."""
+"""Fixtures of the integration tests; the helpers they use live in
+pamenv.py (the PAM world) and fprint_rig.py (fprintd)."""
 import pytest
 
-from pamenv import *  # noqa: F401,F403 (tests import these names from conftest)
 from pamenv import PamEnv, build
 
 

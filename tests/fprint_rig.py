@@ -163,16 +163,22 @@ class RigError(RuntimeError):
     pass
 
 
-def proc_gone(pid):
-    """True once PID has exited: /proc/PID/stat missing or state Z/X. (PID 1
-    here does not reap orphans, so kill -0 would still succeed on a zombie.)"""
+def process_state(pid):
+    """The state letter of /proc/PID/stat (R, S, T, Z, ...); None when gone.
+    comm may contain spaces and parentheses: the state follows the last ')'."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             stat = f.read()
     except (FileNotFoundError, ProcessLookupError):
-        return True
-    # comm may contain spaces and parentheses; state follows the last ')'
-    return stat[stat.rindex(")") + 2] in "ZXx"
+        return None
+    return stat[stat.rindex(")") + 2]
+
+
+def proc_gone(pid):
+    """True once PID has exited: /proc/PID/stat missing or state Z/X. (PID 1
+    here does not reap orphans, so kill -0 would still succeed on a zombie.)"""
+    state = process_state(pid)
+    return state is None or state in "ZXx"
 
 
 def _tail(path, chars=2000):

@@ -3,6 +3,7 @@ by real libpam through pam_wrapper, test users from nss_wrapper, and
 pam_wrapper's pam_matrix.so as the passcode stack. Nothing here touches the
 host's /etc."""
 import contextlib
+import functools
 import os
 import pty
 import select
@@ -18,7 +19,14 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / ".build" / "module"
 MODULE = BUILD / "pam_localauth.so"
 HARNESS = BUILD / "pamharness"
-PAM_WRAPPER_MODULES = Path("/usr/lib/x86_64-linux-gnu/pam_wrapper")
+CLAIM_DELAY_SHIM = BUILD / "claimdelay.so"
+# Asked from the system, not assumed: the multiarch triple (x86_64-linux-gnu
+# here) and where libpam keeps its modules.
+MULTIARCH = subprocess.run(["gcc", "-print-multiarch"], capture_output=True, text=True, check=True).stdout.strip()
+PAM_MODULE_DIR = Path(subprocess.run(["pkg-config", "--variable=securedir", "pam"], capture_output=True, text=True).stdout.strip()
+                      or f"/lib/{MULTIARCH}/security")
+PAM_WRAPPER_MODULES = Path(f"/usr/lib/{MULTIARCH}/pam_wrapper")
+PAM_FPRINTD = PAM_MODULE_DIR / "pam_fprintd.so"
 PAM_MATRIX = PAM_WRAPPER_MODULES / "pam_matrix.so"
 PAM_CHATTY = PAM_WRAPPER_MODULES / "pam_chatty.so"
 PAM_SET_ITEMS = PAM_WRAPPER_MODULES / "pam_set_items.so"
@@ -71,16 +79,17 @@ class Record:
 
 
 def parse_record(data: bytes, uid: int) -> Record:
-    assert len(data) == 2048, len(data)
-    assert data[:8] == b"LOCALAUT"
-    assert struct.unpack_from("<I", data, 16)[0] == uid
-    name_len = struct.unpack_from("<H", data, 20)[0]
-    name = data[24:24 + name_len].decode()
-    F, P = struct.unpack_from("<II", data, 288)
-    backoff_ms = struct.unpack_from("<q", data, 296)[0]
-    last_pass = struct.unpack_from("<q", data, 328)[0]
-    last_fp = struct.unpack_from("<q", data, 384)[0]
-    failures = data[400]
+    """An independent reader of the record format pinned below."""
+    assert len(data) == RECORD_SIZE, len(data)
+    assert data[:8] == RECORD_MAGIC
+    assert struct.unpack_from("<I", data, OFFSET_UID)[0] == uid
+    name_len = struct.unpack_from("<H", data, OFFSET_NAME_LENGTH)[0]
+    name = data[OFFSET_NAME:OFFSET_NAME + name_len].decode()
+    F, P = struct.unpack_from("<II", data, OFFSET_F_P)
+    backoff_ms = struct.unpack_from("<q", data, OFFSET_BACKOFF_MS)[0]
+    last_pass = struct.unpack_from("<q", data, OFFSET_LAST_PASSCODE)[0]
+    last_fp = struct.unpack_from("<q", data, OFFSET_LAST_FINGERPRINT)[0]
+    failures = data[OFFSET_FAILURE_COUNT]
     return Record(name, F, P, backoff_ms, last_pass, last_fp, failures)
 
 
@@ -91,12 +100,22 @@ def later_boot_clock(seconds: int) -> list:
     return ["unshare", "--time", f"--boottime={seconds}"]
 
 
-# The record format, pinned on purpose: the tests read and reseal records
-# at these offsets so that a change of the on-disk format is a visible,
+# The record format (docs/DESIGN.md, "The state store"), pinned on purpose:
+# the tests read and reseal records at these offsets, independently of the
+# Swift code, so that a change of the on-disk format is a visible,
 # deliberate change here too.
 RECORD_SIZE = 2048
+RECORD_MAGIC = b"LOCALAUT"
+OFFSET_VERSION = 8          # u16 version, then u32 size at 12
+OFFSET_UID = 16             # u32
+OFFSET_NAME_LENGTH = 20     # u16; the name at 24
+OFFSET_NAME = 24
 OFFSET_F_P = 288            # two u32: F, P
 OFFSET_BACKOFF_MS = 296     # i64: the wait still to run
+OFFSET_LAST_PASSCODE = 328  # i64 wall seconds
+OFFSET_LAST_FINGERPRINT = 384
+OFFSET_NEXT_SEQUENCE = 392  # u64
+OFFSET_FAILURE_COUNT = 400  # u8
 OFFSET_CHECKSUM = RECORD_SIZE - 8   # FNV-1a 64 of everything before it
 
 
@@ -237,12 +256,13 @@ class PamEnv:
 def prompt_timings(pam, users, runs=30, warmup=3, env=None, service="sudo"):
     """For each user, `runs` (time to the first prompt, whole call) pairs in
     microseconds, one wrong password each, the users interleaved round by
-    round so that drift hits them alike. The state files are cleared before
-    each run (outside the timed call) so the back-off never starts."""
+    round so that drift hits them alike. The records are removed before
+    each run (outside the timed call) so the back-off never starts; lock
+    files and the look-alike key stay, as on a machine in use."""
     timings = {user: [] for user in users}
     for index in range(warmup + runs):
         for user in users:
-            for path in pam.state.iterdir():
+            for path in pam.state.glob("*.rec"):
                 path.unlink()
             run = pam.run(service, user, ["wrong"], env=env, latency=True)
             assert run.first_prompt_us is not None and run.elapsed_us is not None, run.stdout
@@ -279,8 +299,24 @@ def parse_run(stdout: str, stderr: str = "") -> Run:
 
 
 def build():
-    """Builds the Embedded module and the harness."""
-    subprocess.run(["make", "-s", "module", str(HARNESS.relative_to(ROOT))], cwd=ROOT, check=True)
+    """Builds every test artifact (make test-artifacts): the module, the
+    harness, the shim, the localauth command and the store probe."""
+    subprocess.run(["make", "-s", "test-artifacts"], cwd=ROOT, check=True)
+
+
+@functools.lru_cache(maxsize=None)
+def swift_bin() -> Path:
+    """Where swift build puts the Swift products (the command, the probe)."""
+    return Path(subprocess.run(["swift", "build", "--show-bin-path"], cwd=ROOT, check=True, capture_output=True,
+                               text=True).stdout.strip())
+
+
+def localauth_command() -> Path:
+    return swift_bin() / "localauth"
+
+
+def store_probe() -> Path:
+    return swift_bin() / "la-store-probe"
 
 
 def run_in_terminal(command, env, answers=()):

@@ -2,11 +2,10 @@
 import json
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from conftest import PAM_AUTH_ERR, PAM_SUCCESS, PASSWORDS, ROOT, PamEnv
+from pamenv import PAM_AUTH_ERR, PASSWORDS, ROOT, localauth_command
 from pamenv import open_to_others, run_in_terminal, world_readable_pam
 from fprint_rig import FprintRig
 
@@ -15,10 +14,7 @@ ALICE = PASSWORDS["alice"]
 
 @pytest.fixture(scope="session")
 def cli():
-    subprocess.run(["swift", "build", "--product", "localauth"], cwd=ROOT, check=True, capture_output=True)
-    path = subprocess.run(["swift", "build", "--show-bin-path"], cwd=ROOT, check=True, capture_output=True,
-                          text=True).stdout.strip()
-    return Path(path) / "localauth"
+    return localauth_command()
 
 
 @pytest.fixture

@@ -40,16 +40,13 @@ ours); `default=ignore` turns it into "go on to the password" like our
 PAM_AUTH_ERR/AUTHINFO_UNAVAIL under `default=ignore`, so the stacks' codes
 agree even though the modules' own codes differ.
 """
-import time
-from pathlib import Path
 
 import pytest
 
-from conftest import (PAM_AUTH_ERR, PAM_MATRIX, PAM_SUCCESS, PASSWORDS)
+from pamenv import PAM_AUTH_ERR, PAM_FPRINTD, PAM_MATRIX, PAM_SUCCESS, PASSWORDS
 from fprint_rig import (DEVICE_IFACE, FPRINT_NAME, MANAGER_IFACE, MANAGER_PATH, FprintRig, _Client)
 from test_shipped_stacks import install
 
-PAM_FPRINTD = Path("/lib/x86_64-linux-gnu/security/pam_fprintd.so")
 REFERENCE = "fprintd-reference"
 OURS = "sudo-biometrics"
 ALICE, BOB = PASSWORDS["alice"], PASSWORDS["bob"]

@@ -14,7 +14,7 @@ import statistics
 
 import pytest
 
-from conftest import prompt_timings
+from pamenv import prompt_timings
 from fprint_rig import FprintRig
 
 FACTOR = 2.0

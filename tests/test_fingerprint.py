@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from conftest import (PAM_AUTHINFO_UNAVAIL, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_IGNORE, PAM_SUCCESS, PASSWORDS, ROOT,
-                      parse_run)
-from fprint_rig import FprintRig
+from pamenv import (CLAIM_DELAY_SHIM, PAM_AUTHINFO_UNAVAIL, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_SUCCESS, PASSWORDS,
+                    parse_run)
+from fprint_rig import FprintRig, process_state
 
 ALICE = PASSWORDS["alice"]
 FIRST_PROMPT = "Password, or press Enter to use your fingerprint: "
@@ -449,8 +449,7 @@ def test_a_verdict_broadcast_for_another_session_never_counts(pam, rig, tmp_path
     """bob's match, broadcast after our subscription but before our Claim,
     must not authenticate alice (fprintd broadcasts every session's status)."""
     import subprocess
-    shim = tmp_path / "claimdelay.so"
-    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(shim), str(ROOT / "tests" / "claimdelay.c"), "-lsystemd"], check=True)
+    shim = CLAIM_DELAY_SHIM
     rig.enroll("bob")
     pam.write_owner_stack(args="timeout=2")
     env = rig.env({"LD_PRELOAD": f"libpam_wrapper.so libnss_wrapper.so {shim}", "CLAIM_DELAY_DIR": str(tmp_path)})
@@ -533,11 +532,6 @@ def test_a_wedged_fprintd_never_hangs_the_prompt(pam, rig):
 
 # ---- a guess whose verdict is queued behind a flood is never refunded ----
 
-def process_state(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rpartition(")")[2].split()[0]
-
-
 def stop_flood_scan_interrupt(pam, rig, scan):
     """The attack on a refund: while the prompt waits for a finger, stop it,
     queue a flood of unicast signals in front of whatever fprintd sends it
@@ -603,7 +597,7 @@ def test_a_judged_match_behind_a_flood_succeeds(pam, rig, trial):
 def test_ctrl_c_with_a_finger_on_the_reader_stays_counted(pam, rig):
     """A finger reported present before the Ctrl-C may have been judged: no
     refund, although no verdict came."""
-    from fprint_rig import DEVICE_IFACE, FPRINT_NAME, _Client
+    from fprint_rig import FPRINT_NAME, _Client
     pam.write_owner_stack(args="mode=terminal timeout=20")
     listener = _Client(rig.bus_address)
     seen = []

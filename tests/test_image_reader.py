@@ -6,7 +6,7 @@ finger-present flips on and off within one callback, so it is never sent.
 The real module through real libpam against a real fprintd."""
 import pytest
 
-from conftest import PAM_CONV_ERR, PAM_SUCCESS, PASSWORDS
+from pamenv import PAM_CONV_ERR, PAM_SUCCESS, PASSWORDS
 from fprint_rig import FprintRig, synthetic_finger
 from test_fingerprint import run_with_ctrl_c, stop_flood_scan_interrupt
 

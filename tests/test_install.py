@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MODULE, PAM_AUTH_ERR, PAM_MATRIX, PAM_SUCCESS, PASSWORDS, ROOT
+from pamenv import MODULE, PAM_AUTH_ERR, PAM_MATRIX, PAM_SUCCESS, PASSWORDS, ROOT, localauth_command
 
 PREFIX = Path("/usr/local")
 PROFILE = ROOT / "config" / "pam-auth-update.localauth"
@@ -270,10 +270,7 @@ def test_profile_conflicts_with_pam_fprintd(profile_runs):
 
 
 def localauth_binary():
-    subprocess.run(["swift", "build", "--product", "localauth"], cwd=ROOT, check=True, capture_output=True, timeout=900)
-    path = subprocess.run(["swift", "build", "--show-bin-path"], cwd=ROOT, check=True, capture_output=True,
-                          text=True).stdout.strip()
-    return Path(path) / "localauth"
+    return localauth_command()
 
 
 def install_common_auth(pam, text, service="sudo"):

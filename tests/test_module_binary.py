@@ -3,7 +3,7 @@ loading without the Swift toolchain, and repeated load/unload cycles."""
 import re
 import subprocess
 
-from conftest import MODULE, PASSWORDS, PAM_SUCCESS
+from pamenv import MODULE, PASSWORDS
 
 TOOLCHAIN = "/opt/swift"
 

@@ -5,11 +5,10 @@ import os
 import signal
 import stat
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import (PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_CONV_ERR, PAM_MATRIX, PAM_SUCCESS, PAM_SYSTEM_ERR,
+from pamenv import (PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_CONV_ERR, PAM_MATRIX, PAM_SUCCESS, PAM_SYSTEM_ERR,
                       PASSWORDS, MODULE)
 
 ALICE = PASSWORDS["alice"]
@@ -296,17 +295,8 @@ def test_config_file_in_an_unsafe_directory_is_ignored(pam, layout):
 
 # ---- R3: a kill at the verdict never yields an uncounted guess ----
 
+from fprint_rig import proc_gone  # noqa: E402
 from pamenv import read_until  # noqa: E402
-
-
-def process_gone(pid):
-    """True once pid has exited (a zombie counts: PID 1 here may not reap)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            text = f.read()
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return text[text.rindex(")") + 2] in "ZXx"
 
 
 def assert_sound_record(pam, user="alice"):
@@ -349,17 +339,17 @@ def test_sigkill_during_the_verification_leaves_the_entry_counted(pam, entry):
             assert time.monotonic() < deadline, "the passcode stack never started verifying"
             time.sleep(0.005)
         verifier_pid = int(flag.read_text())
-        assert proc.poll() is None and not process_gone(verifier_pid)
+        assert proc.poll() is None and not proc_gone(verifier_pid)
         proc.kill()   # the harness first, so the inner stack can never reach a verdict
         assert proc.wait(timeout=30) == -signal.SIGKILL
     finally:
         if proc.poll() is None:
             proc.kill()
         rest, _ = proc.communicate(timeout=30)
-        if verifier_pid is not None and not process_gone(verifier_pid):
+        if verifier_pid is not None and not proc_gone(verifier_pid):
             os.kill(verifier_pid, signal.SIGKILL)
     deadline = time.monotonic() + 30
-    while not process_gone(verifier_pid):
+    while not proc_gone(verifier_pid):
         assert time.monotonic() < deadline, "the pam_exec child outlived its SIGKILL"
         time.sleep(0.005)
     output = shown + rest

@@ -5,8 +5,8 @@ import subprocess
 
 import pytest
 
-from conftest import (MODULE, PAM_AUTHINFO_UNAVAIL, PAM_AUTH_ERR, PAM_MATRIX, PAM_SET_ITEMS, PAM_SUCCESS, PASSWORDS,
-                      PamEnv, parse_run)
+from pamenv import (MODULE, PAM_AUTHINFO_UNAVAIL, PAM_AUTH_ERR, PAM_MATRIX, PAM_SET_ITEMS, PAM_SUCCESS, PASSWORDS,
+                      parse_run)
 from pamenv import open_to_others, world_readable_pam
 
 ALICE = PASSWORDS["alice"]

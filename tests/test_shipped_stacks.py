@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import (MODULE, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_MATRIX, PAM_SUCCESS, PASSWORDS, ROOT)
+from pamenv import (MODULE, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_MATRIX, PAM_SUCCESS, PASSWORDS, ROOT)
 
 ALICE = PASSWORDS["alice"]
 OWNER_PROMPT = "Enter Password: "

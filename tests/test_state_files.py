@@ -10,7 +10,7 @@ import stat
 
 import pytest
 
-from conftest import PAM_AUTH_ERR, PAM_CONV_ERR, PAM_SUCCESS, PAM_SYSTEM_ERR, PASSWORDS, USERS, later_boot_clock, reseal_record
+from pamenv import PAM_AUTH_ERR, PAM_CONV_ERR, PAM_SUCCESS, PAM_SYSTEM_ERR, PASSWORDS, USERS, later_boot_clock, reseal_record
 
 ALICE = PASSWORDS["alice"]
 BOB = USERS["bob"]

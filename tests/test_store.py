@@ -1,7 +1,7 @@
 """Real-file tests of the state store (R3, R12, R13 and the store format of docs/DESIGN.md).
 
-They drive the real engine and FileStateStore through the `la-store-probe`
-tool (Sources/la-store-probe) against fresh state directories, and check
+They drive the real ledger and FileStateStore through the `la-store-probe`
+tool (Tests/StoreProbe) against fresh state directories, and check
 what matters on disk: counts, file types, owners and modes, exit codes.
 
 Run as root:  /usr/bin/python3 -m pytest -q tests/test_store.py
@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from pamenv import RECORD_SIZE, fnv1a64
+from pamenv import (OFFSET_CHECKSUM, OFFSET_F_P, OFFSET_FAILURE_COUNT, OFFSET_NAME, OFFSET_NEXT_SEQUENCE, OFFSET_UID,
+                    OFFSET_VERSION, RECORD_MAGIC, RECORD_SIZE, fnv1a64, store_probe)
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCKOUT = 5                 # default `lockout` (L)
@@ -35,24 +36,10 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the store trusts only
 
 # ---------------------------------------------------------------- helpers
 
-def _newest_source_mtime() -> float:
-    newest = (ROOT / "Package.swift").stat().st_mtime
-    for folder in ("Sources/LocalAuth", "Sources/CLocalAuth", "Sources/la-store-probe"):
-        for path in (ROOT / folder).rglob("*"):
-            if path.is_file():
-                newest = max(newest, path.stat().st_mtime)
-    return newest
-
-
 @pytest.fixture(scope="session")
 def probe_path() -> str:
-    """The probe binary, (re)built when missing or older than its sources."""
-    bin_dir = subprocess.run(["swift", "build", "--show-bin-path"], cwd=ROOT, check=True,
-                             capture_output=True, text=True).stdout.strip()
-    binary = Path(bin_dir) / "la-store-probe"
-    if not binary.exists() or binary.stat().st_mtime < _newest_source_mtime():
-        subprocess.run(["swift", "build", "--product", "la-store-probe"], cwd=ROOT, check=True,
-                       capture_output=True, text=True)
+    """The probe binary (built with every test artifact by conftest)."""
+    binary = store_probe()
     assert binary.exists(), binary
     return str(binary)
 
@@ -112,16 +99,16 @@ def decode_record(data: bytes, uid=UID, name=NAME) -> dict:
     """Independent reader of the on-disk format (Record.swift): asserts a
     valid, checksummed record of this uid and name; returns its counts."""
     assert len(data) == RECORD_SIZE, len(data)
-    assert data[:8] == b"LOCALAUT"
-    version, size = struct.unpack_from("<HxxI", data, 8)
+    assert data[:8] == RECORD_MAGIC
+    version, size = struct.unpack_from("<HxxI", data, OFFSET_VERSION)
     assert (version, size) == (1, RECORD_SIZE)
-    assert struct.unpack_from("<Q", data, RECORD_SIZE - 8)[0] == fnv1a64(data[:RECORD_SIZE - 8]), "checksum"
-    stored_uid, name_length = struct.unpack_from("<IH", data, 16)
+    assert struct.unpack_from("<Q", data, OFFSET_CHECKSUM)[0] == fnv1a64(data[:OFFSET_CHECKSUM]), "checksum"
+    stored_uid, name_length = struct.unpack_from("<IH", data, OFFSET_UID)
     assert stored_uid == uid
-    assert data[24:24 + name_length] == name.encode()
-    F, P, backoff_ms = struct.unpack_from("<IIq", data, 288)
-    next_sequence = struct.unpack_from("<Q", data, 392)[0]
-    failures = data[400]
+    assert data[OFFSET_NAME:OFFSET_NAME + name_length] == name.encode()
+    F, P, backoff_ms = struct.unpack_from("<IIq", data, OFFSET_F_P)
+    next_sequence = struct.unpack_from("<Q", data, OFFSET_NEXT_SEQUENCE)[0]
+    failures = data[OFFSET_FAILURE_COUNT]
     return {"F": F, "P": P, "backoff_ms": backoff_ms, "next_sequence": next_sequence, "failures": failures}
 
 

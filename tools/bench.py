@@ -31,15 +31,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from fprint_rig import FprintRig  # noqa: E402
-from pamenv import HARNESS, MODULE, PAM_MATRIX, PASSWORDS, PamEnv, prompt_timings  # noqa: E402
+from pamenv import HARNESS, MODULE, PAM_FPRINTD, PAM_MATRIX, PASSWORDS, PamEnv, prompt_timings  # noqa: E402
 
-PAM_FPRINTD = Path("/lib/x86_64-linux-gnu/security/pam_fprintd.so")
 MATCH = "SCAN finger-alice"
 ALICE = PASSWORDS["alice"]
 EARLIER_REFERENCE_MS = 11.0  # pam_fprintd, match, median, as first measured on this rig
