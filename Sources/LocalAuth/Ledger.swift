@@ -24,25 +24,42 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
     }
 
 
+    public mutating func now() -> Moment {
+        Moment(boot: clock.bootNanoseconds(), wall: clock.wallSeconds(), bootID: clock.bootID())
+    }
+
+    /// Whether back-off applies to this user (root is exempt unless
+    /// `even_deny_root`, R9).
+    func backoffApplies(_ user: UserIdentity) -> Bool { user.uid != 0 || options.evenDenyRoot }
+
+    /// One transaction on the user's record, with the moment and the rules
+    /// of now. A store failure is logged as "cannot <action> uid N: <why>"
+    /// followed by `consequence`, and gives nil.
+    mutating func transaction<Result>(_ user: UserIdentity, _ action: String, consequence: String = "", level: LogLevel = .error,
+                                      _ body: (inout StateRecord?, LoadStatus, RecordRules, Moment) -> Result) -> Result? {
+        let moment = now()
+        let rules = RecordRules(options: options, backoffApplies: backoffApplies(user))
+        do {
+            return try store.withRecord(uid: user.uid, userName: user.name) { record, status in body(&record, status, rules, moment) }
+        } catch {
+            log.log(level, "cannot \(action) uid \(user.uid): \(storeFailureText(error, directory: options.stateDir))\(consequence)")
+            return nil
+        }
+    }
+
     /// R11: the password module of a biometrics-policy stack succeeded for
     /// this user after this module's own prompt: reset `F` and `P`.
     public mutating func resetAfterPasswordSuccess(_ user: UserIdentity) -> Bool {
-        let moment = now()
-        do {
-            return try store.withRecord(uid: user.uid, userName: user.name) { record, status -> Bool in
-                guard record != nil || status != .absent else { return true }
-                var current = record ?? StateRecord(uid: user.uid, userName: user.name, createdWallSeconds: moment.wall)
-                current.fingerprintFailures = 0
-                current.passcodeFailures = 0
-                current.backoffRemainingMilliseconds = 0
-                current.settleFailures()
-                record = current
-                return true
-            }
-        } catch {
-            log.log(.error, "cannot reset the record of uid \(user.uid): \(storeFailureText(error, directory: options.stateDir))")
-            return false
-        }
+        transaction(user, "reset the record of") { record, status, _, moment -> Bool in
+            guard record != nil || status != .absent else { return true }
+            var current = record ?? StateRecord(uid: user.uid, userName: user.name, createdWallSeconds: moment.wall)
+            current.fingerprintFailures = 0
+            current.passcodeFailures = 0
+            current.backoffRemainingMilliseconds = 0
+            current.settleFailures()
+            record = current
+            return true
+        } ?? false
     }
 
     /// What the store holds for a user, read without changing anything (for
@@ -55,48 +72,24 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
     }
 
     public mutating func inspect(_ user: UserIdentity) -> Inspection? {
-        let moment = now()
-        let rules = RecordRules(options: options, backoffApplies: backoffApplies(user))
         let lockout = options.lockout
-        do {
-            return try store.withRecord(uid: user.uid, userName: user.name) { record, status -> Inspection in
-                let remaining = record.map { rules.remainingBackoff($0, moment: moment) } ?? 0
-                let locked = (record?.fingerprintFailures ?? 0) >= lockout
-                return Inspection(status: status, record: record, remainingBackoffMilliseconds: remaining, fingerprintLocked: locked)
-            }
-        } catch {
-            log.log(.error, "cannot read the record of uid \(user.uid): \(storeFailureText(error, directory: options.stateDir))")
-            return nil
+        return transaction(user, "read the record of") { record, status, rules, moment -> Inspection in
+            let remaining = record.map { rules.remainingBackoff($0, moment: moment) } ?? 0
+            let locked = (record?.fingerprintFailures ?? 0) >= lockout
+            return Inspection(status: status, record: record, remainingBackoffMilliseconds: remaining, fingerprintLocked: locked)
         }
     }
-
-
-    public mutating func now() -> Moment {
-        Moment(boot: clock.bootNanoseconds(), wall: clock.wallSeconds(), bootID: clock.bootID())
-    }
-
-    /// Whether back-off applies to this user (root is exempt unless
-    /// `even_deny_root`, R9).
-    func backoffApplies(_ user: UserIdentity) -> Bool { user.uid != 0 || options.evenDenyRoot }
 
     /// Reads the record, replacing a damaged one per R12 (and saying so).
     public mutating func snapshot(_ user: UserIdentity) -> StateRecord? {
-        let moment = now()
-        let rules = RecordRules(options: options, backoffApplies: backoffApplies(user))
         var damage: RecordDamage? = nil
-        let result: StateRecord
-        do {
-            result = try store.withRecord(uid: user.uid, userName: user.name) { record, status -> StateRecord in
-                if case .damaged(let why) = status { damage = why }
-                var current = rules.current(&record, status, user: user, moment: moment)
-                if rules.reanchorBackoff(&current, moment: moment) { record = current }
-                return current
-            }
-        } catch {
-            log.log(.error, "cannot read the record of uid \(user.uid): \(storeFailureText(error, directory: options.stateDir))")
-            return nil
+        let result = transaction(user, "read the record of") { record, status, rules, moment -> StateRecord in
+            if case .damaged(let why) = status { damage = why }
+            var current = rules.current(&record, status, user: user, moment: moment)
+            if rules.reanchorBackoff(&current, moment: moment) { record = current }
+            return current
         }
-        if let damage {
+        if result != nil, let damage {
             log.log(.warning, "record of uid \(user.uid) was replaced (\(damage.text)): fingerprint locked, passcode after the first back-off")
         }
         return result
@@ -110,25 +103,18 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
 
     /// R3: under the lock, check the limit and durably count the attempt as failed.
     public mutating func chargeFingerprint(_ user: UserIdentity, _ request: Request) -> FingerprintCharge {
-        let moment = now()
-        let rules = RecordRules(options: options, backoffApplies: backoffApplies(user))
-        do {
-            return try store.withRecord(uid: user.uid, userName: user.name) { record, status -> FingerprintCharge in
-                var current = rules.current(&record, status, user: user, moment: moment)
-                guard current.fingerprintFailures < rules.options.lockout else {
-                    record = current
-                    return .limitReached
-                }
-                current.fingerprintFailures += 1
-                let sequence = current.appendFailure(kind: .fingerprint, wallSeconds: moment.wall, service: request.service,
-                                                     tty: request.tty, remoteHost: request.remoteHost)
+        transaction(user, "charge a fingerprint attempt for", consequence: "; attempt refused") { record, status, rules, moment in
+            var current = rules.current(&record, status, user: user, moment: moment)
+            guard current.fingerprintFailures < rules.options.lockout else {
                 record = current
-                return .charged(sequence)
+                return FingerprintCharge.limitReached
             }
-        } catch {
-            log.log(.error, "cannot charge a fingerprint attempt for uid \(user.uid): \(storeFailureText(error, directory: options.stateDir)); attempt refused")
-            return .storeFailed
-        }
+            current.fingerprintFailures += 1
+            let sequence = current.appendFailure(kind: .fingerprint, wallSeconds: moment.wall, service: request.service,
+                                                 tty: request.tty, remoteHost: request.remoteHost)
+            record = current
+            return .charged(sequence)
+        } ?? .storeFailed
     }
 
     public enum PasscodeCharge: Equatable {
@@ -140,99 +126,75 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
     /// R3 + R9: under the lock, refuse during a back-off, else count the
     /// entry as wrong and start the back-off it would earn.
     public mutating func chargePasscode(_ user: UserIdentity, _ request: Request) -> PasscodeCharge {
-        let moment = now()
-        let rules = RecordRules(options: options, backoffApplies: backoffApplies(user))
-        do {
-            return try store.withRecord(uid: user.uid, userName: user.name) { record, status -> PasscodeCharge in
-                var current = rules.current(&record, status, user: user, moment: moment)
-                let remaining = rules.remainingBackoff(current, moment: moment)
-                if remaining > 0 {
-                    if rules.reanchorBackoff(&current, moment: moment) { record = current }
-                    return .waiting(remaining)
-                }
-                current.passcodeFailures += 1
-                rules.startBackoff(&current, moment: moment)
-                let sequence = current.appendFailure(kind: .passcode, wallSeconds: moment.wall, service: request.service,
-                                                     tty: request.tty, remoteHost: request.remoteHost)
-                record = current
-                return .charged(sequence)
+        transaction(user, "charge a passcode attempt for", consequence: "; attempt refused") { record, status, rules, moment in
+            var current = rules.current(&record, status, user: user, moment: moment)
+            let remaining = rules.remainingBackoff(current, moment: moment)
+            if remaining > 0 {
+                if rules.reanchorBackoff(&current, moment: moment) { record = current }
+                return PasscodeCharge.waiting(remaining)
             }
-        } catch {
-            log.log(.error, "cannot charge a passcode attempt for uid \(user.uid): \(storeFailureText(error, directory: options.stateDir)); attempt refused")
-            return .storeFailed
-        }
+            current.passcodeFailures += 1
+            rules.startBackoff(&current, moment: moment)
+            let sequence = current.appendFailure(kind: .passcode, wallSeconds: moment.wall, service: request.service,
+                                                 tty: request.tty, remoteHost: request.remoteHost)
+            record = current
+            return .charged(sequence)
+        } ?? .storeFailed
     }
 
     /// The remaining passcode wait in milliseconds; nil when the store failed.
     public mutating func backoffRemaining(_ user: UserIdentity) -> Int64? {
-        let moment = now()
-        let rules = RecordRules(options: options, backoffApplies: backoffApplies(user))
-        do {
-            return try store.withRecord(uid: user.uid, userName: user.name) { record, status -> Int64 in
-                var current = rules.current(&record, status, user: user, moment: moment)
-                let remaining = rules.remainingBackoff(current, moment: moment)
-                if remaining > 0, rules.reanchorBackoff(&current, moment: moment) { record = current }
-                return remaining
-            }
-        } catch {
-            log.log(.error, "cannot read the back-off of uid \(user.uid): \(storeFailureText(error, directory: options.stateDir))")
-            return nil
+        transaction(user, "read the back-off of") { record, status, rules, moment -> Int64 in
+            var current = rules.current(&record, status, user: user, moment: moment)
+            let remaining = rules.remainingBackoff(current, moment: moment)
+            if remaining > 0, rules.reanchorBackoff(&current, moment: moment) { record = current }
+            return remaining
         }
     }
 
     /// An attempt that provably ended without a verdict is given back (R3).
     public mutating func refund(_ user: UserIdentity, kind: FailureEntry.Kind, sequence: UInt64) {
-        let rules = RecordRules(options: options, backoffApplies: backoffApplies(user))
-        do {
-            try store.withRecord(uid: user.uid, userName: user.name) { record, status in
-                guard status == .loaded, var current = record else { return }
-                // Only an attempt whose count is still there: a success since
-                // then reset it, and a later charge must not pay for it.
-                guard current.recentFailures.contains(where: { $0.sequence == sequence && !$0.settled }) else { return }
-                switch kind {
-                case .fingerprint: current.fingerprintFailures = max(0, current.fingerprintFailures - 1)
-                case .passcode:
-                    current.passcodeFailures = max(0, current.passcodeFailures - 1)
-                    // The charge started the wait its count earned (R9). Drop
-                    // it only when the count left earns none: a parallel
-                    // prompt's charge may have earned the running wait.
-                    if rules.options.backoffSeconds(afterFailures: current.passcodeFailures) == 0 || !rules.backoffApplies {
-                        current.backoffRemainingMilliseconds = 0
-                    }
+        _ = transaction(user, "refund an attempt for", consequence: "; it stays counted", level: .warning) { record, status, rules, _ in
+            guard status == .loaded, var current = record else { return }
+            // Only an attempt whose count is still there: a success since
+            // then reset it, and a later charge must not pay for it.
+            guard current.recentFailures.contains(where: { $0.sequence == sequence && !$0.settled }) else { return }
+            switch kind {
+            case .fingerprint: current.fingerprintFailures = max(0, current.fingerprintFailures - 1)
+            case .passcode:
+                current.passcodeFailures = max(0, current.passcodeFailures - 1)
+                // The charge started the wait its count earned (R9). Drop
+                // it only when the count left earns none: a parallel
+                // prompt's charge may have earned the running wait.
+                if rules.options.backoffSeconds(afterFailures: current.passcodeFailures) == 0 || !rules.backoffApplies {
+                    current.backoffRemainingMilliseconds = 0
                 }
-                current.removeFailure(sequence: sequence)
-                record = current
             }
-        } catch {
-            log.log(.warning, "cannot refund an attempt for uid \(user.uid): \(storeFailureText(error, directory: options.stateDir)); it stays counted")
+            current.removeFailure(sequence: sequence)
+            record = current
         }
     }
 
     /// R4/R8: a match or a correct passcode resets both counts.
     public mutating func recordSuccess(_ user: UserIdentity, method: AuthenticationMethod, sequence: UInt64, domainState: [UInt8]) {
-        let moment = now()
-        do {
-            try store.withRecord(uid: user.uid, userName: user.name) { record, status in
-                var current = record ?? StateRecord(uid: user.uid, userName: user.name, createdWallSeconds: moment.wall)
-                current.fingerprintFailures = 0
-                current.passcodeFailures = 0
-                current.backoffRemainingMilliseconds = 0
-                current.removeFailure(sequence: sequence)
-                current.settleFailures()
-                switch method {
-                case .biometry:
-                    current.lastFingerprintSuccessWallSeconds = moment.wall
-                case .passcode:
-                    current.lastPasscodeSuccessWallSeconds = moment.wall
-                    current.lastPasscodeSuccessBootID = moment.bootID
-                    var digest = RecordFormat.zeroDigest
-                    for index in 0..<min(digest.count, domainState.count) { digest[index] = domainState[index] }
-                    current.lastPasscodeSuccessDigest = digest
-                }
-                record = current
+        _ = transaction(user, "record a success for") { record, _, _, moment in
+            var current = record ?? StateRecord(uid: user.uid, userName: user.name, createdWallSeconds: moment.wall)
+            current.fingerprintFailures = 0
+            current.passcodeFailures = 0
+            current.backoffRemainingMilliseconds = 0
+            current.removeFailure(sequence: sequence)
+            current.settleFailures()
+            switch method {
+            case .biometry:
+                current.lastFingerprintSuccessWallSeconds = moment.wall
+            case .passcode:
+                current.lastPasscodeSuccessWallSeconds = moment.wall
+                current.lastPasscodeSuccessBootID = moment.bootID
+                var digest = RecordFormat.zeroDigest
+                for index in 0..<min(digest.count, domainState.count) { digest[index] = domainState[index] }
+                current.lastPasscodeSuccessDigest = digest
             }
-        } catch {
-            log.log(.error, "cannot record a success for uid \(user.uid): \(storeFailureText(error, directory: options.stateDir))")
+            record = current
         }
     }
 }

@@ -9,22 +9,17 @@ final class JSONWriter {
         needsComma[needsComma.count - 1] = true
     }
 
-    func object(_ body: () -> Void) {
-        separator()
-        text += "{"
-        needsComma.append(false)
-        body()
-        needsComma.removeLast()
-        text += "}"
-    }
+    func object(_ body: () -> Void) { container("{", "}", body) }
 
-    func array(_ body: () -> Void) {
+    func array(_ body: () -> Void) { container("[", "]", body) }
+
+    private func container(_ open: String, _ close: String, _ body: () -> Void) {
         separator()
-        text += "["
+        text += open
         needsComma.append(false)
         body()
         needsComma.removeLast()
-        text += "]"
+        text += close
     }
 
     /// A key inside an object; the next value or container belongs to it.

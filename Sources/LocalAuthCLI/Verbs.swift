@@ -3,9 +3,35 @@ import SystemAdapters
 
 // MARK: - status
 
+/// What `localauth status` reports, computed once; rendered as text or JSON.
+struct StatusReport {
+    var user: UserIdentity
+    var availability: String
+    var device: [UInt8]
+    var fingers: [[UInt8]]
+    var domainState: [UInt8]?
+    /// The record could be read (root only).
+    var readable: Bool
+    var recordStatus: String
+    var damage: String?
+    var record: StateRecord?
+    var fingerprintFailures: Int
+    var lockout: Int
+    var locked: Bool
+    var lockReason: String?
+    var remainingBackoffMilliseconds: Int64
+    /// (key, value, where it came from)
+    var configuration: [(String, String, String)]
+    var problems: [String]
+}
+
 func statusCommand(_ arguments: Arguments) throws -> ExitCode {
-    let user = try targetUser(arguments)
-    let configuration = try loadConfiguration(arguments)
+    let report = statusReport(user: try targetUser(arguments), try loadConfiguration(arguments))
+    print(arguments.flags.contains("--json") ? statusJSON(report) : statusText(report), terminator: "")
+    return .success
+}
+
+func statusReport(user: UserIdentity, _ configuration: LoadedConfiguration) -> StatusReport {
     let options = configuration.options
     var sensorOnly = FprintdSensor(interruptible: false, clock: SystemClock())
     let sensor = sensorOnly.describe(userName: user.name)
@@ -38,101 +64,113 @@ func statusCommand(_ arguments: Arguments) throws -> ExitCode {
     } else if locked {
         lockReason = "\(fingerprintFailures) consecutive failed fingerprint attempts (lockout \(options.lockout))"
     }
-    let remaining = inspection?.remainingBackoffMilliseconds ?? 0
-
-    if arguments.flags.contains("--json") {
-        let json = JSONWriter()
-        json.object {
-            json.field("user", printableText(user.name, limit: 255))
-            json.field("uid", Int64(user.uid))
-            json.key("sensor")
-            json.object {
-                json.field("availability", availability)
-                json.field("device", sensor.device.isEmpty ? nil : printableText(sensor.device, limit: 255))
-                json.key("fingers")
-                json.array { for finger in sensor.fingers { json.value(printableText(finger)) } }
-                json.field("domain_state", domainState.map(hex))
-            }
-            json.key("record")
-            json.object {
-                json.field("status", recordStatus)
-                json.field("damage", damage)
-            }
-            json.key("fingerprint")
-            json.object {
-                json.field("failures", inspection == nil ? nil : Int64(fingerprintFailures))
-                json.field("lockout", Int64(options.lockout))
-                json.field("locked", inspection == nil ? nil : locked)
-                json.field("reason", lockReason)
-                json.field("last_success", (record?.lastFingerprintSuccessWallSeconds).flatMap { $0 > 0 ? $0 : nil })
-            }
-            json.key("passcode")
-            json.object {
-                json.field("failures", record.map { Int64($0.passcodeFailures) } ?? (inspection == nil ? nil : 0))
-                json.field("backoff_remaining_ms", inspection == nil ? nil : remaining)
-                json.field("last_success", (record?.lastPasscodeSuccessWallSeconds).flatMap { $0 > 0 ? $0 : nil })
-            }
-            json.key("recent_failures")
-            json.array {
-                for entry in record?.recentFailures ?? [] {
-                    json.object {
-                        json.field("time", entry.wallSeconds)
-                        json.field("kind", entry.kind == .fingerprint ? "fingerprint" : "passcode")
-                        json.field("service", printableText(entry.service))
-                        json.field("tty", printableText(entry.tty))
-                        json.field("rhost", printableText(entry.remoteHost))
-                    }
-                }
-            }
-            json.key("config")
-            json.array {
-                for (key, value) in configurationRows(options) {
-                    json.object {
-                        json.field("key", key)
-                        json.field("value", value)
-                        json.field("source", configuration.keysFromFile.contains(key) ? printableText(configuration.path) : "default")
-                    }
-                }
-            }
-            json.key("config_problems")
-            json.array { for problem in configuration.problems { json.value(problem) } }
-        }
-        print(json.text)
-        return .success
+    let rows = configurationRows(options).map { key, value in
+        (key, value, configuration.keysFromFile.contains(key) ? printableText(configuration.path) : "default")
     }
+    return StatusReport(user: user, availability: availability, device: sensor.device, fingers: sensor.fingers, domainState: domainState,
+                        readable: inspection != nil, recordStatus: recordStatus, damage: damage, record: record,
+                        fingerprintFailures: fingerprintFailures, lockout: options.lockout, locked: locked, lockReason: lockReason,
+                        remainingBackoffMilliseconds: inspection?.remainingBackoffMilliseconds ?? 0, configuration: rows,
+                        problems: configuration.problems)
+}
 
-    print("user: \(printableText(user.name)) (uid \(user.uid))")
-    var sensorLine = "sensor: \(availability)"
-    if !sensor.device.isEmpty { sensorLine += ", device \(printableText(sensor.device))" }
-    if !sensor.fingers.isEmpty { sensorLine += ", enrolled: " + sensor.fingers.map { printableText($0) }.joined(separator: ", ") }
-    print(sensorLine)
-    if let domainState { print("domain state: \(hex(domainState))") }
-    if inspection == nil {
-        print("record: not readable (run as root to see the counters)")
+func statusJSON(_ report: StatusReport) -> String {
+    let record = report.record
+    let json = JSONWriter()
+    json.object {
+        json.field("user", printableText(report.user.name, limit: 255))
+        json.field("uid", Int64(report.user.uid))
+        json.key("sensor")
+        json.object {
+            json.field("availability", report.availability)
+            json.field("device", report.device.isEmpty ? nil : printableText(report.device, limit: 255))
+            json.key("fingers")
+            json.array { for finger in report.fingers { json.value(printableText(finger)) } }
+            json.field("domain_state", report.domainState.map(hex))
+        }
+        json.key("record")
+        json.object {
+            json.field("status", report.recordStatus)
+            json.field("damage", report.damage)
+        }
+        json.key("fingerprint")
+        json.object {
+            json.field("failures", report.readable ? Int64(report.fingerprintFailures) : nil)
+            json.field("lockout", Int64(report.lockout))
+            json.field("locked", report.readable ? report.locked : nil)
+            json.field("reason", report.lockReason)
+            json.field("last_success", (record?.lastFingerprintSuccessWallSeconds).flatMap { $0 > 0 ? $0 : nil })
+        }
+        json.key("passcode")
+        json.object {
+            json.field("failures", record.map { Int64($0.passcodeFailures) } ?? (report.readable ? 0 : nil))
+            json.field("backoff_remaining_ms", report.readable ? report.remainingBackoffMilliseconds : nil)
+            json.field("last_success", (record?.lastPasscodeSuccessWallSeconds).flatMap { $0 > 0 ? $0 : nil })
+        }
+        json.key("recent_failures")
+        json.array {
+            for entry in record?.recentFailures ?? [] {
+                json.object {
+                    json.field("time", entry.wallSeconds)
+                    json.field("kind", entry.kind == .fingerprint ? "fingerprint" : "passcode")
+                    json.field("service", printableText(entry.service))
+                    json.field("tty", printableText(entry.tty))
+                    json.field("rhost", printableText(entry.remoteHost))
+                }
+            }
+        }
+        json.key("config")
+        json.array {
+            for (key, value, source) in report.configuration {
+                json.object {
+                    json.field("key", key)
+                    json.field("value", value)
+                    json.field("source", source)
+                }
+            }
+        }
+        json.key("config_problems")
+        json.array { for problem in report.problems { json.value(problem) } }
+    }
+    return json.text + "\n"
+}
+
+func statusText(_ report: StatusReport) -> String {
+    var lines: [String] = []
+    let record = report.record
+    lines.append("user: \(printableText(report.user.name)) (uid \(report.user.uid))")
+    var sensorLine = "sensor: \(report.availability)"
+    if !report.device.isEmpty { sensorLine += ", device \(printableText(report.device))" }
+    if !report.fingers.isEmpty { sensorLine += ", enrolled: " + report.fingers.map { printableText($0) }.joined(separator: ", ") }
+    lines.append(sensorLine)
+    if let domainState = report.domainState { lines.append("domain state: \(hex(domainState))") }
+    if !report.readable {
+        lines.append("record: not readable (run as root to see the counters)")
     } else {
-        print("record: \(recordStatus)" + (damage.map { " (\($0))" } ?? ""))
-        print("fingerprint: \(fingerprintFailures) consecutive failures of \(options.lockout), " + (locked ? "LOCKED: \(lockReason ?? "")" : "not locked"))
+        lines.append("record: \(report.recordStatus)" + (report.damage.map { " (\($0))" } ?? ""))
+        lines.append("fingerprint: \(report.fingerprintFailures) consecutive failures of \(report.lockout), "
+                     + (report.locked ? "LOCKED: \(report.lockReason ?? "")" : "not locked"))
+        let remaining = report.remainingBackoffMilliseconds
         let waitText = remaining > 0 ? "wait \(durationText(remaining)) before the next entry" : "no wait"
-        print("password: \(record?.passcodeFailures ?? 0) consecutive wrong, \(waitText)")
-        if let seconds = record?.lastPasscodeSuccessWallSeconds, seconds > 0 { print("last password success: \(utcTimestamp(seconds))") }
-        if let seconds = record?.lastFingerprintSuccessWallSeconds, seconds > 0 { print("last fingerprint success: \(utcTimestamp(seconds))") }
+        lines.append("password: \(record?.passcodeFailures ?? 0) consecutive wrong, \(waitText)")
+        if let seconds = record?.lastPasscodeSuccessWallSeconds, seconds > 0 { lines.append("last password success: \(utcTimestamp(seconds))") }
+        if let seconds = record?.lastFingerprintSuccessWallSeconds, seconds > 0 {
+            lines.append("last fingerprint success: \(utcTimestamp(seconds))")
+        }
         let failures = record?.recentFailures ?? []
-        print("recent failures: \(failures.isEmpty ? "none" : "")")
+        lines.append("recent failures: \(failures.isEmpty ? "none" : "")")
         for entry in failures.reversed() {
             let kind = entry.kind == .fingerprint ? "fingerprint" : "password"
             let host = entry.remoteHost.isEmpty ? "-" : printableText(entry.remoteHost)
             let tty = entry.tty.isEmpty ? "-" : printableText(entry.tty)
-            print("  \(utcTimestamp(entry.wallSeconds))  \(kind)  service=\(printableText(entry.service))  tty=\(tty)  rhost=\(host)")
+            lines.append("  \(utcTimestamp(entry.wallSeconds))  \(kind)  service=\(printableText(entry.service))  tty=\(tty)  rhost=\(host)")
         }
     }
-    print("configuration:")
-    for (key, value) in configurationRows(options) {
-        let source = configuration.keysFromFile.contains(key) ? printableText(configuration.path) : "default"
-        print("  \(key) = \(value)  (\(source))")
-    }
-    for problem in configuration.problems { print("  note: \(problem)") }
-    print("  (module arguments in the PAM stack may override these per service)")
-    return .success
+    lines.append("configuration:")
+    for (key, value, source) in report.configuration { lines.append("  \(key) = \(value)  (\(source))") }
+    for problem in report.problems { lines.append("  note: \(problem)") }
+    lines.append("  (module arguments in the PAM stack may override these per service)")
+    return lines.joined(separator: "\n") + "\n"
 }
 
 func configurationRows(_ options: Options) -> [(String, String)] {
