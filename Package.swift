@@ -12,7 +12,7 @@ let package = Package(
     name: "localauth",
     products: [
         .library(name: "LocalAuth", targets: ["LocalAuth"]),
-        .executable(name: "localauth", targets: ["localauth"]),
+        .executable(name: "localauth", targets: ["LocalAuthCommand"]),
     ],
     targets: [
         // libc only: all the library needs.
@@ -26,7 +26,7 @@ let package = Package(
         .target(name: "StackLint", dependencies: ["LocalAuth"], path: "Sources/StackLint", swiftSettings: strict),
         .target(name: "LocalAuthCLI", dependencies: ["LocalAuth", "SystemAdapters", "StackLint"], path: "Sources/LocalAuthCLI",
                 swiftSettings: strict),
-        .executableTarget(name: "localauth", dependencies: ["LocalAuthCLI"], path: "Sources/localauth", swiftSettings: strict),
+        .executableTarget(name: "LocalAuthCommand", dependencies: ["LocalAuthCLI"], path: "Sources/localauth", swiftSettings: strict),
         // Test support.
         .target(name: "PAMConstants", path: "Tests/PAMConstants", cSettings: strictC),
         .executableTarget(name: "la-store-probe", dependencies: ["LocalAuth", "SystemAdapters"], path: "Tests/StoreProbe",
