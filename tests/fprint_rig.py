@@ -707,26 +707,30 @@ class FprintRig:
             other.close()
 
     # ----- virtual device ------------------------------------------------------
-    def send_vdev(self, command, timeout=10.0, stop=None):
-        """Send one command to the virtual device: wait (bounded) until its
-        socket accepts, send without newline, wait for the driver to close."""
-        deadline = time.monotonic() + timeout
+    def _connect_vdev(self, deadline, what, stop=None):
+        """A connection to the virtual device's socket, waiting (bounded by
+        `deadline`) until it accepts: it exists only while claimed."""
         while True:
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
                 s.connect(self.vdev_socket)
-                break
+                return s
             except (FileNotFoundError, ConnectionRefusedError):
                 s.close()
                 if stop is not None and stop.is_set():
-                    raise RigError(f"stopped before sending {command!r}")
+                    raise RigError(f"stopped before sending {what}")
                 if time.monotonic() >= deadline:
-                    raise TimeoutError(f"virtual device socket not accepting within {timeout} s "
-                                       f"(device not claimed?) for {command!r}")
-                time.sleep(0.002)
+                    raise TimeoutError(f"virtual device socket not accepting (device not claimed?) for {what}")
+                time.sleep(0.002)  # polling a condition, bounded by the deadline
             except BaseException:
                 s.close()
                 raise
+
+    def send_vdev(self, command, timeout=10.0, stop=None):
+        """Send one command to the virtual device: wait (bounded) until its
+        socket accepts, send without newline, wait for the driver to close."""
+        deadline = time.monotonic() + timeout
+        s = self._connect_vdev(deadline, repr(command), stop)
         try:
             s.sendall(command.encode())
             reply = b""
@@ -748,17 +752,7 @@ class FprintRig:
         virtual image reader; returns the open socket (the driver reads
         further images from it), which the caller closes."""
         width, height, pixels = image
-        deadline = time.monotonic() + timeout
-        while True:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                s.connect(self.vdev_socket)
-                break
-            except (FileNotFoundError, ConnectionRefusedError):
-                s.close()
-                if time.monotonic() >= deadline:
-                    raise TimeoutError(f"virtual image socket not accepting within {timeout} s")
-                time.sleep(0.002)  # polling a condition, bounded by the deadline
+        s = self._connect_vdev(time.monotonic() + timeout, "an image")
         s.sendall(struct.pack("<ii", width, height) + pixels)
         return s
 

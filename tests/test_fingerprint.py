@@ -1,6 +1,7 @@
 """Fingerprint first, through the real module, real libpam and a real fprintd
 with libfprint's virtual device (tests/fprint_rig.py); the passcode
 through pam_matrix. Codes, conversation messages and counters on disk."""
+import contextlib
 import signal
 import time
 
@@ -532,40 +533,51 @@ def test_a_wedged_fprintd_never_hangs_the_prompt(pam, rig):
 
 # ---- a guess whose verdict is queued behind a flood is never refunded ----
 
+@contextlib.contextmanager
+def watched_prompt(pam, rig):
+    """A terminal-mode prompt, and a bus client that records every signal
+    fprintd broadcasts (as an attacker's would). Both end on the way out.
+    -> (process, listener, [(member, args)])"""
+    from fprint_rig import FPRINT_NAME, _Client
+    pam.write_owner_stack(args="mode=terminal timeout=20")
+    listener = _Client(rig.bus_address)
+    seen = []
+    listener.subscribe(FPRINT_NAME, None, None, None, lambda s, p, i, m, a: seen.append((m, a)))
+    proc = pam.spawn(answers=[], env=rig.env(), count_interrupts=True)
+    try:
+        yield proc, listener, seen
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        listener.close()
+
+
 def stop_flood_scan_interrupt(pam, rig, scan):
     """The attack on a refund: while the prompt waits for a finger, stop it,
     queue a flood of unicast signals in front of whatever fprintd sends it
     next, put a finger on the reader (`scan()` does, returning what to close
     afterwards), learn the verdict from fprintd's broadcast (as any bus
     client can), then Ctrl-C and continue it. -> (verdicts seen, Run)"""
-    from fprint_rig import DEVICE_IFACE, FPRINT_NAME, _Client
-    pam.write_owner_stack(args="mode=terminal timeout=20")
-    listener = _Client(rig.bus_address)
-    seen = []
-    listener.subscribe(FPRINT_NAME, DEVICE_IFACE, None, None, lambda s, p, i, m, a: seen.append((m, a)))
-    proc = pam.spawn(answers=[], env=rig.env(), count_interrupts=True)
     finger = None
-    try:
-        assert listener.pump(lambda: any(m == "VerifyFingerSelected" for m, _ in seen), 20), "the prompt never started a verify"
-        target = rig.bus_name_of(proc.pid)
-        proc.send_signal(signal.SIGSTOP)
-        deadline = time.monotonic() + 10
-        while process_state(proc.pid) != "T":
-            assert time.monotonic() < deadline, "the prompt did not stop"
-            time.sleep(0.001)  # polling a condition, bounded by the deadline
-        rig.flood(target)
-        finger = scan()
-        assert listener.pump(lambda: any(m == "VerifyStatus" for m, _ in seen), 20), "the attacker never saw the verdict"
-        proc.send_signal(signal.SIGINT)
-        proc.send_signal(signal.SIGCONT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        listener.close()
-        if finger is not None:
-            finger.close()
+    with watched_prompt(pam, rig) as (proc, listener, seen):
+        try:
+            assert listener.pump(lambda: any(m == "VerifyFingerSelected" for m, _ in seen), 20), "the prompt never started a verify"
+            target = rig.bus_name_of(proc.pid)
+            proc.send_signal(signal.SIGSTOP)
+            deadline = time.monotonic() + 10
+            while process_state(proc.pid) != "T":
+                assert time.monotonic() < deadline, "the prompt did not stop"
+                time.sleep(0.001)  # polling a condition, bounded by the deadline
+            rig.flood(target)
+            finger = scan()
+            assert listener.pump(lambda: any(m == "VerifyStatus" for m, _ in seen), 20), "the attacker never saw the verdict"
+            proc.send_signal(signal.SIGINT)
+            proc.send_signal(signal.SIGCONT)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if finger is not None:
+                finger.close()
     return [a[0] for m, a in seen if m == "VerifyStatus"], parse_run(out, err)
 
 
@@ -597,13 +609,7 @@ def test_a_judged_match_behind_a_flood_succeeds(pam, rig, trial):
 def test_ctrl_c_with_a_finger_on_the_reader_stays_counted(pam, rig):
     """A finger reported present before the Ctrl-C may have been judged: no
     refund, although no verdict came."""
-    from fprint_rig import FPRINT_NAME, _Client
-    pam.write_owner_stack(args="mode=terminal timeout=20")
-    listener = _Client(rig.bus_address)
-    seen = []
-    listener.subscribe(FPRINT_NAME, None, None, None, lambda s, p, i, m, a: seen.append((m, a)))
-    proc = pam.spawn(answers=[], env=rig.env(), count_interrupts=True)
-    try:
+    with watched_prompt(pam, rig) as (proc, listener, seen):
         assert listener.pump(lambda: any(m == "VerifyFingerSelected" for m, _ in seen), 20)
         rig.send_vdev("FINGER 1")
         assert listener.pump(lambda: any(m == "PropertiesChanged" and a[1].get("finger-present") for m, a in seen), 20)
@@ -611,11 +617,6 @@ def test_ctrl_c_with_a_finger_on_the_reader_stays_counted(pam, rig):
         # reads it before the stop's reply, however late it reads.
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        listener.close()
     result = parse_run(out, err)
     assert result.code == PAM_CONV_ERR and result.interrupts_delivered == 1, out
     assert pam.record().F == 1
