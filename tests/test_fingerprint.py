@@ -620,3 +620,31 @@ def test_ctrl_c_with_a_finger_on_the_reader_stays_counted(pam, rig):
     result = parse_run(out, err)
     assert result.code == PAM_CONV_ERR and result.interrupts_delivered == 1, out
     assert pam.record().F == 1
+
+
+def test_a_forged_name_owner_changed_never_ends_an_attempt(pam, rig):
+    """Anyone may send a signal named NameOwnerChanged saying fprintd left;
+    only the bus driver's counts. Believing a forged one ended the attempt
+    without the stop rule, refunding a finger that was judged meanwhile."""
+    from gi.repository import GLib
+    from fprint_rig import FPRINT_NAME, _Client
+    with watched_prompt(pam, rig) as (proc, listener, seen):
+        assert listener.pump(lambda: any(m == "VerifyFingerSelected" for m, _ in seen), 20)
+        target = rig.bus_name_of(proc.pid)
+        owner = rig.ctl.bus_call("GetNameOwner", GLib.Variant("(s)", (FPRINT_NAME,)), "(s)")[0]
+        forger = _Client(rig.bus_address)
+        try:
+            forger.conn.emit_signal(target, "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameOwnerChanged",
+                                    GLib.Variant("(sss)", (FPRINT_NAME, owner, "")))
+            # The prompt answers a ping only after it has handled what came before it.
+            forger.call(target, "/", "org.freedesktop.DBus.Peer", "Ping", None, None, timeout=10)
+        finally:
+            forger.close()
+        rig.send_vdev(MISS)  # still verifying: the miss is judged and counts
+        assert listener.pump(lambda: any(m == "VerifyStatus" for m, _ in seen), 20)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    result = parse_run(out, err)
+    assert "The fingerprint reader stopped working." not in result.texts(), out
+    assert "Fingerprint not recognized. Try again. Press Ctrl-C to Enter Password." in result.texts("error")
+    assert pam.record().F == 1

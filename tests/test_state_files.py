@@ -202,3 +202,19 @@ def test_invented_names_share_one_lock_and_a_bounded_set_of_records(pam):
     assert 0 < len(records) <= 40 and all(len(name) == len("u000.rec") and name.startswith("u") for name in records)
     info = os.lstat(pam.state / "lookalike.key")
     assert stat.S_ISREG(info.st_mode) and info.st_size == 32 and stat.S_IMODE(info.st_mode) == 0o600
+
+
+def test_a_prompt_never_waits_for_the_state_directory_lock(pam):
+    """Repairs of odd files lock the state directory; a prompt stopped by
+    its user while holding that lock must not hold up everyone's writes.
+    Plain charges and successes never take it."""
+    import fcntl
+    directory = os.open(pam.state, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(directory, fcntl.LOCK_EX)  # as a stopped prompt in a repair would hold it
+        assert pam.run(answers=["wrong"], timeout=20).code == PAM_AUTH_ERR
+        assert pam.run(user="bob", answers=["wrong"], timeout=20).code == PAM_AUTH_ERR
+        assert pam.run(answers=[ALICE], timeout=20).code == PAM_SUCCESS
+        assert (pam.record().F, pam.record().P) == (0, 0)
+    finally:
+        os.close(directory)

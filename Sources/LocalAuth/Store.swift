@@ -101,7 +101,7 @@ public struct FileStateStore: StateStore {
                 return key
             }
         }
-        let key = Syscalls.randomBytes(FileStateStore.lookAlikeKeySize)
+        guard let key = Syscalls.randomBytes(FileStateStore.lookAlikeKeySize) else { throw .writeFailed(Errno.tryAgain) }
         try write(key, directory: directory, to: name, through: name + literalBytes(".tmp"))
         return key
     }
@@ -230,9 +230,19 @@ public struct FileStateStore: StateStore {
     /// lock on the directory: repairs are serialized, so a prompt never
     /// removes the sound file another prompt has just put there (an inode
     /// number alone could have been reused).
+    ///
+    /// Only repairs take this lock, and never wait for it long: a prompt
+    /// stopped by its user while it holds the lock must not hold up
+    /// everyone else's writes. After about a second the repair fails, and
+    /// with it this one attempt (the next prompt tries again).
     func replaceOddEntry(directory: Int32, _ name: [UInt8], isOdd: (FileFacts) -> Bool) throws(StoreFailure) {
         do throws(Errno) {
-            try Syscalls.lockExclusive(directory)
+            var tries = 0
+            while !(try Syscalls.tryLockExclusive(directory)) {
+                tries += 1
+                guard tries < 100 else { throw Errno.tryAgain }
+                Syscalls.sleep(milliseconds: 10)
+            }
             defer { Syscalls.unlock(directory) }
             guard let current = try? Syscalls.facts(at: directory, name), isOdd(current) else { return }
             try Syscalls.removeEntry(in: directory, name, movingNonEmptyDirectoryTo: name + utf8Bytes(".odd-\(current.inode)"))
@@ -284,8 +294,15 @@ public struct FileStateStore: StateStore {
         defer {
             if saved.soft < UInt64(bytes.count) { Syscalls.setFileSizeLimit(soft: saved.soft, hard: saved.hard) }
         }
-        // A leftover temporary file (of a killed write) or anything else there goes.
-        try replaceOddEntry(directory: directory, temporary) { _ in true }
+        // A leftover temporary file (of a killed write) goes; the record's
+        // lock is held, so no other write uses this name. Only something
+        // that is not a file (a directory) needs the repair.
+        do throws(Errno) {
+            try Syscalls.unlink(in: directory, temporary)
+        } catch {
+            guard error == .isDirectory || error == .notPermitted else { throw .writeFailed(error) }
+            try replaceOddEntry(directory: directory, temporary) { _ in true }
+        }
         do throws(Errno) {
             let fd = try Syscalls.open(at: directory, temporary, .newFile)
             do throws(Errno) {

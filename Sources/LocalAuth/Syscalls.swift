@@ -118,21 +118,38 @@ public enum Syscalls {
         }
     }
 
+    /// Takes an exclusive `flock` if it is free; false when another holds it.
+    public static func tryLockExclusive(_ fd: Int32) throws(Errno) -> Bool {
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            if la_errno() == EINTR { continue }
+            if la_errno() == EWOULDBLOCK { return false }
+            throw Errno.current
+        }
+        return true
+    }
+
+    /// Sleeps; a signal may end it early.
+    public static func sleep(milliseconds: Int) {
+        var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
+        _ = nanosleep(&request, nil)
+    }
+
     /// Releases a `flock`.
     public static func unlock(_ fd: Int32) {
         _ = flock(fd, LOCK_UN)
     }
 
     /// Bytes from the kernel's random source (getrandom, which waits until it
-    /// is seeded); retries on EINTR.
-    public static func randomBytes(_ count: Int) -> [UInt8] {
+    /// is seeded); retries on EINTR; nil when the source fails, never a
+    /// partly filled buffer.
+    public static func randomBytes(_ count: Int) -> [UInt8]? {
         var result = [UInt8](repeating: 0, count: count)
         var filled = 0
         while filled < count {
             let got = result.withUnsafeMutableBytes { buffer in getrandom(buffer.baseAddress! + filled, count - filled, 0) }
             if got < 0 {
                 if la_errno() == EINTR { continue }
-                break
+                return nil
             }
             filled += got
         }

@@ -59,27 +59,38 @@ public struct ReaderProbe: Equatable {
 }
 
 public enum VerifyStopRule {
+    /// The longest time between sending the probe and sending the stop for
+    /// which a refund can still be proven: a longer gap means the prompt was
+    /// paused (stopped or starved by its user), and a finger put on the
+    /// reader meanwhile could be judged after the probe and before the stop.
+    /// Capturing and judging a finger takes a reader tens of milliseconds;
+    /// the two sends take microseconds.
+    public static let maximumSendGapNanoseconds: Int64 = 1_000_000
+
     /// The end of an attempt that was stopped for `reason` before a verdict
-    /// was read. The module sends a probe (`GetAll` on the device) and then
-    /// `VerifyStop`, back to back, and reads everything fprintd sent up to
-    /// the stop's reply (one sender's messages arrive in order). `log` holds
-    /// fprintd's messages about the attempt; `unread` is where the ones not
-    /// yet acted on start; `probe` is the probe's answer and
-    /// `stopReplySerial` the stop reply's serial (nil when either failed).
+    /// was read. The module sends a probe (`GetAll` on the device) and
+    /// `VerifyStop` back to back, `sendGapNanoseconds` apart, and reads
+    /// everything fprintd sent until both are answered (one sender's
+    /// messages arrive in order). `log` holds fprintd's messages about the
+    /// attempt; `unread` is where the ones not yet acted on start; `probe` is
+    /// the probe's answer and `stopReplySerial` the stop reply's serial (nil
+    /// when anything failed or was not read in time).
     ///
     /// A verdict among the unread messages is the attempt's verdict (a
-    /// match may succeed, a no-match counts), except the no-match that the
-    /// stop itself produces. The attempt is given back only on proof that
-    /// no finger was judged: the probe found the reader still waiting
+    /// match may succeed, a no-match counts), except a no-match shaped like
+    /// the stop's own. The attempt is given back only on proof that no
+    /// finger was judged: the probe found the reader still waiting
     /// (`finger-needed`) with no finger on it, no verdict came before the
-    /// probe, no finger was ever reported present, and right after the probe
-    /// fprintd sent exactly what a stop of a waiting verify sends —
-    /// `finger-needed=false`, its own `verify-no-match`, then the reply —
-    /// with consecutive serials (nothing lost, nothing in between). A real
-    /// verdict looks the same by content on some readers, which is why the
-    /// probe must come first. Anything else stays charged.
+    /// probe, no finger was reported present in the attempt, the stop
+    /// followed the probe within `maximumSendGapNanoseconds`, and right
+    /// after the probe fprintd sent exactly what a stop of a waiting verify
+    /// sends — `finger-needed=false`, its own `verify-no-match`, then the
+    /// reply — with consecutive serials (nothing lost, nothing in between).
+    /// A real verdict looks the same by content on some readers, which is
+    /// why the probe must come first and the stop right after it. Anything
+    /// else stays charged.
     public static func end(after reason: StopReason, log: [FprintdSignal], unread: Int, probe: ReaderProbe?,
-                           stopReplySerial: UInt64?) -> AttemptEnd {
+                           stopReplySerial: UInt64?, sendGapNanoseconds: Int64) -> AttemptEnd {
         // A no-match right before the reply, after finger-needed=false, may
         // be the stop's own: it is no verdict, but no proof either.
         let stopShaped = stopShapedSerial(log, stopReplySerial: stopReplySerial)
@@ -95,7 +106,8 @@ public enum VerifyStopRule {
             case .unknownError: return .deviceError
             }
         }
-        guard provenStopSerial(log, probe: probe, stopReplySerial: stopReplySerial) != nil else {
+        guard sendGapNanoseconds >= 0, sendGapNanoseconds <= maximumSendGapNanoseconds,
+              provenStopSerial(log, probe: probe, stopReplySerial: stopReplySerial) != nil else {
             return .stoppedAfterPossibleScan(reason)
         }
         switch reason {
@@ -119,7 +131,7 @@ public enum VerifyStopRule {
     /// produced, when the evidence proves it is that; nil otherwise.
     static func provenStopSerial(_ log: [FprintdSignal], probe: ReaderProbe?, stopReplySerial: UInt64?) -> UInt64? {
         guard let probe, let reply = stopReplySerial, probe.fingerNeeded, !probe.fingerPresent,
-              reply == probe.serial &+ 3, probe.serial < UInt64.max - 3 else { return nil }
+              probe.serial < UInt64.max - 3, reply == probe.serial + 3 else { return nil }
         guard !log.contains(where: { $0.kind == .fingerPresent(true) }) else { return nil }
         // No verdict before the probe (hints are not verdicts).
         let verdictBefore = log.contains { signal in

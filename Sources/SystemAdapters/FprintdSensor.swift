@@ -221,9 +221,13 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
                 events.log.append(FprintdSignal(kind, serial: serial))
             }
         }
+        // Only the bus driver can say that fprintd left: anyone may send a
+        // signal named NameOwnerChanged, and sd-bus does not check the
+        // sender of a match on a well-known name. A forged one would end
+        // the attempt without the stop rule.
         let owners = BusSignalHandler { message in
-            guard let (name, _, new) = message.readThreeStrings(limit: 64) else { return }
-            if name == fprintdName && new.isEmpty { events.vanished = true }
+            guard message.sender == busName, let (name, old, new) = message.readThreeStrings(limit: 256) else { return }
+            if name == fprintdName && old == events.owner && new.isEmpty { events.vanished = true }
         }
         return bus.subscribe(sender: events.owner, path: device, interface: deviceInterface, member: literalBytes("VerifyStatus"), statuses)
             && bus.subscribe(sender: events.owner, path: device, interface: propertiesInterface, member: literalBytes("PropertiesChanged"),
@@ -242,38 +246,45 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
     }
 
     /// Stops a verification that has no verdict yet and decides how the
-    /// attempt ended. A probe of the reader's state goes out right before
-    /// the stop, and the attempt stays armed until the stop's reply has
-    /// arrived and every message before it has been read: fprintd may have
-    /// judged a finger whose verdict is still queued behind other traffic
-    /// (R3). The rule itself is `VerifyStopRule`; reading is bounded, and
-    /// what could not be read in time leaves the attempt charged.
+    /// attempt ended. A probe of the reader's state and VerifyStop go out
+    /// back to back, the time between the two sends measured on the boot
+    /// clock (which counts a process stopped by its user); the attempt stays
+    /// armed until both are answered and every message before them has been
+    /// read: fprintd may have judged a finger whose verdict is still queued
+    /// behind other traffic (R3). The rule itself is `VerifyStopRule`;
+    /// reading is bounded, and what could not be read in time leaves the
+    /// attempt charged.
     private mutating func settle(after reason: StopReason, unread: Int) -> AttemptEnd {
         guard let bus, let events else { return .stoppedAfterPossibleScan(reason) }
         verifying = false
-        var probe: ReaderProbe? = nil
-        var probeAnswered = false
-        let probeHandler = BusSignalHandler { message in
-            probeAnswered = true
-            guard !message.isError, message.sender == events.owner, let serial = message.serial else { return }
-            var needed: Bool? = nil, present: Bool? = nil
-            for (name, value) in message.readBooleanProperties(names: [fingerNeeded, fingerPresent]) {
-                if name == fingerNeeded { needed = value } else { present = value }
-            }
-            if let needed, let present { probe = ReaderProbe(serial: serial, fingerNeeded: needed, fingerPresent: present) }
+        let probe = ReaderProbeCall(owner: events.owner)
+        var stopAnswered = false
+        var stopReplySerial: UInt64? = nil
+        let stopHandler = BusSignalHandler { message in
+            stopAnswered = true
+            guard !message.isError, message.sender == events.owner else { return }
+            stopReplySerial = message.serial
         }
-        let probeSent = bus.callAsync(destination: fprintdName, path: device, interface: propertiesInterface, member: literalBytes("GetAll"),
-                                      argument: deviceInterface, probeHandler)
-        let stop = bus.call(destination: fprintdName, path: device, interface: deviceInterface, member: literalBytes("VerifyStop"))
-        let replySerial = stop.succeeded ? stop.message?.serial : nil
-        let readUntil = clock.bootNanoseconds() + 5_000_000_000
         var clock = self.clock
-        let complete = bus.processAll { clock.bootNanoseconds() < readUntil }
+        let beforeProbe = clock.bootNanoseconds()
+        let sent = sendProbe(probe)
+            && bus.callAsync(destination: fprintdName, path: device, interface: deviceInterface, member: literalBytes("VerifyStop"), stopHandler)
+        let sendGap = clock.bootNanoseconds() - beforeProbe
+        let readUntil = clock.bootNanoseconds() + 5_000_000_000
+        let complete = sent && bus.wait(until: { probe.answered && stopAnswered },
+                                        remainingMilliseconds: { (readUntil - clock.bootNanoseconds()) / 1_000_000 })
         events.armed = false
         let log = events.log
         events.log.removeAll()
-        let evidence = probeSent && probeAnswered && complete ? probe : nil
-        return VerifyStopRule.end(after: reason, log: log, unread: unread, probe: evidence, stopReplySerial: replySerial)
+        return VerifyStopRule.end(after: reason, log: log, unread: unread, probe: complete ? probe.reading : nil,
+                                  stopReplySerial: complete ? stopReplySerial : nil, sendGapNanoseconds: sendGap)
+    }
+
+    /// Sends `Properties.GetAll` on the device; the answer lands in `call`.
+    private func sendProbe(_ call: ReaderProbeCall) -> Bool {
+        guard let bus else { return false }
+        return bus.callAsync(destination: fprintdName, path: device, interface: propertiesInterface, member: literalBytes("GetAll"),
+                             argument: deviceInterface, call.handler)
     }
 
     /// Dispatches every queued message and forgets what the handlers logged.
@@ -290,5 +301,34 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
                              arguments: [deviceInterface, literalBytes("scan-type")])
         guard reply.succeeded, let value = reply.message?.readVariantString(limit: 16) else { return .press }
         return bytesEqual(value, "swipe") ? .swipe : .press
+    }
+}
+
+/// What fprintd answered to one `GetAll` probe of the reader.
+final class ProbeAnswer {
+    var answered = false
+    var reading: ReaderProbe? = nil
+}
+
+/// One `GetAll` probe of the reader. The handler holds only the answer box,
+/// which the bus may keep alive after the prompt has moved on.
+struct ReaderProbeCall {
+    let answer = ProbeAnswer()
+    let handler: BusSignalHandler
+
+    var answered: Bool { answer.answered }
+    var reading: ReaderProbe? { answer.reading }
+
+    init(owner: [UInt8]) {
+        let answer = self.answer
+        handler = BusSignalHandler { message in
+            answer.answered = true
+            guard !message.isError, message.sender == owner, let serial = message.serial else { return }
+            var needed: Bool? = nil, present: Bool? = nil
+            for (name, value) in message.readBooleanProperties(names: [fingerNeeded, fingerPresent]) {
+                if name == fingerNeeded { needed = value } else { present = value }
+            }
+            if let needed, let present { answer.reading = ReaderProbe(serial: serial, fingerNeeded: needed, fingerPresent: present) }
+        }
     }
 }

@@ -205,22 +205,26 @@ final class SystemBus {
         return true
     }
 
-    /// Sends a method call with one string argument without waiting: its
-    /// reply reaches `handler` while `process` dispatches. False when it
-    /// could not be sent.
-    func callAsync(destination: [UInt8], path: [UInt8], interface: [UInt8], member: [UInt8], argument: [UInt8],
+    /// Sends a method call with no argument or one string argument without
+    /// waiting: its reply (or error) reaches `handler` while `process`
+    /// dispatches. False when it could not be sent.
+    func callAsync(destination: [UInt8], path: [UInt8], interface: [UInt8], member: [UInt8], argument: [UInt8]? = nil,
                    _ handler: BusSignalHandler) -> Bool {
         guard let raw else { return false }
         var slot: OpaquePointer? = nil
         let userdata = Unmanaged.passUnretained(handler).toOpaque()
+        let callback: sd_bus_message_handler_t = { message, userdata, _ in
+            guard let message, let userdata else { return 0 }
+            Unmanaged<BusSignalHandler>.fromOpaque(userdata).takeUnretainedValue().body(BusMessage(raw: message))
+            return 0
+        }
         let status = withCStrings(destination, path) { cDestination, cPath in
-            withCStrings(interface, member) { cInterface, cMember in
-                withCStrings(argument, argument) { cArgument, _ in
-                    la_bus_call_async_s(raw, &slot, cDestination, cPath, cInterface, cMember, { message, userdata, _ in
-                        guard let message, let userdata else { return 0 }
-                        Unmanaged<BusSignalHandler>.fromOpaque(userdata).takeUnretainedValue().body(BusMessage(raw: message))
-                        return 0
-                    }, userdata, cArgument)
+            withCStrings(interface, member) { cInterface, cMember -> Int32 in
+                guard let argument else {
+                    return la_bus_call_async(raw, &slot, cDestination, cPath, cInterface, cMember, callback, userdata)
+                }
+                return withCStrings(argument, argument) { cArgument, _ in
+                    la_bus_call_async_s(raw, &slot, cDestination, cPath, cInterface, cMember, callback, userdata, cArgument)
                 }
             }
         }
@@ -228,6 +232,19 @@ final class SystemBus {
         slots.append(slot)
         handlers.append(handler)
         return true
+    }
+
+    /// Dispatches and waits until `done` says so, for as long as
+    /// `remainingMilliseconds` gives time left. False when time ran out or
+    /// the connection failed.
+    func wait(until done: () -> Bool, remainingMilliseconds: () -> Int64) -> Bool {
+        while true {
+            guard processAll(while: { remainingMilliseconds() > 0 }) else { return false }
+            if done() { return true }
+            let left = remainingMilliseconds()
+            guard left > 0, let request = pollRequest,
+                  Syscalls.poll([request], timeoutMilliseconds: Int32(min(left, 1000))) != nil else { return false }
+        }
     }
 
     /// Dispatches one queued or readable message; 0 when there was none,

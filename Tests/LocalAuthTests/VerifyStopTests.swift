@@ -13,6 +13,8 @@ final class VerifyStopTests: XCTestCase {
         var probe: ReaderProbe?
         var reply: UInt64?
         var reason: StopReason = .interrupted
+        /// Time between sending the probe and the stop: microseconds unless the prompt was paused.
+        var gap: Int64 = 30_000
         var end: AttemptEnd
     }
 
@@ -75,6 +77,18 @@ final class VerifyStopTests: XCTestCase {
         Row(name: "verdicts already acted on are not read again",
             log: Self.waiting + [Self.status(.hint(.retryScan), 11)] + Self.stopped, unread: 2, probe: Self.probe(20), reply: 23,
             end: .interrupted),
+        Row(name: "a prompt paused between the probe and the stop: charged, whatever fprintd says after",
+            log: Self.waiting + Self.stopped, probe: Self.probe(20), reply: 23, gap: 30_000_000,
+            end: .stoppedAfterPossibleScan(.interrupted)),
+        Row(name: "a pause just over the bound: charged", log: Self.waiting + Self.stopped, probe: Self.probe(20), reply: 23,
+            gap: VerifyStopRule.maximumSendGapNanoseconds + 1, end: .stoppedAfterPossibleScan(.interrupted)),
+        Row(name: "a pause at the bound: refunded", log: Self.waiting + Self.stopped, probe: Self.probe(20), reply: 23,
+            gap: VerifyStopRule.maximumSendGapNanoseconds, end: .interrupted),
+        Row(name: "a clock that went backwards: charged", log: Self.waiting + Self.stopped, probe: Self.probe(20), reply: 23, gap: -1,
+            end: .stoppedAfterPossibleScan(.interrupted)),
+        Row(name: "a verdict read during the stop counts even after a pause",
+            log: Self.waiting + [Self.status(.noMatch, 15), Self.needed(false, 16)], probe: Self.probe(17, needed: false), reply: 18,
+            gap: 30_000_000, end: .noMatch),
         Row(name: "a disconnect reported during the stop", log: Self.waiting + [Self.status(.disconnected, 15)],
             probe: Self.probe(16, needed: false), reply: 17, end: .disconnected),
         Row(name: "an error reported during the stop", log: Self.waiting + [Self.status(.unknownError, 15)],
@@ -83,19 +97,21 @@ final class VerifyStopTests: XCTestCase {
 
     func testEveryRow() {
         for row in rows {
-            let end = VerifyStopRule.end(after: row.reason, log: row.log, unread: row.unread, probe: row.probe, stopReplySerial: row.reply)
+            let end = VerifyStopRule.end(after: row.reason, log: row.log, unread: row.unread, probe: row.probe, stopReplySerial: row.reply,
+                                         sendGapNanoseconds: row.gap)
             XCTAssertEqual(end, row.end, row.name)
         }
     }
 
     func testUnreadBeyondTheLogIsSafe() {
-        let end = VerifyStopRule.end(after: .interrupted, log: Self.waiting, unread: 99, probe: Self.probe(20), stopReplySerial: 23)
+        let end = VerifyStopRule.end(after: .interrupted, log: Self.waiting, unread: 99, probe: Self.probe(20), stopReplySerial: 23,
+                                     sendGapNanoseconds: 0)
         XCTAssertEqual(end, .stoppedAfterPossibleScan(.interrupted))
     }
 
     func testSerialsNearTheirLimitNeverWrap() {
         let probe = Self.probe(UInt64.max - 1)
-        let end = VerifyStopRule.end(after: .interrupted, log: [], unread: 0, probe: probe, stopReplySerial: 1)
+        let end = VerifyStopRule.end(after: .interrupted, log: [], unread: 0, probe: probe, stopReplySerial: 1, sendGapNanoseconds: 0)
         XCTAssertEqual(end, .stoppedAfterPossibleScan(.interrupted))
     }
 

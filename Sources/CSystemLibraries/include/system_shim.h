@@ -29,6 +29,11 @@ static inline int la_bus_call_ss(sd_bus *bus, const char *destination, const cha
                                  sd_bus_message **reply) {
     return sd_bus_call_method(bus, destination, path, interface, member, error, reply, "ss", first, second);
 }
+static inline int la_bus_call_async(sd_bus *bus, sd_bus_slot **slot, const char *destination, const char *path,
+                                    const char *interface, const char *member, sd_bus_message_handler_t callback,
+                                    void *userdata) {
+    return sd_bus_call_method_async(bus, slot, destination, path, interface, member, callback, userdata, "");
+}
 static inline int la_bus_call_async_s(sd_bus *bus, sd_bus_slot **slot, const char *destination, const char *path,
                                       const char *interface, const char *member, sd_bus_message_handler_t callback,
                                       void *userdata, const char *argument) {
