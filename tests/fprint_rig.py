@@ -80,6 +80,7 @@ Feeder cues (FprintRig.feed, on_cue=True), per kind of command:
   on_cue=False: no signal cues at all, only the socket rules above.
 All waits are bounded (cue_timeout per command, 10 s by default).
 """
+import contextlib
 import math
 import os
 import random
@@ -599,35 +600,47 @@ class FprintRig:
                     return []
                 raise
 
+    @contextlib.contextmanager
+    def _enrolling(self, user, finger, prepare=lambda: None):
+        """A claimed enrollment of `finger` for `user`: yields the list that
+        fprintd's EnrollStatus signals are appended to. `prepare` runs
+        between Claim and EnrollStart. EnrollStop, the unsubscription and
+        Release happen on every way out."""
+        with self._lock:
+            statuses = []
+            sid = self.ctl.subscribe(FPRINT_NAME, DEVICE_IFACE, "EnrollStatus", None,
+                                     lambda s, p, i, m, a: statuses.append(tuple(a)))
+            self.device_call("Claim", user, sig="(s)")
+            try:
+                prepare()
+                self.device_call("EnrollStart", finger, sig="(s)")
+                try:
+                    yield statuses
+                finally:
+                    self.device_call("EnrollStop")
+            finally:
+                self.ctl.unsubscribe(sid)
+                self.device_call("Release")
+
     def enroll(self, user, print_id=None, finger=ENROLL_FINGER, timeout=10.0):
         """Enroll one finger for user whose virtual print is print_id
         (default "finger-<user>"); replaces the user's earlier prints."""
         print_id = print_id or f"finger-{user}"
-        with self._lock:
-            c = self.ctl
-            statuses = []
-            sid = c.subscribe(FPRINT_NAME, DEVICE_IFACE, "EnrollStatus", None,
-                              lambda s, p, i, m, a: statuses.append(tuple(a)))
-            self.device_call("Claim", user, sig="(s)")
+
+        def prepare():
             try:
-                try:
-                    self.device_call("DeleteEnrolledFingers2")
-                except GLib.Error as e:
-                    if dbus_error_name(e) != ERR_NO_ENROLLED:
-                        raise
-                self.send_vdev("SET_ENROLL_STAGES 1", timeout=timeout)
-                self.device_call("EnrollStart", finger, sig="(s)")
-                try:
-                    self.send_vdev(f"SCAN {print_id}", timeout=timeout)
-                    if not c.pump(lambda: any(st[1] for st in statuses), timeout):
-                        raise RigError(f"no final EnrollStatus within {timeout} s: {statuses}")
-                    if statuses[-1][0] != "enroll-completed":
-                        raise RigError(f"enroll failed: {statuses}")
-                finally:
-                    self.device_call("EnrollStop")
-            finally:
-                c.unsubscribe(sid)
-                self.device_call("Release")
+                self.device_call("DeleteEnrolledFingers2")
+            except GLib.Error as e:
+                if dbus_error_name(e) != ERR_NO_ENROLLED:
+                    raise
+            self.send_vdev("SET_ENROLL_STAGES 1", timeout=timeout)
+
+        with self._enrolling(user, finger, prepare) as statuses:
+            self.send_vdev(f"SCAN {print_id}", timeout=timeout)
+            if not self.ctl.pump(lambda: any(st[1] for st in statuses), timeout):
+                raise RigError(f"no final EnrollStatus within {timeout} s: {statuses}")
+            if statuses[-1][0] != "enroll-completed":
+                raise RigError(f"enroll failed: {statuses}")
 
     def claim_elsewhere(self, user):
         """Claim the device for user from a separate bus connection (another
@@ -759,31 +772,21 @@ class FprintRig:
     def enroll_image(self, user, image, timeout=20.0):
         """Enrolls `image` as the user's right index finger (one image per
         enroll stage until fprintd says it is complete)."""
-        with self._lock:
-            c = self.ctl
-            statuses = []
-            sid = c.subscribe(FPRINT_NAME, DEVICE_IFACE, "EnrollStatus", None,
-                              lambda s, p, i, m, a: statuses.append(tuple(a)))
-            self.device_call("Claim", user, sig="(s)")
-            sockets = []
-            try:
-                self.device_call("EnrollStart", ENROLL_FINGER, sig="(s)")
+        sockets = []
+        try:
+            with self._enrolling(user, ENROLL_FINGER) as statuses:
                 for _ in range(12):
                     count = len(statuses)
                     sockets.append(self.send_image(image))
-                    if not c.pump(lambda: len(statuses) > count, timeout):
+                    if not self.ctl.pump(lambda: len(statuses) > count, timeout):
                         raise RigError(f"no EnrollStatus within {timeout} s: {statuses}")
                     if statuses[-1][1]:
                         break
                 if statuses[-1][0] != "enroll-completed":
                     raise RigError(f"enroll failed: {statuses}")
-                self.device_call("EnrollStop")
-            finally:
-                c.unsubscribe(sid)
-                self.device_call("Release")
-                for s in sockets:
-                    s.close()
-
+        finally:
+            for s in sockets:
+                s.close()
 
     # ----- scan feeder ---------------------------------------------------------
     def feed(self, commands, on_cue=True, cue_timeout=10.0):
