@@ -23,8 +23,9 @@ SYSCONFDIR ?= /etc
 TRIPLE := $(shell uname -m)-unknown-linux-gnu
 MODULES := $(BUILD)/modules
 C_INCLUDES := -I Sources/CLibc/include -I Sources/CSystemLibraries/include
-EMBEDDED_FLAGS := -target $(TRIPLE) -enable-experimental-feature Embedded -wmo -parse-as-library -Osize \
+EMBEDDED_PROGRAM_FLAGS := -target $(TRIPLE) -enable-experimental-feature Embedded -wmo -Osize \
 	-Xfrontend -function-sections -warnings-as-errors $(C_INCLUDES) -I $(MODULES)
+EMBEDDED_FLAGS := $(EMBEDDED_PROGRAM_FLAGS) -parse-as-library
 CFLAGS_MODULE := -O2 -fPIC -Wall -Wextra -Werror -fstack-protector-strong -D_FORTIFY_SOURCE=2 $(C_INCLUDES)
 LDFLAGS_MODULE := -shared -Wl,--version-script=Sources/CShim/pam_localauth.map -Wl,-z,defs -Wl,-z,now \
 	-Wl,-z,relro -Wl,--gc-sections -Wl,--as-needed
@@ -33,6 +34,12 @@ C_HEADERS := $(wildcard Sources/CLibc/include/*) $(wildcard Sources/CSystemLibra
 LIBRARY_SOURCES := $(wildcard Sources/LocalAuth/*.swift)
 ADAPTER_SOURCES := $(wildcard Sources/SystemAdapters/*.swift)
 ENTRY_SOURCES := $(wildcard Sources/PAMModule/*.swift)
+HELPER_SOURCES := $(wildcard Sources/LocalAuthHelper/*.swift)
+HELPER_OBJECTS := $(BUILD)/LocalAuthHelper.o $(BUILD)/libc_shim.o $(BUILD)/system_shim.o \
+	$(BUILD)/LocalAuth.o $(BUILD)/SystemAdapters.o
+LDFLAGS_HELPER := -pie -Wl,-z,now -Wl,-z,relro -Wl,--gc-sections -Wl,--as-needed
+# Where the module and localauth start the helper (fixed: compiled into both).
+LIBEXECDIR := /usr/libexec/localauth
 MODULE_OBJECTS := $(BUILD)/pam_localauth.o $(BUILD)/libc_shim.o $(BUILD)/system_shim.o \
 	$(BUILD)/LocalAuth.o $(BUILD)/SystemAdapters.o $(BUILD)/PAMModule.o
 
@@ -40,7 +47,7 @@ MODULE_OBJECTS := $(BUILD)/pam_localauth.o $(BUILD)/libc_shim.o $(BUILD)/system_
 
 all: module
 
-module: $(BUILD)/pam_localauth.so
+module: $(BUILD)/pam_localauth.so $(BUILD)/localauth-helper
 
 # One Swift module at a time, as SwiftPM builds them: a module's interface
 # is emitted beside its object for the modules that import it. Generic code
@@ -79,6 +86,17 @@ $(BUILD)/pam_localauth.so: $(MODULE_OBJECTS) Sources/CShim/pam_localauth.map
 	$(CC) $(LDFLAGS_MODULE) -o $@.tmp $(MODULE_OBJECTS) $(LIBS_MODULE)
 	strip --strip-unneeded $@.tmp
 	mv -f $@.tmp $@  # a new inode: processes that have the old module mapped keep it
+
+# The setuid helper: Embedded Swift over the same library and adapters as
+# the module, linked as a position-independent executable.
+$(BUILD)/LocalAuthHelper.o: $(HELPER_SOURCES) $(BUILD)/SystemAdapters.o $(BUILD)/LocalAuth.o
+	$(SWIFTC) $(EMBEDDED_PROGRAM_FLAGS) -module-name LocalAuthHelper -c $(HELPER_SOURCES) -o $@
+	@touch $@
+
+$(BUILD)/localauth-helper: $(HELPER_OBJECTS)
+	$(CC) $(LDFLAGS_HELPER) -o $@.tmp $(HELPER_OBJECTS) $(LIBS_MODULE)
+	strip --strip-unneeded $@.tmp
+	mv -f $@.tmp $@
 
 # Test programs: the libpam harness and the store probe (ordinary Swift).
 $(BUILD)/pamharness: tests/pamharness.c

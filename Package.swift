@@ -26,6 +26,9 @@ let package = Package(
         .target(name: "StackLint", dependencies: ["LocalAuth"], path: "Sources/StackLint", swiftSettings: strict),
         .target(name: "LocalAuthCLI", dependencies: ["LocalAuth", "SystemAdapters", "StackLint"], path: "Sources/LocalAuthCLI",
                 swiftSettings: strict),
+        // The setuid helper (type-checked here; installed as Embedded Swift, like the module).
+        .executableTarget(name: "localauth-helper", dependencies: ["LocalAuth", "SystemAdapters"], path: "Sources/LocalAuthHelper",
+                          swiftSettings: strict),
         .executableTarget(name: "LocalAuthCommand", dependencies: ["LocalAuthCLI"], path: "Sources/localauth", swiftSettings: strict),
         // Test support.
         .target(name: "PAMConstants", path: "Tests/PAMConstants", cSettings: strictC),

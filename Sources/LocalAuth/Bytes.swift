@@ -129,6 +129,21 @@ public final class SecretBuffer {
         count = length
     }
 
+    /// Replaces the content with `length` bytes that `fill` writes into
+    /// this buffer's own memory (so they are never copied elsewhere);
+    /// false, and empty, when `length` does not fit or `fill` fails.
+    public func fill(length: Int, _ fill: (UnsafeMutablePointer<UInt8>) -> Bool) -> Bool {
+        wipe()
+        guard length >= 0, length <= SecretBuffer.capacity else { return false }
+        guard fill(storage) else {
+            wipe()
+            return false
+        }
+        storage[length] = 0
+        count = length
+        return true
+    }
+
     /// Lends the NUL-terminated content for the duration of `body`.
     public func withCString<R>(_ body: (UnsafePointer<CChar>) -> R) -> R {
         storage.withMemoryRebound(to: CChar.self, capacity: SecretBuffer.capacity + 1) { body(UnsafePointer($0)) }

@@ -36,6 +36,10 @@ public struct Options: Equatable {
     public var timeoutSeconds = 30
     public var fallbackAfter = 1
     public var fallbackTitle: [UInt8] = literalBytes("Enter Password")
+    /// What cancel is called where a prompt names it (the app library).
+    public var cancelTitle: [UInt8] = literalBytes("Cancel")
+    /// How long the helper waits for the answer to one prompt (configuration file only).
+    public var answerTimeoutSeconds = 120
     /// nil: the default sentence naming the service.
     public var reason: [UInt8]? = nil
     /// nil: chosen by R16 from the terminal and thread count.
@@ -57,7 +61,8 @@ public struct Options: Equatable {
     // load of the module and leaked when libpam unloads it.
     public static var defaultServices: [[UInt8]] { [
         literalBytes("sudo"), literalBytes("su"), literalBytes("login"), literalBytes("swaylock"),
-        literalBytes("i3lock"), literalBytes("xscreensaver"), literalBytes("hyprlock"),
+        literalBytes("i3lock"), literalBytes("xscreensaver"), literalBytes("xsecurelock"), literalBytes("hyprlock"),
+        literalBytes("vlock"),
     ] }
     public static var defaultBackoff: [BackoffStep] { [
         BackoffStep(failures: 5, seconds: 60), BackoffStep(failures: 6, seconds: 300),
@@ -65,6 +70,18 @@ public struct Options: Equatable {
     ] }
 
     public init() {}
+
+    /// The helper's options for one request: these (the administrator's),
+    /// with the presentation keys a caller may set applied over them. A
+    /// caller may shorten the fingerprint timeout, never lengthen it.
+    public func withPresentation(_ fields: [([UInt8], [UInt8])]) -> (options: Options, diagnostics: [String]) {
+        var parser = OptionParser(starting: self)
+        parser.applyArguments(fields.filter { HelperRequest.isPresentationKey($0.0) }.map { $0.0 + [0x3D] + $0.1 })
+        parser.finish()
+        var options = parser.options
+        options.timeoutSeconds = min(options.timeoutSeconds, timeoutSeconds)
+        return (options, parser.diagnostics)
+    }
 
     /// Whether `service` is one the module acts for (R1).
     public func covers(service: [UInt8]) -> Bool {
@@ -100,6 +117,11 @@ public struct OptionParser {
     public private(set) var keysFromConfigFile: [[UInt8]] = []
 
     public init() {}
+
+    /// A parser that applies further sources over `options`.
+    public init(starting options: Options) {
+        self.options = options
+    }
 
     /// Applies the `key = value` lines of a configuration file.
     public mutating func applyConfigFile(_ contents: [UInt8]) {
@@ -164,6 +186,7 @@ public struct OptionParser {
         options.timeoutSeconds = clamp(options.timeoutSeconds, 1, 300, "timeout")
         options.fallbackAfter = clamp(options.fallbackAfter, 0, 10, "fallback_after")
         options.maxBackoffSeconds = clamp(options.maxBackoffSeconds, 1, 86_400, "max_backoff")
+        options.answerTimeoutSeconds = clamp(options.answerTimeoutSeconds, 5, 600, "answer_timeout")
     }
 
     /// Records a problem with an input.
@@ -237,6 +260,13 @@ public struct OptionParser {
         } else if bytesEqual(key, "fallback_title") {
             guard isDisplayText(value, maxLength: 64) else { return reject(key, location, "expected printable text of at most 64 bytes") }
             options.fallbackTitle = Array(value)
+        } else if bytesEqual(key, "cancel_title") {
+            guard !value.isEmpty, isDisplayText(value, maxLength: 64) else { return reject(key, location, "expected printable text of at most 64 bytes") }
+            options.cancelTitle = Array(value)
+        } else if bytesEqual(key, "answer_timeout") {
+            guard source == .configFile else { return reject(key, location, "only valid in the configuration file") }
+            guard let seconds = parseDuration(value) else { return reject(key, location, "expected a duration such as 2m") }
+            options.answerTimeoutSeconds = seconds
         } else if bytesEqual(key, "reason") {
             guard !value.isEmpty, isDisplayText(value, maxLength: 200) else { return reject(key, location, "expected printable text of at most 200 bytes") }
             options.reason = Array(value)
@@ -260,6 +290,7 @@ func isValueKey(_ key: ArraySlice<UInt8>) -> Bool {
         || bytesEqual(key, "max_tries") || bytesEqual(key, "lockout") || bytesEqual(key, "timeout")
         || bytesEqual(key, "fallback_after") || bytesEqual(key, "max_backoff") || bytesEqual(key, "passcode_backoff")
         || bytesEqual(key, "fallback_title") || bytesEqual(key, "reason") || bytesEqual(key, "state_dir") || bytesEqual(key, "conf")
+        || bytesEqual(key, "cancel_title") || bytesEqual(key, "answer_timeout")
 }
 
 /// A flag given bare, or with yes/no, true/false, on/off, 1/0.

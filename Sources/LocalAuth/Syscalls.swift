@@ -571,3 +571,252 @@ extension Syscalls {
         }
     }
 }
+
+// MARK: - The helper's socket and process (client and helper)
+
+/// How far one non-blocking send or receive got.
+public enum TransferProgress: Equatable {
+    case done(Int)
+    /// Nothing moved now; wait until the socket is ready.
+    case wouldBlock
+    /// The peer closed the connection.
+    case closed
+    case failed
+}
+
+extension PollRequest {
+    /// Room to write.
+    public static var writable: Int16 { Int16(POLLOUT) }
+    /// Error or hang-up (reported whether asked for or not).
+    public static var failed: Int16 { Int16(POLLERR | POLLHUP | POLLNVAL) }
+}
+
+extension Syscalls {
+    /// Where the setuid helper is installed.
+    public static var helperPath: [UInt8] { bytes(ofCString: la_helper_path()) }
+
+    /// A connected pair of stream sockets, both close-on-exec.
+    public static func socketPair() -> (Int32, Int32)? {
+        var fds: [Int32] = [-1, -1]
+        let made = fds.withUnsafeMutableBufferPointer {
+            socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, $0.baseAddress!)
+        }
+        return made == 0 ? (fds[0], fds[1]) : nil
+    }
+
+    /// Sends what the socket takes now, never raising SIGPIPE.
+    public static func sendSome(_ fd: Int32, _ pointer: UnsafePointer<UInt8>, count: Int) -> TransferProgress {
+        while true {
+            let sent = CLibc.send(fd, pointer, count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+            if sent > 0 { return .done(sent) }
+            if sent == 0 { return .closed }
+            switch la_errno() {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return .wouldBlock
+            case EPIPE, ECONNRESET: return .closed
+            default: return .failed
+            }
+        }
+    }
+
+    /// Receives what is there now.
+    public static func receiveSome(_ fd: Int32, _ pointer: UnsafeMutablePointer<UInt8>, count: Int) -> TransferProgress {
+        while true {
+            let got = CLibc.recv(fd, pointer, count, Int32(MSG_DONTWAIT))
+            if got > 0 { return .done(got) }
+            if got == 0 { return .closed }
+            switch la_errno() {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return .wouldBlock
+            case ECONNRESET: return .closed
+            default: return .failed
+            }
+        }
+    }
+
+    /// Starts `path` with no arguments and an empty environment, `channel`
+    /// as its standard input, /dev/null as its output, every signal at its
+    /// default and none blocked. The child's pid, or nil.
+    public static func spawn(_ path: [UInt8], channel: Int32) -> Int32? {
+        var actions = posix_spawn_file_actions_t()
+        guard posix_spawn_file_actions_init(&actions) == 0 else { return nil }
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        var attributes = posix_spawnattr_t()
+        guard posix_spawnattr_init(&attributes) == 0 else { return nil }
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        var allSignals = sigset_t()
+        sigemptyset(&noSignals)
+        sigfillset(&allSignals)
+        guard posix_spawn_file_actions_adddup2(&actions, channel, 0) == 0,
+              posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0) == 0,
+              posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0) == 0,
+              posix_spawnattr_setsigmask(&attributes, &noSignals) == 0,
+              posix_spawnattr_setsigdefault(&attributes, &allSignals) == 0,
+              posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) == 0 else { return nil }
+        var cPath = path
+        cPath.append(0)
+        var pid: pid_t = 0
+        let started = cPath.withUnsafeMutableBufferPointer { pathBuffer -> Int32 in
+            let pathPointer = UnsafeMutableRawPointer(pathBuffer.baseAddress!).assumingMemoryBound(to: CChar.self)
+            var argv: [UnsafeMutablePointer<CChar>?] = [pathPointer, nil]
+            var envp: [UnsafeMutablePointer<CChar>?] = [nil]
+            return argv.withUnsafeMutableBufferPointer { argvBuffer in
+                envp.withUnsafeMutableBufferPointer { envpBuffer in
+                    posix_spawn(&pid, pathPointer, &actions, &attributes, argvBuffer.baseAddress!, envpBuffer.baseAddress!)
+                }
+            }
+        }
+        return started == 0 ? pid : nil
+    }
+
+    /// Collects the exit of child `pid`, waiting at most `milliseconds`;
+    /// true once it is gone (or was already collected by someone else).
+    @discardableResult
+    public static func reap(_ pid: Int32, waitingMilliseconds milliseconds: Int) -> Bool {
+        var waited = 0
+        while true {
+            var status: Int32 = 0
+            let result = waitpid(pid, &status, WNOHANG)
+            if result == pid { return true }
+            if result < 0 {
+                if la_errno() == EINTR { continue }
+                return true  // ECHILD: reaped elsewhere (SIGCHLD ignored)
+            }
+            if waited >= milliseconds { return false }
+            sleep(milliseconds: 5)
+            waited += 5
+        }
+    }
+}
+
+// MARK: - The helper's start as root
+
+extension Syscalls {
+    /// Makes every uid and gid root and drops supplementary groups; true only
+    /// when the process then really is root (a nosuid mount, no_new_privs or
+    /// a container can leave the setuid bit without effect).
+    public static func becomeRoot() -> Bool {
+        guard setresuid(0, 0, 0) == 0, setresgid(0, 0, 0) == 0, setgroups(0, nil) == 0 else { return false }
+        var real: uid_t = 1, effective: uid_t = 1, saved: uid_t = 1
+        var realGroup: gid_t = 1, effectiveGroup: gid_t = 1, savedGroup: gid_t = 1
+        guard getresuid(&real, &effective, &saved) == 0, getresgid(&realGroup, &effectiveGroup, &savedGroup) == 0 else { return false }
+        return real == 0 && effective == 0 && saved == 0 && realGroup == 0 && effectiveGroup == 0 && savedGroup == 0
+    }
+
+    public static func realGroupID() -> UInt32 { getgid() }
+
+    /// Replaces whatever limits the caller set: no core dumps (a passcode
+    /// may be in memory), enough descriptors, no file-size or CPU limit,
+    /// normal priority.
+    public static func resetLimits() {
+        let unlimited = rlim_t.max  // RLIM_INFINITY
+        for resource in 0..<Int32(16) {  // RLIMIT_NLIMITS on Linux
+            var limit = rlimit(rlim_cur: unlimited, rlim_max: unlimited)
+            switch resource {
+            case Int32(RLIMIT_CORE.rawValue), 13, 14:  // RLIMIT_NICE, RLIMIT_RTPRIO
+                limit = rlimit(rlim_cur: 0, rlim_max: 0)
+            case Int32(RLIMIT_NOFILE.rawValue):
+                limit = rlimit(rlim_cur: 1024, rlim_max: 1024)
+            case Int32(RLIMIT_STACK.rawValue):
+                limit = rlimit(rlim_cur: 8 << 20, rlim_max: unlimited)
+            default: break
+            }
+            _ = setrlimit(__rlimit_resource_t(UInt32(resource)), &limit)
+        }
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 0)
+    }
+
+    /// Every signal back to its default action, none blocked; SIGPIPE
+    /// ignored (a closed socket is an error, not a death).
+    public static func resetSignals() {
+        for signal in 1..<Int32(65) where signal != SIGKILL && signal != SIGSTOP {
+            _ = la_default_signal(signal)
+        }
+        _ = la_ignore_signal(SIGPIPE)
+        var none = sigset_t()
+        sigemptyset(&none)
+        _ = sigprocmask(SIG_SETMASK, &none, nil)
+    }
+
+    public static func setFileCreationMask(_ mask: UInt32) {
+        _ = umask(mode_t(mask))
+    }
+
+    /// True when `fd` is an open socket.
+    public static func isSocket(_ fd: Int32) -> Bool {
+        var facts = stat()
+        return fstat(fd, &facts) == 0 && la_s_issock(facts.st_mode) != 0
+    }
+
+    /// True when `fd` is open.
+    public static func isOpen(_ fd: Int32) -> Bool {
+        la_fd_flags(fd) >= 0
+    }
+
+    /// Closes every descriptor from `first` on.
+    public static func closeDescriptors(from first: Int32) {
+        for fd in first..<Int32(1024) { _ = CLibc.close(fd) }
+    }
+
+    /// Points `fd` at /dev/null.
+    public static func pointAtNull(_ fd: Int32) {
+        let null = la_openat(AT_FDCWD, "/dev/null", O_RDWR | O_CLOEXEC, 0)
+        guard null >= 0 else { return }
+        if null != fd {
+            _ = dup2(null, fd)
+            _ = CLibc.close(null)
+        } else {
+            _ = la_set_fd_flags(fd, 0)
+        }
+    }
+
+    /// Empties the environment and sets a fixed PATH.
+    public static func clearEnvironment() {
+        _ = clearenv()
+        _ = setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", 1)
+    }
+
+    /// Leaves the caller's session and process group: the terminal's
+    /// signals (Ctrl-C, hang-up) no longer reach this process.
+    public static func leaveSession() {
+        _ = setsid()
+    }
+
+    public static func changeToRootDirectory() {
+        _ = chdir("/")
+    }
+
+    /// SIGALRM (default action: the process ends) after `seconds`.
+    public static func setAlarm(seconds: UInt32) {
+        _ = alarm(seconds)
+    }
+
+    /// Writes a line to standard error, for a person who ran a program by hand.
+    public static func writeError(_ text: String) {
+        var bytes = utf8Bytes(text)
+        bytes.append(0x0A)
+        _ = try? writeAll(2, bytes)
+    }
+}
+
+// MARK: - The system log (the helper)
+extension Syscalls {
+    /// Names this program in later `systemLog` lines (facility authpriv).
+    public static func openSystemLog(_ identity: StaticString) {
+        la_openlog(UnsafeRawPointer(identity.utf8Start).assumingMemoryBound(to: CChar.self))
+    }
+
+    public static func systemLog(_ level: LogLevel, _ message: String) {
+        let priority: Int32
+        switch level {
+        case .debug: priority = LOG_DEBUG
+        case .notice: priority = LOG_NOTICE
+        case .warning: priority = LOG_WARNING
+        case .error: priority = LOG_ERR
+        }
+        var bytes = utf8Bytes(message)
+        bytes.append(0)
+        bytes.withUnsafeBufferPointer { la_syslog(priority, UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self)) }
+    }
+}

@@ -97,3 +97,37 @@ public enum TrustedPath {
         }
     }
 }
+
+extension TrustedPath {
+    /// Root's, and writable by nobody else (no sticky exception).
+    public static func rootsOnly(_ facts: FileFacts) -> Bool {
+        facts.owner == 0 && facts.mode & 0o022 == 0
+    }
+
+    /// Why the setuid program at `path` must not be started, or nil when it
+    /// may: a regular file owned by root with the setuid bit, writable by
+    /// nobody else, below directories only root can change.
+    public static func setuidProgramProblem(_ path: [UInt8]) -> String? {
+        guard let parts = parts(path), let name = parts.last else { return "not an absolute path" }
+        let directory: Int32
+        switch openDirectory(Array(parts.dropLast()), trusted: rootsOnly) {
+        case .success(let fd): directory = fd
+        case .failure(.missingDirectory): return "not installed"
+        case .failure(.untrustedDirectory): return "a directory on its path is not root's alone"
+        case .failure(.symlinkOrNotDirectory): return "a directory on its path is a symbolic link or not a directory"
+        case .failure(.notAbsolute): return "not an absolute path"
+        case .failure(.cannotOpen(let error)): return "cannot open a directory on its path (errno \(error.code))"
+        }
+        defer { Syscalls.close(directory) }
+        let facts: FileFacts
+        do {
+            facts = try Syscalls.facts(at: directory, name)
+        } catch {
+            return error == .noEntry ? "not installed" : "cannot stat (errno \(error.code))"
+        }
+        guard facts.isRegular else { return "not a regular file" }
+        guard rootsOnly(facts) else { return "not owned by root or writable by group/others" }
+        guard facts.mode & 0o4000 != 0 else { return "not setuid root" }
+        return nil
+    }
+}

@@ -33,7 +33,7 @@ func statusCommand(_ arguments: Arguments) throws -> ExitCode {
 
 func statusReport(user: UserIdentity, _ configuration: LoadedConfiguration) -> StatusReport {
     let options = configuration.options
-    var sensorOnly = FprintdSensor(interruptible: false, clock: SystemClock())
+    var sensorOnly = FprintdSensor(interruption: .none, clock: SystemClock())
     let sensor = sensorOnly.describe(userName: user.name)
     sensorOnly.close()
     var ledger = makeSystemLedger(options, log: StandardErrorLog(verbose: options.debug))

@@ -14,14 +14,17 @@ public func localauthAuthenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc
     let handle = PAMHandle(raw: pamh)
     let options = loadOptions(handle, arguments: moduleArguments(argc, argv))
     var log = PAMLog(handle: handle, debug: options.debug)
-    if options.authsucc { return resetAfterPasswordModule(handle, options: options, log: log) }
-    // Without root the attempt state cannot be kept (screen lockers run as
-    // the user, and the privileged helper is still to come): step aside
-    // rather than fail, so the stack's password line decides (R12).
-    if Syscalls.effectiveUserID() != 0 {
-        log.log(.notice, "not running as root: the attempt state cannot be kept; ignoring")
-        return PAMCode.ignore.rawValue
+    if options.authsucc {
+        // Resets happen only in the root path; the helper never accepts one.
+        guard Syscalls.effectiveUserID() == 0 else {
+            log.log(.notice, "authsucc not running as root: nothing reset")
+            return PAMCode.ignore.rawValue
+        }
+        return resetAfterPasswordModule(handle, options: options, log: log)
     }
+    // Screen lockers run as the user, who can neither keep the attempt
+    // state nor read the passwords: the setuid helper evaluates for them.
+    if Syscalls.effectiveUserID() != 0 { return authenticateThroughHelper(handle, options: options, flags: flags, log: log) }
 
     let service = handle.service
     let userName: [UInt8]
@@ -58,6 +61,84 @@ public func localauthAuthenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc
     if result.failDelay { handle.requestFailDelay() }
     log.log(.debug, "result \(result.pamCode.rawValue) for service \(printableText(service))")
     return result.pamCode.rawValue
+}
+
+/// The non-root path: the same scope rules decide whether to act; the helper
+/// then runs the policy as root and this relays its conversation. Only the
+/// helper's RESULT frame can make this a success.
+func authenticateThroughHelper(_ handle: PAMHandle, options: Options, flags: Int32, log: PAMLog) -> Int32 {
+    var log = log
+    let service = handle.service
+    let userName: [UInt8]
+    switch handle.userName() {
+    case .name(let name): userName = name
+    case .failed(let code): return code.rawValue
+    }
+    let target = Syscalls.lookupUser(userName)
+    let facts = ScopeFacts(service: service, callerUID: Syscalls.realUserID(), targetUID: target?.uid, targetName: userName,
+                           requestingUser: handle.requestingUser, remoteHost: handle.remoteHost,
+                           localHostName: Syscalls.hostName(), sessionIsRemote: LogindSession.callerIsRemote())
+    guard Scope.decide(facts, options: options) == .inScope else {
+        log.log(.debug, "out of scope for service \(printableText(service)); ignoring")
+        return PAMCode.ignore.rawValue
+    }
+    var request = HelperRequest()
+    request.service = service
+    request.user = userName
+    request.tty = handle.tty
+    request.presentation = presentationFields(options, silent: flags & PAMValue.silentFlag != 0)
+    var client = HelperClient(prompter: PAMPrompter(handle: handle))
+    defer { client.lastAnswer.wipe() }
+    switch client.run(request) {
+    case .unavailable(let why):
+        log.log(.error, "localauth-helper cannot be used (\(why)); leaving the decision to the rest of the stack")
+        return PAMCode.authInfoUnavailable.rawValue
+    case .failed(let why):
+        log.log(.error, "localauth-helper failed: \(why)")
+        return PAMCode.systemError.rawValue
+    case .answered(let result):
+        switch result.status {
+        case .notPrivileged:
+            log.log(.error, "localauth-helper does not run as root (nosuid mount, no_new_privs or a container?); "
+                    + "leaving the decision to the rest of the stack")
+            return PAMCode.authInfoUnavailable.rawValue
+        case .refused:
+            log.log(.error, "localauth-helper refused the request")
+            return PAMCode.systemError.rawValue
+        case .internalError:
+            log.log(.error, "localauth-helper hit an internal error")
+            return PAMCode.systemError.rawValue
+        case .evaluated:
+            break
+        }
+        guard let code = PAMCode(rawValue: result.pamCode) else {
+            log.log(.error, "localauth-helper sent an unknown PAM code")
+            return PAMCode.systemError.rawValue
+        }
+        if code == .success && result.method == .passcode { handle.setAuthToken(client.lastAnswer) }
+        if result.failDelay { handle.requestFailDelay() }
+        log.log(.debug, "result \(code.rawValue) from localauth-helper for service \(printableText(service))")
+        return code.rawValue
+    }
+}
+
+/// What the stack line may tell the helper: presentation only.
+func presentationFields(_ options: Options, silent: Bool) -> [([UInt8], [UInt8])] {
+    var fields: [([UInt8], [UInt8])] = [
+        (literalBytes("policy"), utf8Bytes(options.policy.name)),
+        (literalBytes("fallback_title"), options.fallbackTitle),
+        (literalBytes("cancel_title"), options.cancelTitle),
+        (literalBytes("timeout"), utf8Bytes("\(options.timeoutSeconds)")),
+    ]
+    if let reason = options.reason { fields.append((literalBytes("reason"), reason)) }
+    var services: [UInt8] = []
+    for name in options.services {
+        if !services.isEmpty { services.append(0x2C) }
+        services += name
+    }
+    fields.append((literalBytes("services"), services))
+    if silent || options.silent { fields.append((literalBytes("silent"), literalBytes("yes"))) }
+    return fields
 }
 
 @_cdecl("localauth_setcred")

@@ -33,18 +33,17 @@ private var fingerPresent: [UInt8] { literalBytes("finger-present") }
 
 /// The fingerprint reader through fprintd.
 public struct FprintdSensor<Time: Clock>: FingerprintSensor {
-    /// Ctrl-C ends a wait (terminal mode, R16).
-    let interruptible: Bool
     private var clock: Time
     private var bus: SystemBus? = nil
     private var device: [UInt8] = []
     private var claimed = false
     private var verifying = false
     private var events: FprintdEvents? = nil
-    private var interrupt = TerminalInterrupt()
+    /// What ends a wait besides a verdict or the deadline.
+    private var interrupt: TerminalInterrupt
 
-    public init(interruptible: Bool, clock: Time) {
-        self.interruptible = interruptible
+    public init(interruption: WaitInterruption, clock: Time) {
+        self.interrupt = TerminalInterrupt(interruption)
         self.clock = clock
     }
 
@@ -81,7 +80,7 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
         // Anything fprintd sent before the claim was answered belongs to
         // another session (statuses are broadcast): drop it.
         drain()
-        if interruptible { _ = interrupt.begin() }
+        _ = interrupt.begin()
         return .opened(scanType())
     }
 
@@ -140,7 +139,7 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
             guard let ready = Syscalls.poll(requests, timeoutMilliseconds: waitMilliseconds) else {
                 return settle(after: .deviceError, unread: handled)
             }
-            if ready.count > 1 && ready[1] & PollRequest.readable != 0 { interrupted = true }
+            if ready.count > 1 && ready[1] != 0 { interrupted = true }
         }
     }
 

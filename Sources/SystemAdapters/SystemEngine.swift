@@ -18,9 +18,13 @@ public struct RequestFacts {
     public var tty: [UInt8]
     public var remoteHost: [UInt8]
     public var requestingUser: [UInt8]
+    /// The helper's channel: a CANCEL or a vanished client ends a wait.
+    public var channel: Int32?
 
-    public init(mode: InteractionMode, tty: [UInt8] = [], remoteHost: [UInt8] = [], requestingUser: [UInt8] = []) {
+    public init(mode: InteractionMode, tty: [UInt8] = [], remoteHost: [UInt8] = [], requestingUser: [UInt8] = [],
+                channel: Int32? = nil) {
         self.mode = mode
+        self.channel = channel
         self.tty = tty
         self.remoteHost = remoteHost
         self.requestingUser = requestingUser
@@ -32,7 +36,8 @@ public struct RequestFacts {
 public func makeSystemEngine<Conversation: Prompter, Store: StateStore, Log: EventLog>(
     _ options: Options, _ facts: RequestFacts, prompter: Conversation, store: Store, log: Log
 ) -> SystemEngine<Conversation, Store, Log> {
-    Engine(options: options, sensor: FprintdSensor(interruptible: facts.mode == .terminal, clock: SystemClock()),
+    Engine(options: options, sensor: FprintdSensor(interruption: facts.channel.map { .channel($0) } ?? (facts.mode == .terminal ? .controlC : .none),
+                                          clock: SystemClock()),
            verifier: PAMPasscodeVerifier(service: options.passcodeService, tty: facts.tty, remoteHost: facts.remoteHost,
                                          requestingUser: facts.requestingUser),
            prompter: prompter, store: store, clock: SystemClock(), log: log)

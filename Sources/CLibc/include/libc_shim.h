@@ -7,6 +7,10 @@
 #ifndef LOCALAUTH_LIBC_SHIM_H
 #define LOCALAUTH_LIBC_SHIM_H
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  /* setresuid, getresuid */
+#endif
+
 #include <sys/types.h>
 #include <sys/stat.h>
 #include <sys/file.h>
@@ -27,6 +31,10 @@
 #include <dirent.h>
 #include <termios.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <spawn.h>
+#include <grp.h>
 
 static inline int la_openat(int dirfd, const char *path, int flags, unsigned mode) {
     return openat(dirfd, path, flags, (mode_t)mode);
@@ -35,5 +43,19 @@ int la_errno(void);
 static inline int la_s_isreg(unsigned mode) { return S_ISREG(mode); }
 static inline int la_s_isdir(unsigned mode) { return S_ISDIR(mode); }
 static inline int la_s_ischr(unsigned mode) { return S_ISCHR(mode); }
+static inline int la_s_issock(unsigned mode) { return S_ISSOCK(mode); }
+static inline int la_fd_flags(int fd) { return fcntl(fd, F_GETFD); }
+static inline int la_set_fd_flags(int fd, int flags) { return fcntl(fd, F_SETFD, flags); }
+
+
+/* Where the setuid helper is installed; the module and the command-line
+   tool start it from here and nowhere else. */
+static inline const char *la_helper_path(void) { return "/usr/libexec/localauth/localauth-helper"; }
+/* syslog is variadic; the message is always data, never a format. */
+static inline void la_syslog(int priority, const char *message) { syslog(priority, "%s", message); }
+static inline void la_openlog(const char *ident) { openlog(ident, LOG_PID, LOG_AUTHPRIV); }
+/* SIG_DFL and SIG_IGN are casts Swift cannot import. */
+static inline int la_default_signal(int sig) { return signal(sig, SIG_DFL) == SIG_ERR ? -1 : 0; }
+static inline int la_ignore_signal(int sig) { return signal(sig, SIG_IGN) == SIG_ERR ? -1 : 0; }
 
 #endif

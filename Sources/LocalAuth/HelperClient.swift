@@ -1,0 +1,104 @@
+// The unprivileged side of the helper: starts the setuid `localauth-helper`
+// over a socket pair and relays its conversation to the caller's prompter.
+// The verdict is the helper's RESULT frame and nothing else: its exit
+// status, its silence or its garbage can only ever be a failure.
+
+/// How a run of the helper ended, for the caller.
+public enum HelperOutcome: Equatable {
+    /// The helper answered.
+    case answered(HelperResult)
+    /// The helper cannot be used here (missing, not setuid, not running as
+    /// root): the stack's password line should decide, as without the module.
+    case unavailable(String)
+    /// The helper failed mid-way (died, hung, broke the protocol).
+    case failed(String)
+}
+
+public struct HelperClient<Conversation: Prompter> {
+    public var prompter: Conversation
+    /// The answer to the latest prompt: the passcode, when the RESULT says a
+    /// passcode won. The caller wipes it (it is wiped on deinit too).
+    public let lastAnswer = SecretBuffer()
+    /// How long the helper may take to say HELLO.
+    public static var helloMilliseconds: Int64 { 10_000 }
+    /// The longest silence accepted whatever the helper announces.
+    public static var maximumSilenceMilliseconds: Int64 { 330_000 }
+
+    public init(prompter: Conversation) {
+        self.prompter = prompter
+    }
+
+    /// Runs one request through the helper at `path`.
+    public mutating func run(_ request: HelperRequest, path: [UInt8] = Syscalls.helperPath) -> HelperOutcome {
+        if let problem = TrustedPath.setuidProgramProblem(path) {
+            return .unavailable("\(printableText(path)): \(problem)")
+        }
+        guard let (mine, theirs) = Syscalls.socketPair() else { return .failed("cannot make a socket pair") }
+        let child = Syscalls.spawn(path, channel: theirs)
+        Syscalls.close(theirs)
+        let channel = FrameChannel(fd: mine)
+        defer {
+            channel.close()
+            // The helper ends as soon as the channel closes; it is root, so
+            // it cannot be signalled from here: wait briefly, never forever.
+            if let child { Syscalls.reap(child, waitingMilliseconds: 2000) }
+        }
+        guard child != nil else { return .failed("cannot start \(printableText(path))") }
+        return converse(channel, request)
+    }
+
+    mutating func converse(_ channel: FrameChannel, _ request: HelperRequest) -> HelperOutcome {
+        let helloDeadline = Syscalls.bootTimeNanoseconds() + HelperClient.helloMilliseconds * 1_000_000
+        guard channel.send(.hello, HelloFrame.client(), deadline: helloDeadline) else { return .failed("the helper did not take HELLO") }
+        let silence: Int64
+        switch channel.receive(deadline: helloDeadline) {
+        case .failure(let violation): return .failed("no HELLO from the helper: \(violation.text)")
+        case .success(let frame):
+            guard frame.type == .hello, let announced = HelloFrame.helperSilence(frame.payload) else {
+                return .failed("bad HELLO from the helper")
+            }
+            silence = min(max(Int64(announced), 1000), HelperClient.maximumSilenceMilliseconds) * 1_000_000
+        }
+        guard channel.send(.request, request.encoded(), deadline: Syscalls.bootTimeNanoseconds() + silence) else {
+            return .failed("the helper did not take the request")
+        }
+        while true {
+            let frame: ReceivedFrame
+            switch channel.receive(deadline: Syscalls.bootTimeNanoseconds() + silence) {
+            case .failure(.closed): return .failed("the helper ended without a result")
+            case .failure(let violation): return .failed("helper: \(violation.text)")
+            case .success(let received): frame = received
+            }
+            switch frame.type {
+            case .textInfo, .errorText:
+                prompter.tell(printableMessage(frame.payload), frame.type == .errorText ? .error : .info)
+            case .promptEchoOff, .promptEchoOn:
+                let answer = prompter.ask(printableMessage(frame.payload), into: lastAnswer)
+                let deadline = Syscalls.bootTimeNanoseconds() + silence
+                let sent: Bool
+                switch answer {
+                case .entered, .empty: sent = channel.sendSecret(.reply, lastAnswer, deadline: deadline)
+                case .failed:
+                    lastAnswer.wipe()
+                    sent = channel.send(.noAnswer, [], deadline: deadline)
+                }
+                if !sent { return .failed("the helper stopped reading") }
+            case .result:
+                guard let result = HelperResult.decode(frame.payload) else { return .failed("helper: malformed RESULT") }
+                if result.method != .passcode { lastAnswer.wipe() }
+                return .answered(result)
+            case .hello, .request, .reply, .noAnswer, .cancel:
+                return .failed("helper: \(ProtocolViolation.outOfOrder(frame.type).text)")
+            }
+        }
+    }
+}
+
+/// Message text from the helper, made safe to show: control bytes (but
+/// newlines) and invalid UTF-8 become `?`.
+func printableMessage(_ bytes: [UInt8]) -> String {
+    var cleaned: [UInt8] = []
+    cleaned.reserveCapacity(bytes.count)
+    for byte in bytes { cleaned.append((byte < 0x20 && byte != 0x0A) || byte == 0x7F ? 0x3F : byte) }
+    return String(decoding: cleaned, as: UTF8.self)
+}

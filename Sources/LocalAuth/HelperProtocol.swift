@@ -1,0 +1,290 @@
+// The conversation between an unprivileged client (the module in a screen
+// locker, `localauth`, the app library) and the setuid `localauth-helper`:
+// length-prefixed frames, versioned by a first HELLO, every length capped.
+// Pure encoding and decoding; docs/HELPER-PROTOCOL.md is the reference.
+
+/// The kinds of frame. Raw values are the wire's type byte.
+public enum FrameType: UInt8, Equatable, CaseIterable, Sendable {
+    /// Both ways, first: the protocol version (and, from the helper, how long
+    /// the client may have to wait for it between frames).
+    case hello = 0x01
+    /// Client to helper, once, after HELLO: what to evaluate.
+    case request = 0x02
+    /// Helper to client: a message to show.
+    case textInfo = 0x10
+    case errorText = 0x11
+    /// Helper to client: ask with echo off / on; exactly one REPLY or NO_ANSWER follows.
+    case promptEchoOff = 0x12
+    case promptEchoOn = 0x13
+    /// Client to helper: the answer to the last prompt (may be empty).
+    case reply = 0x20
+    /// Client to helper: the prompt could not be answered (conversation failure).
+    case noAnswer = 0x21
+    /// Client to helper, at any time after REQUEST: stop (an app's `invalidate()`).
+    case cancel = 0x22
+    /// Helper to client, last: the verdict.
+    case result = 0x30
+}
+
+/// Sizes and versions of the wire.
+public enum HelperWire {
+    /// The only version spoken.
+    public static let version: UInt8 = 1
+    /// Type byte and a 32-bit big-endian length.
+    public static let headerSize = 5
+    /// The largest payload of any frame but REPLY.
+    public static let maxPayload = 4096
+    /// The largest REPLY: the largest passcode accepted anywhere.
+    public static var maxReply: Int { SecretBuffer.capacity }
+    /// "LAH" and the version.
+    static let magic: [UInt8] = [0x4C, 0x41, 0x48]
+
+    /// The header of a frame carrying `length` bytes.
+    public static func header(_ type: FrameType, length: Int) -> [UInt8] {
+        let value = UInt32(truncatingIfNeeded: length)
+        return [type.rawValue, UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)]
+    }
+
+    /// A whole frame with an ordinary (non-secret) payload.
+    public static func frame(_ type: FrameType, _ payload: [UInt8]) -> [UInt8] {
+        header(type, length: payload.count) + payload
+    }
+
+    /// Reads a header: the type and the payload length, or why it is refused
+    /// (unknown type, or longer than that type may be).
+    public static func parseHeader(_ bytes: [UInt8]) -> Result<(type: FrameType, length: Int), ProtocolViolation> {
+        guard bytes.count == headerSize else { return .failure(.truncated) }
+        guard let type = FrameType(rawValue: bytes[0]) else { return .failure(.unknownType(bytes[0])) }
+        let length = Int(bytes[1]) << 24 | Int(bytes[2]) << 16 | Int(bytes[3]) << 8 | Int(bytes[4])
+        let cap = type == .reply ? maxReply : maxPayload
+        guard length <= cap else { return .failure(.oversized(type)) }
+        return .success((type, length))
+    }
+}
+
+/// Why a peer's frames were refused. Any violation ends the conversation.
+public enum ProtocolViolation: Error, Equatable {
+    case truncated
+    case unknownType(UInt8)
+    case oversized(FrameType)
+    /// A frame that is valid but not allowed at this point.
+    case outOfOrder(FrameType)
+    case badHello
+    case badResult
+    /// The peer closed the channel.
+    case closed
+    /// Nothing arrived in time.
+    case timedOut
+    /// Reading or writing failed.
+    case channelError
+
+    public var text: String {
+        switch self {
+        case .truncated: return "truncated frame"
+        case .unknownType(let type): return "unknown frame type \(type)"
+        case .oversized(let type): return "oversized frame (type \(type.rawValue))"
+        case .outOfOrder(let type): return "frame out of order (type \(type.rawValue))"
+        case .badHello: return "bad HELLO (another protocol version?)"
+        case .badResult: return "malformed RESULT"
+        case .closed: return "channel closed"
+        case .timedOut: return "no answer in time"
+        case .channelError: return "channel error"
+        }
+    }
+}
+
+/// The HELLO payloads: the client's is "LAH" and the version; the helper's
+/// adds the longest silence (milliseconds) the client should allow between
+/// its frames while it works.
+public enum HelloFrame {
+    public static func client() -> [UInt8] {
+        HelperWire.magic + [HelperWire.version]
+    }
+
+    public static func helper(silenceMilliseconds: UInt32) -> [UInt8] {
+        HelperWire.magic + [HelperWire.version] + bigEndian(silenceMilliseconds)
+    }
+
+    /// True for a client HELLO of this version.
+    public static func isClientHello(_ payload: [UInt8]) -> Bool {
+        payload == HelperWire.magic + [HelperWire.version]
+    }
+
+    /// The silence limit from a helper HELLO of this version.
+    public static func helperSilence(_ payload: [UInt8]) -> UInt32? {
+        guard payload.count == 8, Array(payload.prefix(4)) == HelperWire.magic + [HelperWire.version] else { return nil }
+        return readBigEndian(payload, at: 4)
+    }
+}
+
+/// What a client asks for: `evaluate` prompts; `check` is the preflight
+/// (canEvaluatePolicy) and never prompts.
+public enum HelperAction: Equatable {
+    case evaluate
+    case check
+}
+
+/// A REQUEST: NUL-separated `key=value` fields. The protocol keys are
+/// `action`, `service`, `user` and `tty`; the others are presentation, the
+/// only options a caller may set (everything that decides security is the
+/// administrator's, in the configuration file).
+public struct HelperRequest: Equatable {
+    public var action: HelperAction = .evaluate
+    public var service: [UInt8] = []
+    /// Empty: the caller's own account.
+    public var user: [UInt8] = []
+    /// For messages and the failure log only; never trusted.
+    public var tty: [UInt8] = []
+    /// Presentation options, in order: `reason`, `fallback_title`,
+    /// `cancel_title`, `policy`, `services`, `silent`, `timeout` (only
+    /// below the configured one).
+    public var presentation: [([UInt8], [UInt8])] = []
+
+    public init() {}
+
+    public static func == (left: HelperRequest, right: HelperRequest) -> Bool {
+        left.action == right.action && left.service == right.service && left.user == right.user && left.tty == right.tty
+            && left.presentation.count == right.presentation.count
+            && zip(left.presentation, right.presentation).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+    }
+
+    /// The keys a caller may use to change how the prompt looks.
+    public static func isPresentationKey<C: Collection>(_ key: C) -> Bool where C.Element == UInt8 {
+        bytesEqual(key, "reason") || bytesEqual(key, "fallback_title") || bytesEqual(key, "cancel_title")
+            || bytesEqual(key, "policy") || bytesEqual(key, "services") || bytesEqual(key, "silent") || bytesEqual(key, "timeout")
+    }
+
+    public func encoded() -> [UInt8] {
+        var fields: [[UInt8]] = [literalBytes("action=") + (action == .check ? literalBytes("check") : literalBytes("evaluate")),
+                                 literalBytes("service=") + service]
+        if !user.isEmpty { fields.append(literalBytes("user=") + user) }
+        if !tty.isEmpty { fields.append(literalBytes("tty=") + tty) }
+        for (key, value) in presentation { fields.append(key + [0x3D] + value) }
+        var payload: [UInt8] = []
+        for (index, field) in fields.enumerated() {
+            if index > 0 { payload.append(0) }
+            payload += field
+        }
+        return payload
+    }
+
+    /// Why a request was refused, for the caller's error message and the log.
+    public enum Refusal: Error, Equatable, Sendable {
+        case malformed
+        /// A key that only the administrator may set, or one that does not exist.
+        case notAllowed([UInt8])
+        case missingService
+    }
+
+    public static func decode(_ payload: [UInt8]) -> Result<HelperRequest, Refusal> {
+        var request = HelperRequest()
+        var sawService = false
+        for field in splitBytes(payload[...], on: 0) {
+            guard let equals = field.firstIndex(of: 0x3D) else { return .failure(.malformed) }
+            let key = field[field.startIndex..<equals]
+            let value = Array(field[(equals + 1)..<field.endIndex])
+            if bytesEqual(key, "action") {
+                if bytesEqual(value, "evaluate") { request.action = .evaluate }
+                else if bytesEqual(value, "check") { request.action = .check }
+                else { return .failure(.malformed) }
+            } else if bytesEqual(key, "service") {
+                guard isServiceName(value[...]) else { return .failure(.malformed) }
+                request.service = value
+                sawService = true
+            } else if bytesEqual(key, "user") {
+                guard !value.isEmpty, value.count <= 256, !value.contains(0) else { return .failure(.malformed) }
+                request.user = value
+            } else if bytesEqual(key, "tty") {
+                guard value.count <= 256 else { return .failure(.malformed) }
+                request.tty = value
+            } else if isPresentationKey(key) {
+                guard request.presentation.count < 32 else { return .failure(.malformed) }
+                request.presentation.append((Array(key), value))
+            } else {
+                return .failure(.notAllowed(Array(key.prefix(40))))
+            }
+        }
+        return sawService ? .success(request) : .failure(.missingService)
+    }
+}
+
+/// How the helper ended a request.
+public enum HelperStatus: UInt8, Equatable, CaseIterable {
+    /// The policy ran; the codes say how it ended.
+    case evaluated = 0
+    /// The request was refused before anything was charged or asked.
+    case refused = 1
+    /// The helper does not run as root (nosuid mount, no_new_privs, a container).
+    case notPrivileged = 2
+    /// Something inside failed.
+    case internalError = 3
+}
+
+/// The RESULT payload: status, PAM code, LAError (0 when none), how a
+/// success was won, whether the failure delay applies, and the domain state.
+public struct HelperResult: Equatable {
+    public var status: HelperStatus
+    public var pamCode: Int32
+    public var error: LAError?
+    public var method: AuthenticationMethod?
+    public var failDelay: Bool
+    public var domainState: [UInt8]
+
+    public init(status: HelperStatus, pamCode: Int32, error: LAError? = nil, method: AuthenticationMethod? = nil,
+                failDelay: Bool = false, domainState: [UInt8] = []) {
+        self.status = status
+        self.pamCode = pamCode
+        self.error = error
+        self.method = method
+        self.failDelay = failDelay
+        self.domainState = domainState
+    }
+
+    /// The most domain-state bytes carried.
+    public static let maxDomainState = 64
+
+    public func encoded() -> [UInt8] {
+        let methodByte: UInt8
+        switch method {
+        case nil: methodByte = 0
+        case .biometry?: methodByte = 1
+        case .passcode?: methodByte = 2
+        }
+        return [status.rawValue] + bigEndian(UInt32(bitPattern: pamCode)) + bigEndian(UInt32(bitPattern: error?.rawValue ?? 0))
+            + [methodByte, failDelay ? 1 : 0] + Array(domainState.prefix(HelperResult.maxDomainState))
+    }
+
+    public static func decode(_ payload: [UInt8]) -> HelperResult? {
+        guard payload.count >= 11, payload.count <= 11 + maxDomainState, let status = HelperStatus(rawValue: payload[0]),
+              let pam = readBigEndian(payload, at: 1), let raw = readBigEndian(payload, at: 5) else { return nil }
+        let errorCode = Int32(bitPattern: raw)
+        var error: LAError? = nil
+        if errorCode != 0 {
+            guard let known = LAError(rawValue: errorCode) else { return nil }
+            error = known
+        }
+        let method: AuthenticationMethod?
+        switch payload[9] {
+        case 0: method = nil
+        case 1: method = .biometry
+        case 2: method = .passcode
+        default: return nil
+        }
+        guard payload[10] <= 1 else { return nil }
+        let pamCode = Int32(bitPattern: pam)
+        // A success must say how it was won and carry no error; anything
+        // else claiming success is garbage.
+        if pamCode == PAMCode.success.rawValue && (status != .evaluated || error != nil || method == nil) { return nil }
+        return HelperResult(status: status, pamCode: pamCode, error: error, method: method, failDelay: payload[10] == 1,
+                            domainState: Array(payload[11...]))
+    }
+}
+
+func bigEndian(_ value: UInt32) -> [UInt8] {
+    [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)]
+}
+
+func readBigEndian(_ bytes: [UInt8], at offset: Int) -> UInt32? {
+    guard offset >= 0, bytes.count >= offset + 4 else { return nil }
+    return UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8 | UInt32(bytes[offset + 3])
+}

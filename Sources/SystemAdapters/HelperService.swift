@@ -1,0 +1,271 @@
+// localauth-helper, the setuid-root program through which callers that are
+// not root (screen lockers, `localauth`, apps) get the same policy, counters
+// and lockout as sudo. It trusts nothing from its caller but presentation:
+// it becomes wholly root, resets limits, signals, umask, descriptors and the
+// environment, reads only the administrator's configuration, and
+// authenticates only the caller's own account, in prompt mode, under a hard
+// deadline. docs/HELPER-PROTOCOL.md describes the conversation.
+import LocalAuth
+
+/// The helper's exit statuses. The verdict travels in the RESULT frame; the
+/// status is for a person who ran the helper by hand.
+public enum HelperExit: Int32 {
+    case success = 0
+    case failure = 1
+    /// Not started the way it must be (no socket on standard input).
+    case usage = 2
+    /// The client broke the protocol or went away.
+    case protocolError = 3
+}
+
+public enum HelperService {
+    /// How long the client may take to say HELLO and send its request.
+    static let openingSeconds: Int64 = 10
+    /// Extra silence a client should allow beyond the fingerprint timeout
+    /// (the password check, the state lock).
+    static let workSlackMilliseconds = 10_000
+
+    /// The whole helper. Called first thing by its `main`.
+    public static func run() -> HelperExit {
+        // The real uid is the caller's: record it before anything else.
+        let callerUID = Syscalls.realUserID()
+        let privileged = Syscalls.becomeRoot()
+        Syscalls.resetSignals()
+        Syscalls.resetLimits()
+        Syscalls.setFileCreationMask(0o077)
+        Syscalls.clearEnvironment()
+        Syscalls.changeToRootDirectory()
+        // Out of the caller's session: its terminal's signals stop here.
+        Syscalls.leaveSession()
+        Syscalls.openSystemLog("localauth-helper")
+        guard Syscalls.isSocket(0) else {
+            Syscalls.writeError("localauth-helper: this program talks to pam_localauth.so and localauth over a socket "
+                                + "on its standard input; run `localauth test` instead")
+            return .usage
+        }
+        Syscalls.closeDescriptors(from: 3)
+        Syscalls.pointAtNull(1)
+        Syscalls.pointAtNull(2)
+        // A first backstop until the configuration says how long this may take.
+        Syscalls.setAlarm(seconds: UInt32(openingSeconds) + 5)
+
+        let channel = FrameChannel(fd: 0)
+        var session = HelperSession(channel: channel, callerUID: callerUID)
+        return session.serve(privileged: privileged)
+    }
+}
+
+/// The state shared by the helper and its prompter: whether the client
+/// cancelled or broke the conversation.
+final class ClientState {
+    var cancelled = false
+    var violation: ProtocolViolation? = nil
+}
+
+/// The engine's prompter over the channel: every message and prompt goes to
+/// the client, whose answer goes straight into the secret buffer.
+struct ChannelPrompter: Prompter {
+    let channel: FrameChannel
+    let state: ClientState
+    /// How long one answer may take.
+    let answerNanoseconds: Int64
+    /// The hard deadline of the whole request.
+    let hardDeadline: Int64
+
+    mutating func ask(_ text: String, into secret: SecretBuffer) -> PromptAnswer {
+        secret.wipe()
+        guard state.violation == nil, !state.cancelled else { return .failed }
+        guard channel.send(.promptEchoOff, utf8Bytes(text), deadline: sendDeadline()) else {
+            state.violation = .channelError
+            return .failed
+        }
+        let deadline = min(Syscalls.bootTimeNanoseconds() + answerNanoseconds, hardDeadline)
+        switch channel.receive(deadline: deadline, secret: secret) {
+        case .success(let frame):
+            switch frame.type {
+            case .reply: return secret.isEmpty ? .empty : .entered
+            case .noAnswer: return .failed
+            case .cancel:
+                state.cancelled = true
+                return .failed
+            default:
+                state.violation = .outOfOrder(frame.type)
+                return .failed
+            }
+        case .failure(let violation):
+            secret.wipe()
+            state.violation = violation
+            return .failed
+        }
+    }
+
+    mutating func tell(_ text: String, _ kind: MessageKind) {
+        guard state.violation == nil else { return }
+        if !channel.send(kind == .error ? .errorText : .textInfo, utf8Bytes(text), deadline: sendDeadline()) {
+            state.violation = .channelError
+        }
+    }
+
+    func sendDeadline() -> Int64 {
+        min(Syscalls.bootTimeNanoseconds() + 5_000_000_000, hardDeadline)
+    }
+}
+
+/// The administrator's log for the helper: syslog (authpriv).
+struct HelperLog: EventLog {
+    let debug: Bool
+    mutating func log(_ level: LogLevel, _ message: String) {
+        if level == .debug && !debug { return }
+        Syscalls.systemLog(level, message)
+    }
+}
+
+/// One client's request, from HELLO to RESULT.
+struct HelperSession {
+    let channel: FrameChannel
+    let callerUID: UInt32
+    let state = ClientState()
+
+    init(channel: FrameChannel, callerUID: UInt32) {
+        self.channel = channel
+        self.callerUID = callerUID
+    }
+
+    mutating func serve(privileged: Bool) -> HelperExit {
+        var log = HelperLog(debug: false)
+        let opening = Syscalls.bootTimeNanoseconds() + HelperService.openingSeconds * 1_000_000_000
+        // HELLO, then the request, both within the opening deadline.
+        switch channel.receive(deadline: opening) {
+        case .success(let frame) where frame.type == .hello && HelloFrame.isClientHello(frame.payload): break
+        case .success: return protocolFailure(.badHello, &log)
+        case .failure(let violation): return protocolFailure(violation, &log)
+        }
+        let configuration = Configuration.load()
+        if let problem = configuration.fileProblem {
+            log.log(.warning, "configuration file \(printableText(configuration.path)) ignored: \(problem)")
+        }
+        for message in configuration.diagnostics { log.log(.warning, message) }
+        let configured = configuration.options
+        log = HelperLog(debug: configured.debug)
+        let silence = configured.timeoutSeconds * 1000 + HelperService.workSlackMilliseconds
+        guard channel.send(.hello, HelloFrame.helper(silenceMilliseconds: UInt32(silence)), deadline: opening) else {
+            return protocolFailure(.channelError, &log)
+        }
+        let payload: [UInt8]
+        switch channel.receive(deadline: opening) {
+        case .success(let frame) where frame.type == .request: payload = frame.payload
+        case .success(let frame): return protocolFailure(.outOfOrder(frame.type), &log)
+        case .failure(let violation): return protocolFailure(violation, &log)
+        }
+        guard privileged else {
+            log.log(.error, "not running as root (the setuid bit had no effect: a nosuid mount, no_new_privs or a container)")
+            return finish(HelperResult(status: .notPrivileged, pamCode: PAMCode.authInfoUnavailable.rawValue), &log)
+        }
+        let request: HelperRequest
+        switch HelperRequest.decode(payload) {
+        case .success(let decoded): request = decoded
+        case .failure(let refusal): return refuse(refusal, &log)
+        }
+        guard let ownName = Syscalls.userName(uid: callerUID) else {
+            log.log(.error, "uid \(callerUID) has no user name; refused")
+            return refuse(.notAllowed(literalBytes("user")), &log)
+        }
+        var target = UserIdentity(uid: callerUID, name: ownName)
+        if !request.user.isEmpty && request.user != ownName {
+            // Only root may ask about someone else.
+            guard callerUID == 0, let other = Syscalls.lookupUser(request.user) else {
+                log.log(.notice, "uid \(callerUID) asked for another user's prompt; refused")
+                return refuse(.notAllowed(literalBytes("user")), &log)
+            }
+            target = UserIdentity(uid: other.uid, name: other.name)
+        }
+        let (options, diagnostics) = configured.withPresentation(request.presentation)
+        for message in diagnostics { log.log(.notice, "from the caller: \(message)") }
+        // The hard deadline: the fingerprint phase and two answers, with slack.
+        let hardSeconds = options.timeoutSeconds + 2 * options.answerTimeoutSeconds + 30
+        Syscalls.setAlarm(seconds: UInt32(hardSeconds + 5))
+        let hardDeadline = Syscalls.bootTimeNanoseconds() + Int64(hardSeconds) * 1_000_000_000
+
+        let facts = ScopeFacts(service: request.service, callerUID: callerUID, targetUID: target.uid, targetName: target.name,
+                               requestingUser: [], remoteHost: [], localHostName: Syscalls.hostName(),
+                               sessionIsRemote: LogindSession.callerIsRemote())
+        let scope = Scope.decide(facts, options: options)
+        if case .outOfScope = scope {
+            log.log(.debug, "out of scope for service \(printableText(request.service)); ignoring")
+            return finish(HelperResult(status: .evaluated, pamCode: PAMCode.ignore.rawValue), &log)
+        }
+        let prompter = ChannelPrompter(channel: channel, state: state,
+                                       answerNanoseconds: Int64(options.answerTimeoutSeconds) * 1_000_000_000, hardDeadline: hardDeadline)
+        var engine = makeSystemEngine(options, RequestFacts(mode: .prompt, channel: channel.fd), prompter: prompter, log: log)
+
+        switch request.action {
+        case .check:
+            let answer = engine.canEvaluate(options.policy, user: target)
+            switch answer {
+            case .success(let domainState):
+                return finish(HelperResult(status: .evaluated, pamCode: PAMCode.success.rawValue, method: .biometry,
+                                           domainState: domainState), &log)
+            case .failure(let error):
+                return finish(HelperResult(status: .evaluated, pamCode: ResultTable.pamCode(for: error).rawValue, error: error), &log)
+            }
+        case .evaluate:
+            let evaluation = Request(scope: .inScope, userName: target.name, user: target, service: request.service,
+                                     tty: request.tty, mode: .prompt, silent: false)
+            let passcode = SecretBuffer()
+            defer { passcode.wipe() }
+            let result = engine.evaluate(evaluation, policy: options.policy, passcode: passcode)
+            passcode.wipe()
+            if let violation = state.violation { return protocolFailure(violation, &log) }
+            var outcome = result.outcome
+            if case .failure = outcome, state.cancelled || cancelPending() { outcome = .failure(.appCancel) }
+            return finish(HelperResult(status: .evaluated, outcome: outcome, failDelay: result.failDelay), &log)
+        }
+    }
+
+    /// A CANCEL that ended the fingerprint wait and was not read since.
+    func cancelPending() -> Bool {
+        guard case .success(let frame) = channel.receive(deadline: Syscalls.bootTimeNanoseconds() + 1_000_000) else { return false }
+        return frame.type == .cancel
+    }
+
+    func refuse(_ refusal: HelperRequest.Refusal, _ log: inout HelperLog) -> HelperExit {
+        let text: String
+        switch refusal {
+        case .malformed: text = "malformed request"
+        case .missingService: text = "request without a service name"
+        case .notAllowed(let key):
+            text = bytesEqual(key, "user") ? "only your own account can be authenticated here"
+                : "option \(printableText(key)) is set by the administrator only (in the configuration file)"
+        }
+        log.log(.notice, "request from uid \(callerUID) refused: \(text)")
+        _ = channel.send(.errorText, utf8Bytes("localauth-helper: \(text)"), deadline: Syscalls.bootTimeNanoseconds() + 1_000_000_000)
+        return finish(HelperResult(status: .refused, pamCode: PAMCode.systemError.rawValue, error: .invalidContext), &log)
+    }
+
+    func finish(_ result: HelperResult, _ log: inout HelperLog) -> HelperExit {
+        let sent = channel.send(.result, result.encoded(), deadline: Syscalls.bootTimeNanoseconds() + 5_000_000_000)
+        if !sent { log.log(.notice, "client of uid \(callerUID) gone before the result") }
+        return result.pamCode == PAMCode.success.rawValue ? .success : .failure
+    }
+
+    func protocolFailure(_ violation: ProtocolViolation, _ log: inout HelperLog) -> HelperExit {
+        log.log(.notice, "client of uid \(callerUID): \(violation.text); ended without a result")
+        return .protocolError
+    }
+}
+
+extension HelperResult {
+    /// The RESULT for an evaluation's outcome.
+    init(status: HelperStatus, outcome: Outcome, failDelay: Bool) {
+        switch outcome {
+        case .success(let method):
+            self.init(status: status, pamCode: PAMCode.success.rawValue, method: method)
+        case .failure(let error):
+            self.init(status: status, pamCode: ResultTable.pamCode(for: error).rawValue, error: error, failDelay: failDelay)
+        case .outOfScope:
+            self.init(status: status, pamCode: PAMCode.ignore.rawValue)
+        case .internalError:
+            self.init(status: .internalError, pamCode: PAMCode.systemError.rawValue)
+        }
+    }
+}

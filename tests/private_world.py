@@ -1,0 +1,141 @@
+"""A private machine inside a mount namespace, for the tests that run the
+setuid helper and programs as an unprivileged user.
+
+Every command runs as
+    unshare --mount  /bin/sh enter.sh  [setpriv --reuid=U --regid=U --init-groups --]  <program ...>
+where enter.sh makes / rprivate and binds private copies over /etc/pam.d,
+/etc/passwd, /etc/group, /etc/shadow and /etc/security (with the test's
+localauth.conf), the rig's directory over /run/dbus (so
+/run/dbus/system_bus_socket is the rig's bus: the helper ignores the
+environment), and mounts an overlay on /usr/libexec that adds
+localauth/localauth-helper: the built helper, owned by root, mode 4755. The
+host's files are never changed.
+"""
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from pamenv import BUILD, MODULE, ROOT, parse_record
+
+HELPER = BUILD / "localauth-helper"
+HELPER_PATH = "/usr/libexec/localauth/localauth-helper"
+SHIPPED = ROOT / "pam.d"
+
+
+def openssl_hash(password):
+    return subprocess.run(["openssl", "passwd", "-6", "-stdin"], input=password, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+class PrivateWorld:
+    """users: {name: (uid, password)}. config: lines of localauth.conf
+    (state_dir is always this world's)."""
+
+    def __init__(self, base: Path, rig=None, users=None, config=(), helper=HELPER, helper_mode=0o4755):
+        self.base = base
+        self.rig = rig
+        self.users = dict(users or {})
+        self.state = base / "state"
+        self.state.mkdir(mode=0o700)
+        os.chmod(self.state, 0o700)
+        self.pamd = base / "pam.d"
+        self.pamd.mkdir()
+        shutil.copy(SHIPPED / "localauth-passcode", self.pamd / "localauth-passcode")
+        for entry in Path("/etc/pam.d").iterdir():
+            if entry.name.startswith("common-") or entry.name == "other":
+                shutil.copy(entry, self.pamd / entry.name)
+        self.security = base / "security"
+        shutil.copytree("/etc/security", self.security, symlinks=True)
+        os.chmod(self.security, 0o755)
+        self.config_path = self.security / "localauth.conf"
+        self.write_config(config)
+
+        etc = base / "etc"
+        etc.mkdir()
+        self.passwd, self.group, self.shadow = (etc / n for n in ("passwd", "group", "shadow"))
+        home = base / "home"
+        home.mkdir(mode=0o755)
+        self.home = home
+        self.passwd.write_text(Path("/etc/passwd").read_text()
+                               + "".join(f"{n}:x:{u}:{u}:{n}:{home}:/bin/sh\n" for n, (u, _) in self.users.items()))
+        self.group.write_text(Path("/etc/group").read_text() + "".join(f"{n}:x:{u}:\n" for n, (u, _) in self.users.items()))
+        self.shadow.write_text("".join(f"{line.split(':', 1)[0]}:*:19700:0:99999:7:::\n"
+                                       for line in Path("/etc/passwd").read_text().splitlines() if line)
+                               + "".join(f"{n}:{openssl_hash(p)}:19700:0:99999:7:::\n" for n, (_, p) in self.users.items()))
+        shutil.copymode("/etc/shadow", self.shadow)
+        os.chown(self.shadow, 0, os.stat("/etc/shadow").st_gid)
+
+        # The helper, setuid root, in an overlay over /usr/libexec.
+        self.libexec_upper = base / "libexec-upper"
+        self.libexec_work = base / "libexec-work"
+        (self.libexec_upper / "localauth").mkdir(parents=True)
+        self.libexec_work.mkdir()
+        os.chmod(self.libexec_upper, 0o755)
+        os.chmod(self.libexec_upper / "localauth", 0o755)
+        self.helper = self.libexec_upper / "localauth" / "localauth-helper"
+        if helper is not None:
+            self.install_helper(helper, helper_mode)
+
+        binds = [(self.pamd, "/etc/pam.d"), (self.passwd, "/etc/passwd"), (self.group, "/etc/group"),
+                 (self.shadow, "/etc/shadow"), (self.security, "/etc/security")]
+        if rig is not None:
+            binds.append((rig.dir, "/run/dbus"))
+        self.enter = base / "enter.sh"
+        self.enter.write_text("set -e\nmount --make-rprivate /\n"
+                              + "".join(f"mount --bind '{src}' '{dst}'\n" for src, dst in binds)
+                              + f"mount -t overlay overlay -o lowerdir=/usr/libexec,upperdir={self.libexec_upper},"
+                              + f"workdir={self.libexec_work} /usr/libexec\n"
+                              + 'exec "$@"\n')
+
+    def install_helper(self, source, mode=0o4755):
+        if self.helper.exists():
+            self.helper.unlink()
+        shutil.copy(source, self.helper)
+        os.chown(self.helper, 0, 0)
+        os.chmod(self.helper, mode)
+
+    def write_config(self, lines):
+        self.config_path.write_text("\n".join([f"state_dir = {self.state}"] + list(lines)) + "\n")
+        os.chmod(self.config_path, 0o644)
+
+    def module_line(self, control="[success=2 ignore=ignore authinfo_unavail=ignore default=die]", args=""):
+        return f"auth {control} {MODULE} {args}".rstrip()
+
+    def write_service(self, name, lines):
+        (self.pamd / name).write_text("\n".join(lines) + "\n")
+
+    def write_locker_stack(self, name, args=""):
+        """The shipped owner pattern: our line, then pam_unix, then deny."""
+        self.write_service(name, [self.module_line(args=args), "auth [success=1 default=ignore] pam_unix.so",
+                                  "auth requisite pam_deny.so", "auth required pam_permit.so",
+                                  "account required pam_permit.so"])
+
+    def argv(self, *command, uid=None):
+        """The command inside the private namespace, as `uid` (None: root)."""
+        prefix = ["unshare", "--mount", "/bin/sh", str(self.enter)]
+        if uid is not None:
+            prefix += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--init-groups", "--"]
+        return prefix + [str(c) for c in command]
+
+    def env(self, user=None):
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C", "HOME": str(self.home)}
+        if user:
+            env.update(USER=user, LOGNAME=user)
+        return env
+
+    def record(self, uid):
+        path = self.state / f"{uid}.rec"
+        return parse_record(path.read_bytes(), uid) if path.exists() else None
+
+    def counts(self, uid):
+        """(F, P) on disk; (0, 0) when no record exists."""
+        rec = self.record(uid)
+        return (rec.F, rec.P) if rec else (0, 0)
+
+    def state_files(self):
+        return sorted(p.name for p in self.state.iterdir())
+
+    def clear_state(self):
+        for p in self.state.iterdir():
+            p.unlink()
