@@ -110,7 +110,12 @@ $(BUILD)/claimdelay.so: tests/claimdelay.c
 	@mkdir -p $(BUILD)
 	$(CC) -O1 -Wall -Wextra -Werror -shared -fPIC -o $@ $< -lsystemd
 
-test-artifacts: module $(BUILD)/pamharness $(BUILD)/claimdelay.so
+# A misbehaving stand-in for the helper, for the module's client tests.
+$(BUILD)/fakehelper: tests/fakehelper.c
+	@mkdir -p $(BUILD)
+	$(CC) -O1 -Wall -Wextra -Werror -o $@ $<
+
+test-artifacts: module $(BUILD)/pamharness $(BUILD)/claimdelay.so $(BUILD)/fakehelper
 	swift build
 
 tools: test-artifacts

@@ -722,18 +722,30 @@ extension Syscalls {
                 limit = rlimit(rlim_cur: 8 << 20, rlim_max: unlimited)
             default: break
             }
-            _ = setrlimit(__rlimit_resource_t(UInt32(resource)), &limit)
+            let kind = __rlimit_resource_t(UInt32(resource))
+            if setrlimit(kind, &limit) != 0 {
+                // Without CAP_SYS_RESOURCE a lowered hard limit stays: take
+                // as much as it allows (a write it then forbids fails, and
+                // an attempt whose charge cannot be written is refused).
+                var current = rlimit()
+                guard getrlimit(kind, &current) == 0 else { continue }
+                limit.rlim_cur = min(limit.rlim_cur, current.rlim_max)
+                limit.rlim_max = min(limit.rlim_max, current.rlim_max)
+                _ = setrlimit(kind, &limit)
+            }
         }
         _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 0)
     }
 
-    /// Every signal back to its default action, none blocked; SIGPIPE
-    /// ignored (a closed socket is an error, not a death).
+    /// Every signal back to its default action, none blocked; SIGPIPE and
+    /// SIGXFSZ ignored (a closed socket or a file-size limit is an error to
+    /// handle, not a death half-way through a write).
     public static func resetSignals() {
         for signal in 1..<Int32(65) where signal != SIGKILL && signal != SIGSTOP {
             _ = la_default_signal(signal)
         }
         _ = la_ignore_signal(SIGPIPE)
+        _ = la_ignore_signal(SIGXFSZ)
         var none = sigset_t()
         sigemptyset(&none)
         _ = sigprocmask(SIG_SETMASK, &none, nil)

@@ -217,15 +217,23 @@ struct HelperSession {
             passcode.wipe()
             if let violation = state.violation { return protocolFailure(violation, &log) }
             var outcome = result.outcome
-            if case .failure = outcome, state.cancelled || cancelPending() { outcome = .failure(.appCancel) }
+            if case .failure = outcome, !state.cancelled {
+                // What ended a fingerprint wait early and was not read yet.
+                switch pendingFromClient() {
+                case .success(let frame) where frame.type == .cancel: state.cancelled = true
+                case .success(let frame): return protocolFailure(.outOfOrder(frame.type), &log)
+                case .failure(.timedOut): break
+                case .failure(let violation): return protocolFailure(violation, &log)
+                }
+            }
+            if case .failure = outcome, state.cancelled { outcome = .failure(.appCancel) }
             return finish(HelperResult(status: .evaluated, outcome: outcome, failDelay: result.failDelay), &log)
         }
     }
 
-    /// A CANCEL that ended the fingerprint wait and was not read since.
-    func cancelPending() -> Bool {
-        guard case .success(let frame) = channel.receive(deadline: Syscalls.bootTimeNanoseconds() + 1_000_000) else { return false }
-        return frame.type == .cancel
+    /// A frame (or the end of the channel) that is already waiting.
+    func pendingFromClient() -> Result<ReceivedFrame, ProtocolViolation> {
+        channel.receive(deadline: Syscalls.bootTimeNanoseconds() + 1_000_000)
     }
 
     func refuse(_ refusal: HelperRequest.Refusal, _ log: inout HelperLog) -> HelperExit {

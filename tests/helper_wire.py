@@ -1,0 +1,61 @@
+"""The helper's wire format, for tests that play its client or its peer:
+frames of a type byte and a 32-bit big-endian length, a HELLO first."""
+import select
+import struct
+
+HELLO, REQUEST = 0x01, 0x02
+TEXT_INFO, ERROR_TEXT, PROMPT_OFF, PROMPT_ON = 0x10, 0x11, 0x12, 0x13
+REPLY, NO_ANSWER, CANCEL = 0x20, 0x21, 0x22
+RESULT = 0x30
+CLIENT_HELLO = b"LAH\x01"
+STATUS_EVALUATED, STATUS_REFUSED, STATUS_NOT_PRIVILEGED, STATUS_INTERNAL = 0, 1, 2, 3
+
+
+def frame(kind, payload=b""):
+    return struct.pack(">BI", kind, len(payload)) + payload
+
+
+def request(service="i3lock", **fields):
+    """A REQUEST payload: NUL-separated key=value fields."""
+    items = [("action", fields.pop("action", "evaluate")), ("service", service)] + list(fields.items())
+    return b"\0".join(f"{k}={v}".encode() for k, v in items)
+
+
+def read_exact(sock, count, timeout):
+    data = b""
+    while len(data) < count:
+        ready, _, _ = select.select([sock], [], [], timeout)
+        if not ready:
+            raise TimeoutError(f"{len(data)} of {count} bytes within {timeout} s")
+        chunk = sock.recv(count - len(data))
+        if not chunk:
+            raise EOFError(f"closed after {len(data)} of {count} bytes")
+        data += chunk
+    return data
+
+
+def read_frame(sock, timeout=15.0):
+    kind, length = struct.unpack(">BI", read_exact(sock, 5, timeout))
+    return kind, read_exact(sock, length, timeout) if length else b""
+
+
+def parse_result(payload):
+    status, pam, error, method, delay = struct.unpack(">BiiBB", payload[:11])
+    return {"status": status, "pam": pam, "error": error, "method": method, "fail_delay": delay,
+            "domain_state": payload[11:]}
+
+
+def converse(sock, answers=(), timeout=15.0, on_frame=None):
+    """Reads frames until RESULT, answering each prompt with the next answer
+    (no answer left: NO_ANSWER). -> (messages [(kind, text)], result dict)."""
+    answers = list(answers)
+    messages = []
+    while True:
+        kind, payload = read_frame(sock, timeout)
+        if on_frame:
+            on_frame(kind, payload)
+        if kind == RESULT:
+            return messages, parse_result(payload)
+        messages.append((kind, payload.decode(errors="replace")))
+        if kind in (PROMPT_OFF, PROMPT_ON):
+            sock.sendall(frame(REPLY, answers.pop(0).encode()) if answers else frame(NO_ANSWER))

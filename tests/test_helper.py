@@ -1,0 +1,592 @@
+"""The setuid localauth-helper and the module as its client, as an
+unprivileged user in a private mount namespace (tests/private_world.py):
+the real module through real libpam (the harness, run as the test user),
+the real helper installed setuid root, real pam_unix against a private
+shadow, and the fprintd rig with libfprint's virtual device.
+
+Two kinds of test:
+  * the module as client: the harness runs the locker stack as the user,
+    so the module starts the helper and relays the conversation;
+  * attacks on the helper itself: the test plays the helper's client over
+    a socket pair and the helper runs as the user (setpriv), as anyone could
+    run it.
+Each attack test checks that nothing was granted, nothing was written where
+it must not be, no charge was lost and the reader was released.
+"""
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from fprint_rig import FprintRig, RigError
+from helper_wire import (CANCEL, CLIENT_HELLO, ERROR_TEXT, HELLO, NO_ANSWER, PROMPT_OFF, REPLY, REQUEST, RESULT,
+                         STATUS_EVALUATED, STATUS_NOT_PRIVILEGED, STATUS_REFUSED, TEXT_INFO, converse, frame,
+                         read_frame, request)
+from pamenv import BUILD, HARNESS, parse_run
+from private_world import HELPER, HELPER_PATH, PrivateWorld
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mount namespaces, a setuid helper)")
+
+USER, UID, PASSWORD = "lockuser", 4300, "right-pw-1"
+OTHER, OTHER_UID, OTHER_PASSWORD = "otheruser", 4301, "other-pw-2"
+MATCH = f"SCAN finger-{USER}"
+MISS = "SCAN finger-nobody"
+FIRST_PROMPT = "Password, or press Enter to use your fingerprint: "
+PASSCODE_PROMPT = "Enter Password: "
+INSTRUCTION = f"i3lock needs to confirm your identity ({USER}). Swipe your finger across the fingerprint reader."
+LOCKED = "Too many failed fingerprint attempts. Fingerprint is locked until you enter your password."
+ANSWER_TIMEOUT = 5
+FAKE_HELPER = BUILD / "fakehelper"
+PAM_SUCCESS, PAM_SYSTEM_ERR, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_CONV_ERR, PAM_IGNORE = 0, 4, 7, 9, 19, 25
+APP_CANCEL, INVALID_CONTEXT = -9, -10
+
+
+@pytest.fixture(scope="module")
+def rig():
+    with FprintRig() as rig:
+        rig.enroll(USER)
+        yield rig
+
+
+@pytest.fixture(scope="module")
+def world(rig, tmp_path_factory):
+    base = tmp_path_factory.mktemp("helper")
+    os.chmod(base, 0o755)
+    world = PrivateWorld(base, rig, users={USER: (UID, PASSWORD), OTHER: (OTHER_UID, OTHER_PASSWORD)},
+                         config=[f"answer_timeout = {ANSWER_TIMEOUT}"])
+    world.write_locker_stack("i3lock")
+    return world
+
+
+@pytest.fixture
+def w(world, rig):
+    world.clear_state()
+    world.install_helper(HELPER)
+    for extra in ("fake-mode",):
+        (world.helper.parent / extra).unlink(missing_ok=True)
+    yield world
+    try:  # a test that failed half-way must not leave its feeder running
+        rig.feed_wait(timeout=1)
+    except RigError:
+        pass
+
+
+# ---------------------------------------------------------------- running things as the user
+
+def harness_argv(w, answers, service="i3lock", user=USER, prefix=()):
+    args = [HARNESS, "-s", service, "-u", user]
+    for answer in answers:
+        args += ["-a", answer]
+    return w.argv(*prefix, *args, uid=UID)
+
+
+def wrapper_env(w):
+    """pam_wrapper in the harness: the module's pam_syslog lines reach stderr."""
+    env = w.env(USER)
+    env.update(LD_PRELOAD="libpam_wrapper.so", PAM_WRAPPER="1", PAM_WRAPPER_SERVICE_DIR="/etc/pam.d")  # the private one
+    return env
+
+
+def unlock(w, answers, feed=None, rig=None, service="i3lock", prefix=()):
+    """One locker prompt through the module as the user."""
+    if feed:
+        rig.feed(feed)
+    proc = subprocess.run(harness_argv(w, answers, service, prefix=prefix), env=wrapper_env(w), capture_output=True,
+                          text=True, timeout=60)
+    if feed:
+        report = rig.feed_wait(timeout=30)
+        assert report.ok, report
+    return parse_run(proc.stdout, proc.stderr)
+
+
+class HelperProcess:
+    """The real helper run as the user with a socket on its standard input;
+    the test is its client. `command` ends by exec'ing the helper."""
+
+    def __init__(self, w, command=(HELPER_PATH,), pass_fds=(), uid=UID):
+        self.sock, theirs = socket.socketpair()
+        self.proc = subprocess.Popen(w.argv(*command, uid=uid), stdin=theirs, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, env=w.env(USER), pass_fds=pass_fds)
+        theirs.close()
+
+    def hello(self):
+        self.sock.sendall(frame(HELLO, CLIENT_HELLO))
+        kind, payload = read_frame(self.sock)
+        assert kind == HELLO and payload[:4] == CLIENT_HELLO, (kind, payload)
+
+    def ask(self, **fields):
+        self.hello()
+        self.sock.sendall(frame(REQUEST, request(**fields)))
+
+    def wait(self, timeout=30):
+        try:
+            return self.proc.wait(timeout=timeout)
+        finally:
+            self.sock.close()
+
+    def close(self):
+        self.sock.close()
+        if self.proc.poll() is None:
+            self.proc.kill()  # root kills it; the user could not
+            self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def helpers(w):
+    started = []
+
+    def start(**kwargs):
+        h = HelperProcess(w, **kwargs)
+        started.append(h)
+        return h
+    yield start
+    for h in started:
+        h.close()
+
+
+def children_of(pid):
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if int(fields[1]) == pid:
+                    kids.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                pass
+    return kids
+
+
+def wait_gone(pid, timeout=15):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z":
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def wait_counts(w, wanted, timeout=15):
+    deadline = time.monotonic() + timeout
+    while w.counts(UID) != wanted:
+        assert time.monotonic() < deadline, f"counts {w.counts(UID)}, wanted {wanted}"
+        time.sleep(0.01)
+
+
+def proc_status(pid):
+    fields = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            fields[key] = value.strip()
+    return fields
+
+
+# ================================================================ the module as client
+
+def test_locker_password_unlocks_through_the_helper(w):
+    run = unlock(w, [PASSWORD])
+    assert run.code == PAM_SUCCESS, run
+    assert run.prompts() == [FIRST_PROMPT]
+    assert w.counts(UID) == (0, 0)
+
+
+def test_locker_wrong_password_is_charged_and_delayed(w):
+    run = unlock(w, ["wrong-pw"])
+    assert run.code == PAM_AUTH_ERR, run
+    assert run.fail_delay and run.fail_delay > 0
+    assert w.counts(UID) == (0, 1)
+
+
+def test_locker_enter_then_finger(w, rig):
+    run = unlock(w, [""], [MATCH], rig)
+    assert run.code == PAM_SUCCESS, run
+    assert run.messages == [("prompt-off", FIRST_PROMPT), ("info", INSTRUCTION)]
+    assert w.counts(UID) == (0, 0)
+
+
+def test_locker_three_misses_then_password(w, rig):
+    run = unlock(w, ["", PASSWORD], [MISS] * 3, rig)
+    assert run.code == PAM_SUCCESS, run
+    assert run.prompts() == [FIRST_PROMPT, PASSCODE_PROMPT]
+    assert run.texts("error") == ["Fingerprint not recognized. Try again."] * 2 + ["Fingerprint not recognized."]
+    assert w.counts(UID) == (0, 0)
+
+
+def test_locker_lockout_across_prompts_only_the_password_lifts_it(w, rig):
+    first = unlock(w, [""], [MISS] * 3, rig)           # no answer left at the password prompt: a cancel
+    assert first.code == PAM_CONV_ERR and w.counts(UID) == (3, 0), first
+    second = unlock(w, [""], [MISS] * 2, rig)
+    assert second.code == PAM_CONV_ERR and w.counts(UID) == (5, 0), second
+    assert LOCKED in second.texts("error")
+    third = unlock(w, ["wrong-pw"])                    # locked: straight to the password
+    assert third.messages[:2] == [("error", LOCKED), ("prompt-off", PASSCODE_PROMPT)], third
+    assert third.code == PAM_AUTH_ERR and w.counts(UID) == (5, 1)
+    fourth = unlock(w, [PASSWORD])
+    assert fourth.code == PAM_SUCCESS and w.counts(UID) == (0, 0), fourth
+
+
+def test_locker_password_backoff_refuses_even_the_right_password(w):
+    """Five wrong passwords start the back-off: the typed password is refused
+    unchecked (the right one too: the count stays), the finger still works."""
+    for attempt in range(5):
+        assert unlock(w, [f"wrong-{attempt}"]).code == PAM_AUTH_ERR
+    assert w.counts(UID) == (0, 5)
+    refused = unlock(w, [PASSWORD])
+    assert refused.code == PAM_AUTH_ERR, refused
+    assert refused.prompts() == [FIRST_PROMPT]
+    assert refused.texts("error") == ["Too many wrong passwords. Try again in 1 minute."]
+    assert w.counts(UID) == (0, 5)
+
+
+@pytest.mark.parametrize("misses", [0, 1])
+def test_locker_killed_mid_prompt_loses_no_charge(w, rig, misses):
+    """The locker dies while the helper waits for a finger: the helper sees
+    its channel close, gives back the attempt nobody touched the reader
+    for, keeps the misses, and releases the reader."""
+    if misses:
+        rig.feed([MISS] * misses)
+    proc = subprocess.Popen(harness_argv(w, [""]), env=wrapper_env(w), stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    try:
+        wait_counts(w, (misses + 1, 0))       # the next attempt is charged while it waits
+        if misses:
+            assert rig.feed_wait(timeout=30).ok
+        helper = children_of(proc.pid)
+        assert len(helper) == 1
+        proc.kill()
+        proc.wait(timeout=10)
+        assert wait_gone(helper[0]), "the helper outlived its client"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert w.counts(UID) == (misses, 0)
+    rig.wait_until_claimable(USER, timeout=10)
+
+
+def test_locker_other_users_name_is_out_of_scope(w):
+    proc = subprocess.run(harness_argv(w, [OTHER_PASSWORD], user=OTHER), env=wrapper_env(w), capture_output=True,
+                          text=True, timeout=60)
+    run = parse_run(proc.stdout, proc.stderr)
+    # PAM_IGNORE from the module; pam_unix (as the user) cannot check another account.
+    assert run.code != PAM_SUCCESS
+    assert FIRST_PROMPT not in run.prompts()
+    assert w.state_files() == []
+
+
+# ---------------------------------------------------------------- a helper that cannot be used
+
+def test_helper_missing_leaves_the_decision_to_the_password_line(w):
+    w.helper.unlink()
+    run = unlock(w, [PASSWORD])
+    assert run.code == PAM_SUCCESS, run               # pam_unix's own prompt and check
+    assert run.prompts() == ["Password: "]
+    assert "localauth-helper cannot be used" in run.stderr and "not installed" in run.stderr
+    assert w.state_files() == []
+
+
+def test_helper_not_setuid_is_not_started(w):
+    w.install_helper(HELPER, mode=0o755)
+    run = unlock(w, ["wrong-pw"])
+    assert run.code == PAM_AUTH_ERR, run
+    assert run.prompts() == ["Password: "]
+    assert "not setuid root" in run.stderr
+    assert w.state_files() == []
+
+
+def test_helper_without_privilege_says_so_and_decides_nothing(w):
+    """no_new_privs makes the setuid bit inert: the helper runs as the user
+    and answers notPrivileged; the module logs it and steps aside. (pam_unix
+    then fails too: no_new_privs also disarms its setgid unix_chkpwd.)"""
+    run = unlock(w, [PASSWORD], prefix=("setpriv", "--no-new-privs", "--"))
+    assert run.code == PAM_AUTH_ERR, run
+    assert run.prompts() == ["Password: "]
+    assert "does not run as root" in run.stderr
+    assert w.state_files() == []
+
+
+@pytest.mark.parametrize("mode, code, log", [
+    ("exit0", PAM_SYSTEM_ERR, ("did not take HELLO", "no HELLO from the helper: channel closed")),
+    ("silent", PAM_SYSTEM_ERR, "no HELLO"),
+    ("garbage", PAM_SYSTEM_ERR, "unknown frame type"),
+    ("forged", PAM_SYSTEM_ERR, "bad HELLO"),
+    ("hang", PAM_SYSTEM_ERR, "no answer in time"),
+    ("oversized", PAM_SYSTEM_ERR, "oversized frame"),
+    ("unknown", PAM_SYSTEM_ERR, "unknown frame type"),
+    ("nomethod", PAM_SYSTEM_ERR, "malformed RESULT"),
+    ("truncated", PAM_SYSTEM_ERR, "truncated frame"),
+    ("success-exit1", PAM_SUCCESS, None),
+])
+def test_helper_that_dies_hangs_or_lies_never_grants(w, mode, code, log):
+    """Only a well-formed RESULT after HELLO is a verdict: exit statuses,
+    silence and garbage are failures with a log line (and a real RESULT
+    counts even when the helper then exits 1)."""
+    w.install_helper(FAKE_HELPER)
+    (w.helper.parent / "fake-mode").write_text(mode + "\n")
+    started = time.monotonic()
+    run = unlock(w, [PASSWORD])
+    assert run.code == code, run
+    if log:
+        alternatives = log if isinstance(log, tuple) else (log,)
+        assert "localauth-helper failed" in run.stderr and any(a in run.stderr for a in alternatives), run.stderr
+    assert time.monotonic() - started < 15
+
+
+# ================================================================ attacks on the helper itself
+
+def test_helper_run_from_a_shell_explains_and_does_nothing(w):
+    proc = subprocess.run(w.argv(HELPER_PATH, uid=UID), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          env=w.env(USER), timeout=30)
+    assert proc.returncode == 2
+    assert "talks to pam_localauth.so and localauth over a socket" in proc.stderr
+    assert w.state_files() == []
+
+
+def test_helper_directly_is_a_normal_prompt_for_ones_own_account(w, helpers):
+    h = helpers()
+    h.ask()
+    messages, result = converse(h.sock, ["wrong-pw"])
+    assert messages == [(PROMPT_OFF, FIRST_PROMPT)]
+    assert result["status"] == STATUS_EVALUATED and result["pam"] == PAM_AUTH_ERR and result["fail_delay"] == 1
+    assert h.wait() == 1
+    assert w.counts(UID) == (0, 1)
+
+
+def test_helper_refuses_another_users_name(w, helpers):
+    h = helpers()
+    h.ask(user=OTHER)
+    messages, result = converse(h.sock, [OTHER_PASSWORD])
+    assert messages == [(ERROR_TEXT, "localauth-helper: only your own account can be authenticated here")]
+    assert result["status"] == STATUS_REFUSED and result["pam"] == PAM_SYSTEM_ERR and result["error"] == INVALID_CONTEXT
+    assert h.wait() == 1
+    assert w.state_files() == []
+
+
+@pytest.mark.parametrize("key, value", [
+    ("state_dir", "/tmp/localauth-attack-state"), ("passcode_service", "login"), ("lockout", "20"),
+    ("conf", "/tmp/localauth-attack.conf"), ("max_tries", "10"), ("even_deny_root", "no"),
+    ("passcode_backoff", "99:1s"), ("mode", "terminal"), ("answer_timeout", "600"), ("debug", "yes"),
+])
+def test_helper_refuses_security_options_from_the_caller(w, helpers, key, value):
+    h = helpers()
+    h.ask(**{key: value})
+    messages, result = converse(h.sock, [PASSWORD])
+    assert messages == [(ERROR_TEXT, f"localauth-helper: option {key} is set by the administrator only "
+                                     "(in the configuration file)")]
+    assert result["status"] == STATUS_REFUSED and result["pam"] != PAM_SUCCESS
+    assert h.wait() == 1
+    assert w.state_files() == []
+    assert not os.path.exists("/tmp/localauth-attack-state")
+
+
+def test_helper_timeout_from_the_caller_only_shortens(w, helpers, rig):
+    """A caller may shorten the fingerprint wait, never lengthen it: with
+    timeout=1 the wait ends (uncharged) without a finger."""
+    h = helpers()
+    h.ask(timeout="1", policy="biometrics")
+    started = time.monotonic()
+    messages, result = converse(h.sock, [""])
+    assert time.monotonic() - started < 10
+    assert result["pam"] == PAM_AUTHINFO_UNAVAIL and result["error"] == -4, (messages, result)  # systemCancel
+    assert w.counts(UID) == (0, 0)
+
+
+HOSTILE = """\
+import os, resource, signal, sys
+resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+resource.setrlimit(resource.RLIMIT_NOFILE, (8, 8))
+resource.setrlimit(resource.RLIMIT_CPU, (1000, 1000))
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM, signal.SIGTERM, signal.SIGHUP})
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+signal.signal(signal.SIGALRM, signal.SIG_IGN)
+os.umask(0)
+env = {"PATH": "/tmp/attacker-bin", "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/tmp/attacker-bus",
+       "LOCALAUTH_STATE_DIR": "/tmp/attacker", "LD_PRELOAD": "/tmp/attacker.so"}
+os.execve(sys.argv[1], sys.argv[1:], env)
+"""
+
+
+def test_helper_resets_what_the_caller_set(w, helpers):
+    """Hostile limits, a blocked and ignored SIGALRM/SIGTERM, a stray
+    descriptor, odd environment and umask, set by the user right before
+    exec: the helper starts clean (seen in /proc while it waits), and a
+    wrong password is still charged on disk with the file-size limit at 0."""
+    stray = os.open("/etc/hostname", os.O_RDONLY)
+    os.set_inheritable(stray, True)
+    # The control: the same exec of a shell does carry the hostile settings.
+    report = ("import resource; print(resource.getrlimit(resource.RLIMIT_FSIZE)[0], "
+              "resource.getrlimit(resource.RLIMIT_NOFILE)[0]); print(open('/proc/self/status').read())")
+    control = subprocess.run(w.argv("/usr/bin/python3", "-c", HOSTILE, "/usr/bin/python3", "-c", report, uid=UID),
+                             env=w.env(USER), pass_fds=(stray,), capture_output=True, text=True, timeout=30)
+    assert control.stdout.split()[:2] == ["0", "8"], control
+    status = dict(line.split(":\t", 1) for line in control.stdout.splitlines()[1:] if ":\t" in line)
+    assert int(status["SigBlk"], 16) & 0x6001 == 0x6001 and int(status["SigIgn"], 16) & 0x6000 == 0x6000, status
+    assert status["Umask"] == "0000", status
+
+    h = helpers(command=["/usr/bin/python3", "-c", HOSTILE, HELPER_PATH], pass_fds=(stray,))
+    os.close(stray)
+    h.ask()
+    kind, text = read_frame(h.sock)
+    assert (kind, text.decode()) == (PROMPT_OFF, FIRST_PROMPT)
+    pid = h.proc.pid
+    status = proc_status(pid)
+    assert status["Uid"].split() == ["0"] * 4 and status["Gid"].split() == ["0"] * 4
+    assert status["SigBlk"] == "0000000000000000"
+    assert status["SigIgn"] == "0000000001001000"          # SIGPIPE, SIGXFSZ: the helper's own choice
+    assert status["Umask"] == "0077"
+    limits = open(f"/proc/{pid}/limits").read()
+    assert "Max core file size        0                    0" in limits
+    if can_raise_limits():
+        assert "Max file size             unlimited            unlimited" in limits
+        assert "Max cpu time              unlimited            unlimited" in limits
+    # The first prompt is offered only with a reachable reader: the caller's
+    # DBUS_SYSTEM_BUS_ADDRESS (a bus that does not exist) was ignored.
+    targets = {fd: os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+    assert targets["0"].startswith("socket:") and targets["1"] == targets["2"] == "/dev/null", targets
+    assert "/etc/hostname" not in targets.values()
+    assert os.getsid(pid) == pid                           # out of the caller's session
+    h.sock.sendall(frame(REPLY, b"wrong-pw"))
+    messages, result = converse(h.sock)
+    assert h.wait() == 1
+    if can_raise_limits():
+        assert result["pam"] == PAM_AUTH_ERR
+        assert w.counts(UID) == (0, 1)
+    else:
+        # Root without CAP_SYS_RESOURCE (some containers) cannot lift the
+        # caller's hard file-size limit of 0: the charge cannot be written,
+        # so the password is refused unchecked (an internal error), never
+        # verified uncounted.
+        assert result["pam"] == PAM_SYSTEM_ERR, (messages, result)
+        assert w.counts(UID) == (0, 0)
+
+
+def can_raise_limits():
+    """CAP_SYS_RESOURCE in the bounding set (root may raise hard limits)."""
+    return int(proc_status("self")["CapBnd"], 16) & (1 << 24) != 0
+
+
+def bad_frames():
+    hello = frame(HELLO, CLIENT_HELLO)
+    return {
+        "no hello": frame(REQUEST, request()),
+        "other version": frame(HELLO, b"LAH\x02"),
+        "unknown type": hello + frame(0x7F, b"x"),
+        "oversized": hello + b"\x02\x00\x10\x00\x00",
+        "truncated": hello + b"\x02\x00\x00",
+        "result from the client": hello + frame(RESULT, b"\0" * 11),
+        "reply before any prompt": hello + frame(REPLY, b"right-pw-1"),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(bad_frames()))
+def test_helper_bad_frames_end_it_with_nothing_granted(w, helpers, name):
+    h = helpers()
+    h.sock.sendall(bad_frames()[name])
+    if name == "truncated":
+        h.sock.shutdown(socket.SHUT_WR)
+    got = []
+    try:
+        while True:
+            got.append(read_frame(h.sock, timeout=15))
+    except (EOFError, ConnectionResetError):
+        pass
+    assert all(kind != RESULT for kind, _ in got), got
+    assert h.wait() == 3
+    assert w.state_files() == []
+
+
+def test_helper_oversized_reply_at_the_prompt_charges_nothing(w, helpers):
+    h = helpers()
+    h.ask()
+    assert read_frame(h.sock)[0] == PROMPT_OFF
+    h.sock.sendall(b"\x20\x00\x01\x00\x00" + b"x" * 100)
+    with pytest.raises((EOFError, ConnectionResetError)):
+        while True:
+            read_frame(h.sock)
+    assert h.wait() == 3
+    assert w.counts(UID) == (0, 0)
+
+
+def test_helper_closed_mid_fingerprint_wait_gives_back_the_attempt(w, helpers, rig):
+    h = helpers()
+    h.ask()
+    assert read_frame(h.sock)[0] == PROMPT_OFF
+    h.sock.sendall(frame(REPLY, b""))
+    assert read_frame(h.sock) == (TEXT_INFO, INSTRUCTION.encode())
+    wait_counts(w, (1, 0))
+    h.sock.close()
+    assert h.proc.wait(timeout=15) == 3
+    assert w.counts(UID) == (0, 0)
+    rig.wait_until_claimable(USER, timeout=10)
+
+
+def test_helper_cancel_mid_fingerprint_wait_is_app_cancel(w, helpers, rig):
+    h = helpers()
+    h.ask()
+    assert read_frame(h.sock)[0] == PROMPT_OFF
+    h.sock.sendall(frame(REPLY, b""))
+    assert read_frame(h.sock)[0] == TEXT_INFO
+    wait_counts(w, (1, 0))
+    h.sock.sendall(frame(CANCEL))
+    messages, result = converse(h.sock)
+    assert result["pam"] == PAM_CONV_ERR and result["error"] == APP_CANCEL, (messages, result)
+    assert h.wait() == 1
+    assert w.counts(UID) == (0, 0)
+    rig.wait_until_claimable(USER, timeout=10)
+
+
+def test_helper_unanswered_prompt_ends_at_the_answer_deadline(w, helpers):
+    """A client that stops answering (a stopped locker) holds nothing: the
+    helper gives up after answer_timeout, with nothing charged."""
+    h = helpers()
+    h.ask()
+    assert read_frame(h.sock)[0] == PROMPT_OFF
+    started = time.monotonic()
+    assert h.proc.wait(timeout=ANSWER_TIMEOUT + 10) == 3
+    assert ANSWER_TIMEOUT - 0.5 <= time.monotonic() - started
+    assert w.counts(UID) == (0, 0)
+
+
+def test_two_helpers_for_one_user_share_one_reader_and_one_count(w, helpers, rig):
+    first, second = helpers(), helpers()
+    first.ask()
+    assert read_frame(first.sock)[0] == PROMPT_OFF
+    first.sock.sendall(frame(REPLY, b""))
+    assert read_frame(first.sock) == (TEXT_INFO, INSTRUCTION.encode())
+    second.ask()
+    assert read_frame(second.sock)[0] == PROMPT_OFF
+    second.sock.sendall(frame(REPLY, b""))
+    kind, text = read_frame(second.sock)
+    assert kind == TEXT_INFO and "in use" in text.decode(), text   # the reader is the first prompt's
+    assert read_frame(second.sock) == (PROMPT_OFF, PASSCODE_PROMPT.encode())
+    second.sock.sendall(frame(REPLY, b"wrong-pw"))
+    _, result = converse(second.sock)
+    assert result["pam"] == PAM_AUTH_ERR
+    rig.feed([MATCH], on_cue=False)     # the first prompt's verify is running: scan now
+    _, result = converse(first.sock)
+    assert result["pam"] == PAM_SUCCESS and result["method"] == 1
+    assert rig.feed_wait(timeout=30).ok
+    assert first.wait() == 0 and second.wait() == 1
+    assert w.counts(UID) == (0, 0)        # the match cleared the wrong password too
+
+
+def test_the_user_cannot_read_edit_or_delete_their_record(w):
+    assert unlock(w, ["wrong-pw"]).code == PAM_AUTH_ERR
+    record = w.state / f"{UID}.rec"
+    assert record.exists()
+    probe = ("import os, sys\n"
+             "for how in (os.O_RDONLY, os.O_WRONLY, os.O_RDWR):\n"
+             "    try: os.open(sys.argv[1], how); print('opened')\n"
+             "    except PermissionError: print('denied')\n"
+             "try: os.unlink(sys.argv[1]); print('deleted')\n"
+             "except PermissionError: print('denied')\n")
+    proc = subprocess.run(w.argv("/usr/bin/python3", "-c", probe, record, uid=UID), capture_output=True, text=True,
+                          env=w.env(USER), timeout=30)
+    assert proc.stdout.split() == ["denied"] * 4, proc
+    assert w.counts(UID) == (0, 1)
