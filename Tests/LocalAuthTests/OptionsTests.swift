@@ -37,7 +37,10 @@ final class OptionsTests: XCTestCase {
     func testDefaults() {
         let options = Options()
         XCTAssertEqual(options.policy, .owner)
-        XCTAssertEqual(options.services, ["sudo", "su", "login", "swaylock", "i3lock", "xscreensaver", "hyprlock"].map(bytes))
+        XCTAssertEqual(options.services, ["sudo", "su", "login", "swaylock", "i3lock", "xscreensaver", "xsecurelock", "hyprlock",
+                                          "vlock"].map(bytes))
+        XCTAssertEqual(options.cancelTitle, bytes("Cancel"))
+        XCTAssertEqual(options.answerTimeoutSeconds, 120)
         XCTAssertEqual(options.maxTries, 3)
         XCTAssertEqual(options.lockout, 5)
         XCTAssertEqual(options.timeoutSeconds, 30)

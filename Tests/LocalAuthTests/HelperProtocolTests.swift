@@ -1,0 +1,126 @@
+import XCTest
+import LocalAuth
+
+/// The helper's wire: headers and their caps, HELLO, the request's fields
+/// (presentation only), the RESULT and what makes one garbage, and the
+/// options a caller's presentation can and cannot change.
+final class HelperProtocolTests: XCTestCase {
+    /// The refusal of a header, nil when it was accepted.
+    func refusal(_ header: [UInt8]) -> ProtocolViolation? {
+        if case .failure(let violation) = HelperWire.parseHeader(header) { return violation }
+        return nil
+    }
+
+    func testHeadersRoundTripAndAreCapped() {
+        for type in FrameType.allCases {
+            let header = HelperWire.header(type, length: 17)
+            guard case .success(let parsed) = HelperWire.parseHeader(header) else { return XCTFail("\(type)") }
+            XCTAssertEqual(parsed.type, type)
+            XCTAssertEqual(parsed.length, 17)
+        }
+        XCTAssertEqual(HelperWire.header(.textInfo, length: 0x0102_0304), [0x10, 0x01, 0x02, 0x03, 0x04])
+        XCTAssertEqual(refusal(HelperWire.header(.textInfo, length: HelperWire.maxPayload + 1)), .oversized(.textInfo))
+        XCTAssertEqual(refusal(HelperWire.header(.reply, length: HelperWire.maxReply + 1)), .oversized(.reply))
+        guard case .success = HelperWire.parseHeader(HelperWire.header(.reply, length: HelperWire.maxReply)) else { return XCTFail() }
+        XCTAssertEqual(refusal([0x7F, 0, 0, 0, 0]), .unknownType(0x7F))
+        XCTAssertEqual(refusal([0x01, 0, 0]), .truncated)
+        // A length with the top bit set is not a negative number.
+        XCTAssertEqual(refusal([0x10, 0xFF, 0xFF, 0xFF, 0xFF]), .oversized(.textInfo))
+    }
+
+    func testHello() {
+        XCTAssertTrue(HelloFrame.isClientHello(HelloFrame.client()))
+        XCTAssertFalse(HelloFrame.isClientHello(bytes("LAH") + [2]))
+        XCTAssertFalse(HelloFrame.isClientHello(HelloFrame.client() + [0]))
+        XCTAssertEqual(HelloFrame.helperSilence(HelloFrame.helper(silenceMilliseconds: 40_000)), 40_000)
+        XCTAssertNil(HelloFrame.helperSilence(HelloFrame.client()))
+        XCTAssertNil(HelloFrame.helperSilence(bytes("LAH") + [2, 0, 0, 0, 1]))
+    }
+
+    func testRequestRoundTrip() {
+        var request = HelperRequest()
+        request.action = .check
+        request.service = bytes("swaylock")
+        request.user = bytes("alice")
+        request.tty = bytes(":0")
+        request.presentation = [(bytes("reason"), bytes("Unlock = now")), (bytes("fallback_title"), [])]
+        XCTAssertEqual(HelperRequest.decode(request.encoded()), .success(request))
+    }
+
+    func testRequestRefusesEverySecurityKeyAndNonsense() {
+        for key in ["state_dir", "passcode_service", "lockout", "max_tries", "passcode_backoff", "max_backoff",
+                    "even_deny_root", "conf", "mode", "answer_timeout", "debug", "authsucc", "fallback_after", "bogus"] {
+            XCTAssertEqual(HelperRequest.decode(bytes("service=i3lock\0\(key)=x")), .failure(.notAllowed(bytes(key))), key)
+        }
+        XCTAssertEqual(HelperRequest.decode(bytes("user=alice")), .failure(.missingService))
+        XCTAssertEqual(HelperRequest.decode(bytes("service=i3lock\0noequals")), .failure(.malformed))
+        XCTAssertEqual(HelperRequest.decode(bytes("service=../x")), .failure(.malformed))
+        XCTAssertEqual(HelperRequest.decode(bytes("service=i3lock\0action=reset")), .failure(.malformed))
+        XCTAssertEqual(HelperRequest.decode(bytes("service=i3lock\0user=")), .failure(.malformed))
+        let many = (0..<33).map { _ in "reason=x" }.joined(separator: "\0")
+        XCTAssertEqual(HelperRequest.decode(bytes("service=i3lock\0" + many)), .failure(.malformed))
+    }
+
+    func testResultRoundTripAndGarbage() {
+        let results = [
+            HelperResult(status: .evaluated, pamCode: 0, method: .biometry),
+            HelperResult(status: .evaluated, pamCode: 0, method: .passcode, domainState: [1, 2, 3]),
+            HelperResult(status: .evaluated, pamCode: 7, error: .authenticationFailed, failDelay: true),
+            HelperResult(status: .refused, pamCode: 4, error: .invalidContext),
+            HelperResult(status: .notPrivileged, pamCode: 9),
+        ]
+        for result in results { XCTAssertEqual(HelperResult.decode(result.encoded()), result) }
+        let success = HelperResult(status: .evaluated, pamCode: 0, method: .biometry).encoded()
+        var noMethod = success
+        noMethod[9] = 0
+        XCTAssertNil(HelperResult.decode(noMethod), "a success that does not say how")
+        var withError = success
+        withError[5...8] = [0xFF, 0xFF, 0xFF, 0xFF]
+        XCTAssertNil(HelperResult.decode(withError), "a success with an error")
+        var notEvaluated = success
+        notEvaluated[0] = HelperStatus.refused.rawValue
+        XCTAssertNil(HelperResult.decode(notEvaluated), "a refusal claiming success")
+        var unknownError = HelperResult(status: .evaluated, pamCode: 7, error: .authenticationFailed).encoded()
+        unknownError[5...8] = [0, 0, 0x10, 0]
+        XCTAssertNil(HelperResult.decode(unknownError))
+        XCTAssertNil(HelperResult.decode(Array(success.prefix(10))))
+        XCTAssertNil(HelperResult.decode(success + [UInt8](repeating: 0, count: HelperResult.maxDomainState + 1)))
+        var badStatus = success
+        badStatus[0] = 9
+        XCTAssertNil(HelperResult.decode(badStatus))
+    }
+
+    func testPresentationChangesOnlyPresentation() {
+        var configured = Options()
+        configured.timeoutSeconds = 20
+        configured.lockout = 4
+        configured.stateDir = bytes("/var/lib/localauth")
+        let fields: [([UInt8], [UInt8])] = [
+            (bytes("reason"), bytes("Unlock the screen")), (bytes("fallback_title"), bytes("Use Password")),
+            (bytes("cancel_title"), bytes("Back")), (bytes("policy"), bytes("biometrics")), (bytes("timeout"), bytes("300")),
+            (bytes("state_dir"), bytes("/tmp/x")), (bytes("lockout"), bytes("20")),
+        ]
+        let (options, _) = configured.withPresentation(fields)
+        XCTAssertEqual(options.reason, bytes("Unlock the screen"))
+        XCTAssertEqual(options.fallbackTitle, bytes("Use Password"))
+        XCTAssertEqual(options.cancelTitle, bytes("Back"))
+        XCTAssertEqual(options.policy, .biometrics)
+        XCTAssertEqual(options.timeoutSeconds, 20, "a caller cannot lengthen the timeout")
+        XCTAssertEqual(options.lockout, 4)
+        XCTAssertEqual(options.stateDir, bytes("/var/lib/localauth"))
+        XCTAssertEqual(configured.withPresentation([(bytes("timeout"), bytes("5"))]).options.timeoutSeconds, 5)
+    }
+
+    func testAnswerTimeoutOnlyFromTheConfigurationFile() {
+        var parser = OptionParser()
+        parser.applyConfigFile(bytes("answer_timeout = 1m\n"))
+        parser.applyArguments([bytes("answer_timeout=10m")])
+        parser.finish()
+        XCTAssertEqual(parser.options.answerTimeoutSeconds, 60)
+        XCTAssertTrue(parser.diagnostics.contains { $0.contains("only valid in the configuration file") })
+        var clamped = OptionParser()
+        clamped.applyConfigFile(bytes("answer_timeout = 1s\n"))
+        clamped.finish()
+        XCTAssertEqual(clamped.options.answerTimeoutSeconds, 5)
+    }
+}
