@@ -7,7 +7,7 @@ where enter.sh makes / rprivate and binds private copies over /etc/pam.d,
 /etc/passwd, /etc/group, /etc/shadow and /etc/security (with the test's
 localauth.conf), the rig's directory over /run/dbus (so
 /run/dbus/system_bus_socket is the rig's bus: the helper ignores the
-environment), and mounts an overlay on /usr/libexec that adds
+environment), and mounts a read-only overlay on /usr/libexec that adds
 localauth/localauth-helper: the built helper, owned by root, mode 4755. The
 host's files are never changed.
 """
@@ -68,9 +68,7 @@ class PrivateWorld:
 
         # The helper, setuid root, in an overlay over /usr/libexec.
         self.libexec_upper = base / "libexec-upper"
-        self.libexec_work = base / "libexec-work"
         (self.libexec_upper / "localauth").mkdir(parents=True)
-        self.libexec_work.mkdir()
         os.chmod(self.libexec_upper, 0o755)
         os.chmod(self.libexec_upper / "localauth", 0o755)
         self.helper = self.libexec_upper / "localauth" / "localauth-helper"
@@ -84,8 +82,8 @@ class PrivateWorld:
         self.enter = base / "enter.sh"
         self.enter.write_text("set -e\nmount --make-rprivate /\n"
                               + "".join(f"mount --bind '{src}' '{dst}'\n" for src, dst in binds)
-                              + f"mount -t overlay overlay -o lowerdir=/usr/libexec,upperdir={self.libexec_upper},"
-                              + f"workdir={self.libexec_work} /usr/libexec\n"
+                              # read-only: no work directory, so namespaces may mount it at once
+                              + f"mount -t overlay overlay -o lowerdir={self.libexec_upper}:/usr/libexec /usr/libexec\n"
                               + 'exec "$@"\n')
 
     def install_helper(self, source, mode=0o4755):

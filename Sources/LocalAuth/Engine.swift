@@ -107,7 +107,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         if policy == .biometrics {
             if let biometryError { return EvaluationResult(.failure(biometryError)) }
             if request.mode == .prompt {
-                switch prompter.ask(UserText.firstPrompt, into: passcode) {
+                switch prompter.ask(UserText.firstPrompt(request, options: options), into: passcode) {
                 case .entered:
                     passcode.wipe()
                     return EvaluationResult(.failure(.userFallback))
@@ -129,7 +129,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         var passcodeEntered = false
         if biometryError == nil {
             if request.mode == .prompt {
-                switch prompter.ask(UserText.firstPrompt, into: passcode) {
+                switch prompter.ask(UserText.firstPrompt(request, options: options), into: passcode) {
                 case .entered: passcodeEntered = true
                 case .failed: return EvaluationResult(.failure(.userCancel))
                 case .empty: break
@@ -205,7 +205,12 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         let deadline = ledger.clock.bootNanoseconds() + Int64(options.timeoutSeconds) * 1_000_000_000
         let offersFallback = !options.fallbackTitle.isEmpty
         var failures = 0
-        say(UserText.instruction(request, options: options, scanType: scanType, fallbackOffered: offersFallback && options.fallbackAfter == 0), .info, request)
+        // With instruction_in_prompt the first prompt said it all: a message
+        // now would hold the reader back until a key press (xscreensaver).
+        if !(request.mode == .prompt && options.wantsInstructionInPrompt(service: request.service)) {
+            say(UserText.instruction(request, options: options, scanType: scanType,
+                                     fallbackOffered: offersFallback && options.fallbackAfter == 0), .info, request)
+        }
         while failures < allowed {
             let charge = ledger.chargeFingerprint(user, request)
             let sequence: UInt64

@@ -136,8 +136,8 @@ public struct HelperRequest: Equatable {
     /// For messages and the failure log only; never trusted.
     public var tty: [UInt8] = []
     /// Presentation options, in order: `reason`, `fallback_title`,
-    /// `cancel_title`, `policy`, `services`, `silent`, `timeout` (only
-    /// below the configured one).
+    /// `cancel_title`, `policy`, `services`, `silent`,
+    /// `instruction_in_prompt`, `timeout` (only below the configured one).
     public var presentation: [([UInt8], [UInt8])] = []
 
     public init() {}
@@ -152,6 +152,7 @@ public struct HelperRequest: Equatable {
     public static func isPresentationKey<C: Collection>(_ key: C) -> Bool where C.Element == UInt8 {
         bytesEqual(key, "reason") || bytesEqual(key, "fallback_title") || bytesEqual(key, "cancel_title")
             || bytesEqual(key, "policy") || bytesEqual(key, "services") || bytesEqual(key, "silent") || bytesEqual(key, "timeout")
+            || bytesEqual(key, "instruction_in_prompt")
     }
 
     public func encoded() -> [UInt8] {

@@ -51,6 +51,15 @@ public struct Options: Equatable {
     public var stateDir: [UInt8] = literalBytes("/var/lib/localauth")
     public var debug = false
     public var silent = false
+    /// Prompt mode: the reason goes into the first prompt and no message is
+    /// sent before the fingerprint wait, for applications that hold each
+    /// message on screen until a key is pressed. nil: only for xscreensaver.
+    public var instructionInPrompt: Bool? = nil
+
+    /// Whether `service` gets the instruction in its first prompt.
+    public func wantsInstructionInPrompt(service: [UInt8]) -> Bool {
+        instructionInPrompt ?? bytesEqual(service, "xscreensaver")
+    }
     /// The R11 action: reset the counters after the password module succeeded.
     public var authsucc = false
     /// `conf=`: another configuration file (module arguments only).
@@ -215,9 +224,11 @@ public struct OptionParser {
             reject(key, location, "value too long")
             return
         }
-        if bytesEqual(key, "even_deny_root") || bytesEqual(key, "debug") || bytesEqual(key, "silent") || bytesEqual(key, "authsucc") {
+        if bytesEqual(key, "even_deny_root") || bytesEqual(key, "debug") || bytesEqual(key, "silent") || bytesEqual(key, "authsucc")
+            || bytesEqual(key, "instruction_in_prompt") {
             guard let flag = parseFlag(value) else { return reject(key, location, "expected no value, yes or no") }
             if bytesEqual(key, "even_deny_root") { options.evenDenyRoot = flag }
+            else if bytesEqual(key, "instruction_in_prompt") { options.instructionInPrompt = flag }
             else if bytesEqual(key, "debug") { options.debug = flag }
             else if bytesEqual(key, "silent") { options.silent = flag }
             else if source == .moduleArgument { options.authsucc = flag }

@@ -5,6 +5,15 @@
 public enum UserText {
     public static var firstPrompt: String { "Password, or press Enter to use your fingerprint: " }
 
+    /// The first prompt of prompt mode; with `instruction_in_prompt`, the
+    /// reason comes first (the prompt is then the only instruction).
+    public static func firstPrompt(_ request: Request, options: Options) -> String {
+        guard options.wantsInstructionInPrompt(service: request.service) else { return firstPrompt }
+        var text = reason(request, options: options)
+        if let last = text.utf8.last, last != 0x2E, last != 0x21, last != 0x3F, last != 0x3A { text += "." }
+        return text + " " + firstPrompt
+    }
+
     /// The password prompt: the fallback title, or "Password" when it is hidden.
     public static func passcodePrompt(_ options: Options) -> String {
         options.fallbackTitle.isEmpty ? "Password: " : printableText(options.fallbackTitle) + ": "

@@ -138,6 +138,9 @@ func presentationFields(_ options: Options, silent: Bool) -> [([UInt8], [UInt8])
     }
     fields.append((literalBytes("services"), services))
     if silent || options.silent { fields.append((literalBytes("silent"), literalBytes("yes"))) }
+    if let inPrompt = options.instructionInPrompt {
+        fields.append((literalBytes("instruction_in_prompt"), inPrompt ? literalBytes("yes") : literalBytes("no")))
+    }
     return fields
 }
 

@@ -193,6 +193,9 @@ public struct StackLint {
                 error(rule, "a policy=biometrics line needs a later 'pam_localauth.so authsucc' line reached through the password module's success (R11)")
             }
         }
+        if StackLint.lockersRunningAsTheUser.contains(name) {
+            findings += lockerFindings(name, rules)
+        }
         // R11: an authsucc line must be reachable only through a password module's success.
         for (target, rule) in rules.enumerated() where rule.isAuthsucc {
             let previous = target > 0 ? rules[target - 1] : nil
@@ -207,6 +210,33 @@ public struct StackLint {
                         error(rule, "\(source.location) reaches the authsucc line on \(code); only the password module's success may (R11)")
                     }
                 }
+            }
+        }
+        return findings
+    }
+
+    /// Screen lockers that run PAM as the user: the module reaches the policy
+    /// through the setuid helper, which takes only presentation from the
+    /// stack line. (vlock is setuid root: the module runs in-process there.)
+    static let lockersRunningAsTheUser: Set<String> = ["i3lock", "swaylock", "xscreensaver", "xsecurelock", "hyprlock"]
+    /// Options the helper takes only from the configuration file.
+    static let administratorOnlyKeys = ["state_dir", "passcode_service", "lockout", "max_tries", "passcode_backoff",
+                                        "max_backoff", "even_deny_root", "conf", "fallback_after", "mode", "debug"]
+
+    func lockerFindings(_ name: String, _ rules: [Rule]) -> [Finding] {
+        var findings: [Finding] = []
+        for rule in rules where rule.isLocalAuth && !rule.isAuthsucc {
+            if rule.arguments.contains("policy=biometrics") {
+                findings.append(Finding(severity: "error", text: "\(rule.location): \(name) runs as the user: a password accepted by a later module cannot reset the fingerprint count there (only root can write it); use policy owner"))
+            }
+            for argument in rule.arguments {
+                let key = String(argument.split(separator: "=", maxSplits: 1).first ?? "")
+                if StackLint.administratorOnlyKeys.contains(key) {
+                    findings.append(Finding(severity: "warning", text: "\(rule.location): \(key) is ignored for \(name), which runs as the user: set it in /etc/security/localauth.conf"))
+                }
+            }
+            if name == "xscreensaver" && rule.arguments.contains("instruction_in_prompt=no") {
+                findings.append(Finding(severity: "warning", text: "\(rule.location): xscreensaver holds every message until a key is pressed: without instruction_in_prompt a message stands between Enter and the fingerprint reader"))
             }
         }
         return findings

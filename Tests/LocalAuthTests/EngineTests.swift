@@ -43,6 +43,32 @@ final class EngineTests: XCTestCase {
         XCTAssertTrue(w.prompter.answers.isEmpty)
     }
 
+    // MARK: R16 prompt mode for conversations that hold messages
+
+    func testInstructionInPromptSendsNoMessageBeforeTheWait() {
+        var options = Options()
+        options.instructionInPrompt = true
+        let w = World(options: options)
+        let result = w.prompt(mode: .prompt, service: "xscreensaver", answers: [.empty], script: [.noMatch, .match])
+        XCTAssertEqual(result.outcome, .success(.biometry))
+        XCTAssertEqual(w.prompter.asked, ["xscreensaver needs to confirm your identity (alice). " + Text.firstPrompt])
+        XCTAssertEqual(w.prompter.told, [Told(text: Text.noMatchTryAgain, kind: .error)], "no instruction before the wait")
+
+        let byDefault = World()
+        byDefault.prompt(mode: .prompt, service: "xscreensaver", answers: [.empty], script: [.match])
+        XCTAssertEqual(byDefault.prompter.asked, ["xscreensaver needs to confirm your identity (alice). " + Text.firstPrompt],
+                       "on by default for xscreensaver")
+        var off = Options()
+        off.instructionInPrompt = false
+        let plain = World(options: off)
+        plain.prompt(mode: .prompt, service: "xscreensaver", answers: [.empty], script: [.match])
+        XCTAssertEqual(plain.prompter.asked, [Text.firstPrompt])
+        XCTAssertTrue(plain.prompter.saw(Text.place, kind: .info), "without the option the instruction is a message")
+        let other = World()
+        other.prompt(mode: .prompt, service: "i3lock", answers: [.empty], script: [.match])
+        XCTAssertEqual(other.prompter.asked, [Text.firstPrompt])
+    }
+
     func testLockedBiometricsHandOverEveryTimeUntilReset() {
         let w = World(store: FakeStore(storedRecord(f: 5)))
         for _ in 0..<3 {

@@ -57,6 +57,31 @@ final class StackLintTests: XCTestCase {
         }
     }
 
+    func testLockersThatRunAsTheUser() {
+        let clean = lint(["i3lock": owner + "\n" + passwordLines,
+                          "xscreensaver": owner + " instruction_in_prompt\n" + passwordLines])
+        XCTAssertEqual(clean.serviceFindings("i3lock"), [])
+        XCTAssertEqual(clean.serviceFindings("xscreensaver"), [])
+        let biometrics = lint(["swaylock": """
+                               auth [success=3 conv_err=die default=ignore] pam_localauth.so policy=biometrics
+                               auth [success=1 default=die] pam_unix.so
+                               auth requisite pam_deny.so
+                               auth optional pam_localauth.so authsucc
+                               auth required pam_permit.so
+                               """])
+        XCTAssertTrue(errors(biometrics.serviceFindings("swaylock")).contains { $0.contains("use policy owner") })
+        let ignored = lint(["i3lock": owner + " state_dir=/tmp/x lockout=20 reason=Unlock\n" + passwordLines])
+        let warnings = ignored.serviceFindings("i3lock").map(\.text)
+        XCTAssertEqual(warnings.count, 2, "\(warnings)")
+        XCTAssertTrue(warnings.allSatisfy { $0.contains("set it in /etc/security/localauth.conf") })
+        let held = lint(["xscreensaver": owner + " instruction_in_prompt=no\n" + passwordLines])
+        XCTAssertTrue(held.serviceFindings("xscreensaver").contains { $0.text.contains("without instruction_in_prompt") })
+        XCTAssertEqual(lint(["xscreensaver": owner + "\n" + passwordLines]).serviceFindings("xscreensaver"), [],
+                       "on by default for xscreensaver")
+        // The same lines in sudo's file are fine: sudo runs the module as root.
+        XCTAssertEqual(lint(["sudo": owner + " state_dir=/var/lib/x\n" + passwordLines]).serviceFindings("sudo"), [])
+    }
+
     func testIncludesAreFollowed() {
         let lint = lint(["svc": "@include common-auth\n", "common-auth": "auth sufficient pam_localauth.so\n" + passwordLines])
         XCTAssertTrue(errors(lint.serviceFindings("svc")).contains { $0.hasPrefix("common-auth:1:") })
