@@ -1,0 +1,218 @@
+"""Drivers for real screen lockers run headless as the test user inside a
+PrivateWorld: i3lock, xscreensaver and xsecurelock on an Xvfb display
+(xdotool types), swaylock inside a headless sway (wtype types), vlock in a
+tmux pane. Each driver starts the locker locked, submits text (an empty
+submission is a bare Enter), and says whether it is unlocked (the locker
+exited 0). The PAM conversation of each is what the real program does."""
+import os
+import platform
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from private_world import HELPER_PATH
+
+STEP = 15.0
+
+
+def wait_for(predicate, timeout=STEP, what="condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{what} not reached within {timeout} s")
+        time.sleep(0.02)
+
+
+def helper_pids():
+    """Running localauth-helper processes (any namespace)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv0 = f.read().split(b"\0")[0]
+            with open(f"/proc/{entry}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if argv0 == HELPER_PATH.encode() and state != "Z":
+            pids.append(int(entry))
+    return pids
+
+
+# Where libpam waits out the failure delay: nanosleep, clock_nanosleep,
+# select, pselect6 (seen: pselect6).
+SLEEP_SYSCALLS = {"x86_64": {35, 230, 23, 270}, "aarch64": {101, 115, 72}}.get(platform.machine(), set())
+
+
+def in_sleep(pid):
+    try:
+        with open(f"/proc/{pid}/syscall") as f:
+            number = f.read().split()[0]
+    except (OSError, IndexError):
+        return False
+    return number.isdigit() and int(number) in SLEEP_SYSCALLS
+
+
+def processes_named(name, uid=None):
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/comm") as f:
+                comm = f.read().strip()
+            owner = os.stat(f"/proc/{entry}").st_uid
+            with open(f"/proc/{entry}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if comm == name and state != "Z" and (uid is None or owner == uid):
+            found.append(int(entry))
+    return found
+
+
+class Xvfb:
+    """An X server for the X lockers, without access control (the lockers
+    run as another uid)."""
+
+    def __init__(self, display=":57"):
+        self.display = display
+        self.env = {"DISPLAY": display, "PATH": "/usr/bin:/bin"}
+        self.proc = subprocess.Popen(["Xvfb", display, "-screen", "0", "1024x768x24", "-nolisten", "tcp", "-ac"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: subprocess.run(["xdpyinfo"], env=self.env, capture_output=True).returncode == 0,
+                 what="Xvfb up")
+
+    def xdotool(self, *args):
+        return subprocess.run(["xdotool", *args], env=self.env, capture_output=True, text=True, timeout=STEP)
+
+    def type(self, text):
+        if text:
+            self.xdotool("type", "--delay", "15", text)
+        self.xdotool("key", "Return")
+
+    def has_window(self, klass):
+        return self.xdotool("search", "--class", klass).returncode == 0
+
+    def close(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Locker:
+    """A locker process chain started through the world as the user."""
+    name = "?"
+    pam_process = None   # the comm of the process that runs PAM
+
+    def __init__(self, world, uid, user):
+        self.world, self.uid, self.user = world, uid, user
+        self.proc = None
+
+    def launch(self, argv, env, **kwargs):
+        self.proc = subprocess.Popen(self.world.argv(*argv, uid=self.uid), env=env, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, **kwargs)
+
+    def unlocked(self, timeout=STEP):
+        try:
+            return self.proc.wait(timeout=timeout) == 0
+        except subprocess.TimeoutExpired:
+            return False
+
+    @property
+    def locked(self):
+        return self.proc.poll() is None
+
+    def pam_pids(self):
+        return processes_named(self.pam_process, self.uid)
+
+    def settle(self):
+        """Wait until no PAM attempt is running: no helper alive and no PAM
+        process sleeping out libpam's failure delay (which runs after the
+        helper has answered). Then the locker takes input again."""
+        wait_for(lambda: not helper_pids(), what="the helper gone")
+        wait_for(lambda: not any(in_sleep(pid) for pid in self.pam_pids()), what="the failure delay over")
+        time.sleep(0.4)  # the locker redraws and re-arms its input
+
+    def close(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+class I3lock(Locker):
+    name = pam_process = "i3lock"
+
+    def __init__(self, world, uid, user, x):
+        super().__init__(world, uid, user)
+        self.x = x
+
+    def start(self):
+        env = dict(self.world.env(self.user), DISPLAY=self.x.display)
+        self.launch(["i3lock", "-n", "-c", "336699"], env)
+        wait_for(lambda: self.x.has_window("i3lock"), what="i3lock's window")
+        time.sleep(0.3)  # i3lock grabs the keyboard after mapping its window
+        return self
+
+    def submit(self, text):
+        self.x.type(text)
+
+
+class Swaylock(Locker):
+    """swaylock inside a headless sway (wlroots headless backend, pixman
+    renderer), both as the user; wtype types through the virtual-keyboard
+    protocol. swaylock runs PAM in a forked child of the same name."""
+    name = pam_process = "swaylock"
+    def __init__(self, world, uid, user):
+        super().__init__(world, uid, user)
+        # The user's runtime directory; outside the test's own (root-only) tree.
+        self.runtime = Path(tempfile.mkdtemp(prefix="localauth-xdg-"))
+        self.sway = None
+
+    def wayland_env(self):
+        env = dict(self.world.env(self.user), XDG_RUNTIME_DIR=str(self.runtime), WLR_BACKENDS="headless",
+                   WLR_LIBINPUT_NO_DEVICES="1", WLR_RENDERER="pixman", WLR_HEADLESS_OUTPUTS="1")
+        sockets = sorted(self.runtime.glob("wayland-?"))
+        if sockets:
+            env["WAYLAND_DISPLAY"] = sockets[0].name
+        return env
+
+    def start(self):
+        os.chmod(self.runtime, 0o700)
+        os.chown(self.runtime, self.uid, self.uid)
+        config = self.runtime / "sway.conf"
+        config.write_text("output HEADLESS-1 resolution 1024x768\n")
+        self.sway = subprocess.Popen(self.world.argv("sway", "-c", config, uid=self.uid), env=self.wayland_env(),
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: list(self.runtime.glob("wayland-?")), what="sway's socket")
+        self.launch(["swaylock", "-c", "336699"], self.wayland_env())
+        wait_for(lambda: self.pam_pids(), what="swaylock running")
+        time.sleep(1.0)  # swaylock takes the session lock and its keyboard
+        return self
+
+    def submit(self, text):
+        args = ["wtype", "-s", "100"] + ([text] if text else []) + ["-k", "Return"]
+        subprocess.run(self.world.argv(*args, uid=self.uid), env=self.wayland_env(), capture_output=True, timeout=STEP)
+
+    def close(self):
+        super().close()
+        if self.sway and self.sway.poll() is None:
+            self.sway.terminate()
+            try:
+                self.sway.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.sway.kill()
+                self.sway.wait()
+        shutil.rmtree(self.runtime, ignore_errors=True)

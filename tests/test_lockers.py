@@ -1,0 +1,164 @@
+"""Real screen lockers end to end, each as the unprivileged test user with
+the shipped pam.d file for it (pam_localauth.so replaced by the built
+module's absolute path), the real setuid helper, real pam_unix against a
+private shadow and the fprintd rig (tests/private_world.py,
+tests/lockers.py).
+
+For every locker: unlock by finger with the fewest keystrokes it allows,
+unlock by password, three misses then the password, five misses across two
+lock prompts then the lockout that only the password lifts, the password
+back-off, and a locker killed mid-prompt losing no charge. What the user sees
+and types in each is the README's table ("Screen lockers").
+"""
+import os
+import re
+import shutil
+import time
+
+import pytest
+
+from fprint_rig import FprintRig, RigError
+from lockers import I3lock, Swaylock, Xvfb, helper_pids, wait_for
+from pamenv import MODULE, ROOT
+from private_world import PrivateWorld
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mount namespaces, a setuid helper)")
+
+USER, UID, PASSWORD = "lockuser", 4300, "right-pw-1"
+MATCH = f"SCAN finger-{USER}"
+MISS = "SCAN finger-nobody"
+LOCKERS = {"i3lock": shutil.which("i3lock"), "swaylock": shutil.which("swaylock") and shutil.which("sway")}
+
+
+def shipped_stack(name):
+    text = (ROOT / "pam.d" / name).read_text()
+    return re.sub(r"\bpam_localauth\.so\b", str(MODULE), text)
+
+
+@pytest.fixture(scope="module")
+def rig():
+    with FprintRig() as rig:
+        rig.enroll(USER)
+        yield rig
+
+
+@pytest.fixture(scope="module")
+def world(rig, tmp_path_factory):
+    base = tmp_path_factory.mktemp("lockers")
+    os.chmod(base, 0o755)
+    world = PrivateWorld(base, rig, users={USER: (UID, PASSWORD)})
+    for name in ("i3lock", "swaylock", "xscreensaver", "xsecurelock", "vlock"):
+        (world.pamd / name).write_text(shipped_stack(name))
+    return world
+
+
+@pytest.fixture(scope="module")
+def x():
+    server = Xvfb()
+    yield server
+    server.close()
+
+
+@pytest.fixture(params=sorted(LOCKERS))
+def locker(request, world, rig, x):
+    if not LOCKERS[request.param]:
+        pytest.skip(f"{request.param} is not installed")
+    world.clear_state()
+    started = []
+
+    def start():
+        driver = {"i3lock": lambda: I3lock(world, UID, USER, x),
+                  "swaylock": lambda: Swaylock(world, UID, USER)}[request.param]()
+        started.append(driver)
+        return driver.start()
+    yield start
+    for driver in started:
+        driver.close()
+    try:
+        rig.feed_wait(timeout=1)
+    except RigError:
+        pass
+    wait_for(lambda: not helper_pids(), what="every helper gone")
+
+
+def fed(rig):
+    report = rig.feed_wait(timeout=30)
+    assert report.ok, report
+
+
+def test_unlock_by_finger(locker, world, rig):
+    lock = locker()
+    rig.feed([MATCH])
+    lock.submit("")
+    assert lock.unlocked(), "still locked after a matching finger"
+    fed(rig)
+    assert world.counts(UID) == (0, 0)
+
+
+def test_unlock_by_password(locker, world):
+    lock = locker()
+    lock.submit(PASSWORD)
+    assert lock.unlocked()
+    assert world.counts(UID) == (0, 0)
+
+
+def test_three_misses_then_the_password(locker, world, rig):
+    lock = locker()
+    rig.feed([MISS] * 3)
+    lock.submit("")
+    fed(rig)
+    lock.settle()
+    assert lock.locked and world.counts(UID) == (3, 0)
+    lock.submit(PASSWORD)
+    assert lock.unlocked()
+    assert world.counts(UID) == (0, 0)
+
+
+def test_five_misses_across_two_prompts_lock_until_the_password(locker, world, rig):
+    lock = locker()
+    rig.feed([MISS] * 3)
+    lock.submit("")
+    fed(rig)
+    lock.settle()
+    assert world.counts(UID) == (3, 0)
+    rig.feed([MISS] * 2)
+    lock.submit("")
+    fed(rig)
+    lock.settle()
+    assert lock.locked and world.counts(UID) == (5, 0)
+    # Locked: an empty Enter no longer reaches the reader, a match cannot unlock.
+    lock.submit("")
+    lock.settle()
+    assert lock.locked and world.counts(UID) == (5, 0)
+    lock.submit(PASSWORD)
+    assert lock.unlocked()
+    assert world.counts(UID) == (0, 0)
+
+
+def test_password_backoff(locker, world):
+    lock = locker()
+    for attempt in range(5):
+        lock.submit(f"wrong-{attempt}")
+        wait_for(lambda: world.counts(UID) == (0, attempt + 1), what=f"wrong password {attempt + 1} charged")
+        lock.settle()
+    assert lock.locked
+    lock.submit(PASSWORD)          # refused unchecked: the wait is on
+    lock.settle()
+    assert lock.locked and world.counts(UID) == (0, 5)
+    assert world.record(UID).backoff_ms > 0
+
+
+def test_locker_killed_mid_prompt_loses_no_charge(locker, world, rig):
+    """One miss, then the locker dies while the helper waits for the next
+    finger: the miss stays, the untouched attempt is given back, the reader
+    is released."""
+    lock = locker()
+    rig.feed([MISS])
+    lock.submit("")
+    fed(rig)
+    wait_for(lambda: world.counts(UID) == (2, 0), what="the second attempt charged")
+    for pid in lock.pam_pids():
+        os.kill(pid, 9)
+    wait_for(lambda: not helper_pids(), what="the helper gone with its client")
+    assert world.counts(UID) == (1, 0)
+    rig.wait_until_claimable(USER, timeout=10)
