@@ -70,7 +70,8 @@ def processes_named(name, uid=None):
         try:
             with open(f"/proc/{entry}/comm") as f:
                 comm = f.read().strip()
-            owner = os.stat(f"/proc/{entry}").st_uid
+            with open(f"/proc/{entry}/status") as f:   # the real uid (setuid programs too)
+                owner = int(next(line for line in f if line.startswith("Uid:")).split()[1])
             with open(f"/proc/{entry}/stat") as f:
                 state = f.read().rsplit(")", 1)[1].split()[0]
         except OSError:
@@ -116,6 +117,11 @@ class Locker:
     """A locker process chain started through the world as the user."""
     name = "?"
     pam_process = None   # the comm of the process that runs PAM
+    # Answers every prompt of an attempt with the one submitted text (so an
+    # attempt that started the reader ends with an empty password: a cancel).
+    precollects = True
+    # The module runs inside the locker (setuid root) rather than in the helper.
+    in_process = False
 
     def __init__(self, world, uid, user):
         self.world, self.uid, self.user = world, uid, user
@@ -216,3 +222,76 @@ class Swaylock(Locker):
                 self.sway.kill()
                 self.sway.wait()
         shutil.rmtree(self.runtime, ignore_errors=True)
+
+
+class Vlock(Locker):
+    """vlock (this terminal only) in a tmux pane. vlock-main is setuid root
+    and runs PAM with the user as real uid: the module runs in-process. It
+    asks "press [ENTER]" first, prefixes PAM's prompts with the user's name,
+    and after a failed attempt asks for root's password (answered empty)."""
+    name = "vlock"
+    pam_process = "vlock-main"
+    precollects = False
+    in_process = True
+    counter = 0
+
+    def __init__(self, world, uid, user):
+        super().__init__(world, uid, user)
+        Vlock.counter += 1
+        self.session = f"localauth-vlock-{os.getpid()}-{Vlock.counter}"
+
+    def tmux(self, *args):
+        return subprocess.run(["tmux", *args], capture_output=True, text=True, timeout=STEP)
+
+    def screen(self):
+        return self.tmux("capture-pane", "-p", "-t", self.session).stdout
+
+    def last_line(self):
+        lines = [line for line in self.screen().splitlines() if line.strip()]
+        return lines[-1] if lines else ""
+
+    def start(self):
+        env = dict(self.world.env(self.user), TERM="screen")
+        command = " ".join(f"'{a}'" for a in self.world.argv("env", "-i", *(f"{k}={v}" for k, v in env.items()),
+                                                             "vlock", uid=self.uid))
+        self.tmux("new-session", "-d", "-s", self.session, "-x", "120", "-y", "40",
+                  f"{command}; echo VLOCK-EXIT=$?; sleep 600")
+        wait_for(lambda: "press [ENTER]" in self.screen(), what="vlock's first screen")
+        return self
+
+    def at_user_prompt(self):
+        """Moves vlock on until it shows a prompt for the user; True then."""
+        line = self.last_line().rstrip()
+        if line.endswith(":") and not line.startswith("root's "):   # the first one has the user's name
+            return True
+        if "press [ENTER]" in line or line.startswith("root's "):
+            before = self.screen()
+            self.tmux("send-keys", "-t", self.session, "Enter")
+            wait_for(lambda: self.screen() != before, what="vlock to move on")
+        return False
+
+    def submit(self, text):
+        wait_for(self.at_user_prompt, what="vlock's prompt for the user")
+        before = self.screen()
+        if text:
+            self.tmux("send-keys", "-t", self.session, "-l", text)
+        self.tmux("send-keys", "-t", self.session, "Enter")
+        wait_for(lambda: self.screen() != before, what="vlock to take the answer")
+
+    def unlocked(self, timeout=STEP):
+        try:
+            wait_for(lambda: "VLOCK-EXIT=" in self.screen(), timeout=timeout, what="vlock's exit")
+        except AssertionError:
+            return False
+        return "VLOCK-EXIT=0" in self.screen()
+
+    @property
+    def locked(self):
+        return "VLOCK-EXIT=" not in self.screen()
+
+    def settle(self):
+        wait_for(lambda: not any(in_sleep(pid) for pid in self.pam_pids()), what="the failure delay over")
+        time.sleep(0.2)
+
+    def close(self):
+        self.tmux("kill-session", "-t", self.session)

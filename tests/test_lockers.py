@@ -18,7 +18,7 @@ import time
 import pytest
 
 from fprint_rig import FprintRig, RigError
-from lockers import I3lock, Swaylock, Xvfb, helper_pids, wait_for
+from lockers import I3lock, Swaylock, Vlock, Xvfb, helper_pids, wait_for
 from pamenv import MODULE, ROOT
 from private_world import PrivateWorld
 
@@ -27,7 +27,8 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mount nam
 USER, UID, PASSWORD = "lockuser", 4300, "right-pw-1"
 MATCH = f"SCAN finger-{USER}"
 MISS = "SCAN finger-nobody"
-LOCKERS = {"i3lock": shutil.which("i3lock"), "swaylock": shutil.which("swaylock") and shutil.which("sway")}
+LOCKERS = {"i3lock": shutil.which("i3lock"), "swaylock": shutil.which("swaylock") and shutil.which("sway"),
+           "vlock": shutil.which("vlock") and shutil.which("tmux")}
 
 
 def shipped_stack(name):
@@ -68,7 +69,8 @@ def locker(request, world, rig, x):
 
     def start():
         driver = {"i3lock": lambda: I3lock(world, UID, USER, x),
-                  "swaylock": lambda: Swaylock(world, UID, USER)}[request.param]()
+                  "swaylock": lambda: Swaylock(world, UID, USER),
+                  "vlock": lambda: Vlock(world, UID, USER)}[request.param]()
         started.append(driver)
         return driver.start()
     yield start
@@ -102,14 +104,23 @@ def test_unlock_by_password(locker, world):
     assert world.counts(UID) == (0, 0)
 
 
+def end_attempt(lock):
+    """After the misses of an attempt: a locker that asks again shows the
+    password prompt in the same attempt; an empty answer cancels it."""
+    if not lock.precollects:
+        lock.submit("")
+    lock.settle()
+
+
 def test_three_misses_then_the_password(locker, world, rig):
     lock = locker()
     rig.feed([MISS] * 3)
     lock.submit("")
     fed(rig)
-    lock.settle()
+    if lock.precollects:
+        lock.settle()                  # the empty answer ended the attempt
     assert lock.locked and world.counts(UID) == (3, 0)
-    lock.submit(PASSWORD)
+    lock.submit(PASSWORD)              # (the same attempt's password prompt, where it asks again)
     assert lock.unlocked()
     assert world.counts(UID) == (0, 0)
 
@@ -119,14 +130,15 @@ def test_five_misses_across_two_prompts_lock_until_the_password(locker, world, r
     rig.feed([MISS] * 3)
     lock.submit("")
     fed(rig)
-    lock.settle()
+    end_attempt(lock)
     assert world.counts(UID) == (3, 0)
     rig.feed([MISS] * 2)
     lock.submit("")
     fed(rig)
-    lock.settle()
+    end_attempt(lock)
     assert lock.locked and world.counts(UID) == (5, 0)
-    # Locked: an empty Enter no longer reaches the reader, a match cannot unlock.
+    # Locked: an empty Enter no longer reaches the reader (straight to the
+    # password prompt, answered empty: a cancel).
     lock.submit("")
     lock.settle()
     assert lock.locked and world.counts(UID) == (5, 0)
@@ -149,16 +161,20 @@ def test_password_backoff(locker, world):
 
 
 def test_locker_killed_mid_prompt_loses_no_charge(locker, world, rig):
-    """One miss, then the locker dies while the helper waits for the next
-    finger: the miss stays, the untouched attempt is given back, the reader
-    is released."""
+    """One miss, then the locker dies while the next finger is awaited: the
+    miss stays and the reader is released. Through the helper the untouched
+    attempt is given back (the helper sees its client go); where the module
+    runs inside the killed locker (vlock) nothing is left to give it back,
+    so it stays charged: a kill never yields an uncounted attempt."""
     lock = locker()
     rig.feed([MISS])
     lock.submit("")
     fed(rig)
     wait_for(lambda: world.counts(UID) == (2, 0), what="the second attempt charged")
-    for pid in lock.pam_pids():
+    victims = lock.pam_pids()
+    assert victims, "no process runs the locker's PAM"
+    for pid in victims:
         os.kill(pid, 9)
     wait_for(lambda: not helper_pids(), what="the helper gone with its client")
-    assert world.counts(UID) == (1, 0)
+    assert world.counts(UID) == ((2, 0) if lock.in_process else (1, 0))
     rig.wait_until_claimable(USER, timeout=10)
