@@ -290,8 +290,12 @@ class Vlock(Locker):
         return "VLOCK-EXIT=" not in self.screen()
 
     def settle(self):
-        wait_for(lambda: not any(in_sleep(pid) for pid in self.pam_pids()), what="the failure delay over")
-        time.sleep(0.2)
+        """vlock waits for input in select(), so the attempt is over when it
+        shows its next question (or has exited)."""
+        def ready():
+            line = self.last_line().rstrip()
+            return not self.locked or line.endswith(":") or "press [ENTER]" in line
+        wait_for(ready, what="vlock's next question")
 
     def close(self):
         self.tmux("kill-session", "-t", self.session)
