@@ -299,3 +299,48 @@ class Vlock(Locker):
 
     def close(self):
         self.tmux("kill-session", "-t", self.session)
+
+
+class Xsecurelock(Locker):
+    """xsecurelock on the Xvfb display with XSECURELOCK_PAM_SERVICE set to
+    its own service (by default it uses common-auth). A key press opens the
+    prompt; each attempt runs PAM in a new authproto_pam, which shows every
+    prompt and message and reads each answer from auth_x11."""
+    name = "xsecurelock"
+    pam_process = "authproto_pam"
+    precollects = False
+
+    def __init__(self, world, uid, user, x):
+        super().__init__(world, uid, user)
+        self.x = x
+
+    def start(self):
+        env = dict(self.world.env(self.user), DISPLAY=self.x.display, XSECURELOCK_PAM_SERVICE="xsecurelock",
+                   XSECURELOCK_AUTH_TIMEOUT="60")
+        self.launch(["xsecurelock"], env)
+        wait_for(lambda: processes_named("xsecurelock", self.uid), what="xsecurelock running")
+        time.sleep(1.0)  # it grabs the keyboard and maps its windows
+        return self
+
+    def waiting_for_answer(self):
+        """authproto_pam blocked reading the answer to a prompt."""
+        for pid in self.pam_pids():
+            try:
+                with open(f"/proc/{pid}/syscall") as f:
+                    if f.read().split()[0] == "0":
+                        return True
+            except (OSError, IndexError):
+                pass
+        return False
+
+    def submit(self, text):
+        if not self.pam_pids():
+            self.x.xdotool("key", "shift")
+            wait_for(self.pam_pids, what="xsecurelock's prompt")
+        wait_for(self.waiting_for_answer, what="xsecurelock waiting for an answer")
+        time.sleep(0.2)  # auth_x11 draws the prompt and takes keys
+        self.x.type(text)
+
+    def settle(self):
+        wait_for(lambda: not helper_pids() or self.waiting_for_answer(), what="the attempt over")
+        wait_for(lambda: not self.pam_pids() or self.waiting_for_answer(), what="authproto_pam done")

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from fprint_rig import FprintRig, RigError
-from lockers import I3lock, Swaylock, Vlock, Xvfb, helper_pids, wait_for
+from lockers import I3lock, Swaylock, Vlock, Xsecurelock, Xvfb, helper_pids, wait_for
 from pamenv import MODULE, ROOT
 from private_world import PrivateWorld
 
@@ -28,7 +28,7 @@ USER, UID, PASSWORD = "lockuser", 4300, "right-pw-1"
 MATCH = f"SCAN finger-{USER}"
 MISS = "SCAN finger-nobody"
 LOCKERS = {"i3lock": shutil.which("i3lock"), "swaylock": shutil.which("swaylock") and shutil.which("sway"),
-           "vlock": shutil.which("vlock") and shutil.which("tmux")}
+           "vlock": shutil.which("vlock") and shutil.which("tmux"), "xsecurelock": shutil.which("xsecurelock")}
 
 
 def shipped_stack(name):
@@ -70,7 +70,8 @@ def locker(request, world, rig, x):
     def start():
         driver = {"i3lock": lambda: I3lock(world, UID, USER, x),
                   "swaylock": lambda: Swaylock(world, UID, USER),
-                  "vlock": lambda: Vlock(world, UID, USER)}[request.param]()
+                  "vlock": lambda: Vlock(world, UID, USER),
+                  "xsecurelock": lambda: Xsecurelock(world, UID, USER, x)}[request.param]()
         started.append(driver)
         return driver.start()
     yield start

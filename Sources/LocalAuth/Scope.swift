@@ -63,11 +63,13 @@ public enum Scope {
 
     /// An unset `PAM_RHOST`, or a loopback address literal. Host names come
     /// from reverse lookups that a remote attacker may control, so a name
-    /// counts as local only for sudo naming this very host (sudo sets
-    /// `PAM_RHOST` to the local host name).
+    /// counts as local only where a local-only program sets it by
+    /// convention: sudo naming this very host (sudo sets `PAM_RHOST` to the
+    /// local host name), and xsecurelock naming "localhost" (it always does).
     public static func isLocal(_ remoteHost: [UInt8], localHostName: [UInt8], service: [UInt8]) -> Bool {
         if remoteHost.isEmpty { return true }
         if bytesEqual(remoteHost, "::1") || isIPv4Loopback(remoteHost) { return true }
+        if bytesEqual(service, "xsecurelock") && bytesEqual(remoteHost, "localhost") { return true }
         guard bytesEqual(service, "sudo"), !localHostName.isEmpty else { return false }
         // With `Defaults fqdn` sudo sets the fully qualified name.
         return remoteHost == localHostName || (remoteHost.count > localHostName.count + 1

@@ -59,6 +59,13 @@ final class ScopeTests: XCTestCase {
                        "an unknown own name matches nothing")
     }
 
+    func testXsecurelocksLocalhostIsLocalForItAlone() {
+        XCTAssertTrue(Scope.isLocal(bytes("localhost"), localHostName: bytes("box"), service: bytes("xsecurelock")))
+        XCTAssertFalse(Scope.isLocal(bytes("localhost"), localHostName: bytes("box"), service: bytes("sshd")))
+        XCTAssertFalse(Scope.isLocal(bytes("localhost"), localHostName: bytes("box"), service: bytes("login")))
+        XCTAssertFalse(Scope.isLocal(bytes("evil.example"), localHostName: bytes("box"), service: bytes("xsecurelock")))
+    }
+
     func testLogindRemoteSessionIsOutOfScope() {
         XCTAssertEqual(decide(facts(remote: true)), .outOfScope(.remote))
         XCTAssertEqual(decide(facts(remote: false)), .inScope)
