@@ -132,8 +132,12 @@ class PrivateWorld:
         return (rec.F, rec.P) if rec else (0, 0)
 
     def state_files(self):
-        return sorted(p.name for p in self.state.iterdir())
+        """The records and their locks (not the helper's slot directory)."""
+        return sorted(p.name for p in self.state.iterdir() if p.name != "helpers")
 
     def clear_state(self):
         for p in self.state.iterdir():
-            p.unlink()
+            if p.is_dir():
+                shutil.rmtree(p)
+            else:
+                p.unlink()

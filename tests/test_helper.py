@@ -405,6 +405,8 @@ resource.setrlimit(resource.RLIMIT_CPU, (1000, 1000))
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM, signal.SIGTERM, signal.SIGHUP})
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 signal.signal(signal.SIGALRM, signal.SIG_IGN)
+signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 os.umask(0)
 env = {"PATH": "/tmp/attacker-bin", "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/tmp/attacker-bus",
        "LOCALAUTH_STATE_DIR": "/tmp/attacker", "LD_PRELOAD": "/tmp/attacker.so"}
@@ -417,7 +419,10 @@ def test_helper_resets_what_the_caller_set(w, helpers):
     descriptor, odd environment and umask, set by the user right before
     exec: the helper starts clean (seen in /proc while it waits), and a
     wrong password is still charged on disk with the file-size limit at 0."""
-    stray = os.open("/etc/hostname", os.O_RDONLY)
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
+    stray = os.dup2(os.open("/etc/hostname", os.O_RDONLY), 1500)   # above any fixed close loop
     os.set_inheritable(stray, True)
     # The control: the same exec of a shell does carry the hostile settings.
     report = ("import resource; print(resource.getrlimit(resource.RLIMIT_FSIZE)[0], "
@@ -438,9 +443,11 @@ def test_helper_resets_what_the_caller_set(w, helpers):
     status = proc_status(pid)
     assert status["Uid"].split() == ["0"] * 4 and status["Gid"].split() == ["0"] * 4
     assert status["SigBlk"] == "0000000000000000"
-    # SIGPIPE and SIGXFSZ are the helper's own choice. glibc reserves signals
-    # 32 and 33 for itself (no program can set them) and handles them itself.
-    assert int(status["SigIgn"], 16) & ~(0b11 << 31) == 0x1001000, status["SigIgn"]
+    # SIGPIPE, SIGXFSZ and the job-control stops (SIGTSTP, SIGTTIN, SIGTTOU)
+    # are the helper's own choice. glibc reserves signals 32 and 33 for itself
+    # (no program can set them) and handles them itself.
+    own = sum(1 << (s - 1) for s in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU))
+    assert int(status["SigIgn"], 16) & ~(0b11 << 31) == own, status["SigIgn"]
     assert status["Umask"] == "0077"
     limits = open(f"/proc/{pid}/limits").read()
     assert "Max core file size        0                    0" in limits
@@ -453,6 +460,8 @@ def test_helper_resets_what_the_caller_set(w, helpers):
     assert targets["0"].startswith("socket:") and targets["1"] == targets["2"] == "/dev/null", targets
     assert "/etc/hostname" not in targets.values()
     assert os.getsid(pid) == pid                           # out of the caller's session
+    policy = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[38])
+    assert policy == os.SCHED_OTHER
     h.sock.sendall(frame(REPLY, b"wrong-pw"))
     messages, result = converse(h.sock)
     assert h.wait() == 1
@@ -471,6 +480,42 @@ def test_helper_resets_what_the_caller_set(w, helpers):
 def can_raise_limits():
     """CAP_SYS_RESOURCE in the bounding set (root may raise hard limits)."""
     return int(proc_status("self")["CapBnd"], 16) & (1 << 24) != 0
+
+
+def test_helper_started_as_a_process_group_leader_refuses(w):
+    """A process-group leader cannot leave its session, where its terminal
+    could stop it while it holds the reader: the helper refuses to run."""
+    sock, theirs = socket.socketpair()
+    proc = subprocess.run(w.argv(HELPER_PATH, uid=UID), stdin=theirs, capture_output=True, text=True, env=w.env(USER),
+                          preexec_fn=os.setpgrp, timeout=30)
+    theirs.close()
+    sock.close()
+    assert proc.returncode == 2
+    assert "cannot leave the caller's session" in proc.stderr
+    assert w.state_files() == []
+
+
+def test_helper_runs_at_most_four_prompts_per_user(w, helpers):
+    """Each waiting helper holds a system-bus connection billed to root: a
+    fifth one for the same user is refused before it connects."""
+    waiting = []
+    for _ in range(4):
+        h = helpers()
+        h.ask()
+        assert read_frame(h.sock) == (PROMPT_OFF, FIRST_PROMPT.encode())
+        waiting.append(h)
+    fifth = helpers()
+    fifth.ask()
+    messages, result = converse(fifth.sock, [PASSWORD])
+    assert messages == [(ERROR_TEXT, "localauth-helper: too many prompts at once for this account")]
+    assert result["status"] == STATUS_REFUSED and result["pam"] != PAM_SUCCESS
+    assert fifth.wait() == 1
+    waiting[0].sock.close()
+    assert waiting[0].proc.wait(timeout=15) == 3
+    again = helpers()                                   # a slot is free again
+    again.ask()
+    assert read_frame(again.sock) == (PROMPT_OFF, FIRST_PROMPT.encode())
+    assert w.counts(UID) == (0, 0)
 
 
 def bad_frames():

@@ -82,13 +82,15 @@ public struct Options: Equatable {
 
     /// The helper's options for one request: these (the administrator's),
     /// with the presentation keys a caller may set applied over them. A
-    /// caller may shorten the fingerprint timeout, never lengthen it.
+    /// caller may shorten the fingerprint timeout, never lengthen it, and
+    /// narrow the services, never add one.
     public func withPresentation(_ fields: [([UInt8], [UInt8])]) -> (options: Options, diagnostics: [String]) {
         var parser = OptionParser(starting: self)
         parser.applyArguments(fields.filter { HelperRequest.isPresentationKey($0.0) }.map { $0.0 + [0x3D] + $0.1 })
         parser.finish()
         var options = parser.options
         options.timeoutSeconds = min(options.timeoutSeconds, timeoutSeconds)
+        options.services = options.services.filter { covers(service: $0) }
         return (options, parser.diagnostics)
     }
 

@@ -735,6 +735,7 @@ extension Syscalls {
             }
         }
         _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 0)
+        _ = la_normal_scheduling()
     }
 
     /// Every signal back to its default action, none blocked; SIGPIPE and
@@ -746,6 +747,10 @@ extension Syscalls {
         }
         _ = la_ignore_signal(SIGPIPE)
         _ = la_ignore_signal(SIGXFSZ)
+        // Job control cannot stop a program that holds the reader.
+        _ = la_ignore_signal(SIGTSTP)
+        _ = la_ignore_signal(SIGTTIN)
+        _ = la_ignore_signal(SIGTTOU)
         var none = sigset_t()
         sigemptyset(&none)
         _ = sigprocmask(SIG_SETMASK, &none, nil)
@@ -766,9 +771,17 @@ extension Syscalls {
         la_fd_flags(fd) >= 0
     }
 
-    /// Closes every descriptor from `first` on.
+    /// Closes every descriptor from `first` on, however high.
     public static func closeDescriptors(from first: Int32) {
-        for fd in first..<Int32(1024) { _ = CLibc.close(fd) }
+        if la_close_range(UInt32(first)) == 0 { return }
+        // Without close_range: every descriptor the limit allowed the caller.
+        var limit = rlimit()
+        let highest = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 ? min(limit.rlim_max, 1 << 20) : 1 << 20
+        var fd = first
+        while rlim_t(fd) < highest {
+            _ = CLibc.close(fd)
+            fd += 1
+        }
     }
 
     /// Points `fd` at /dev/null.
@@ -790,9 +803,10 @@ extension Syscalls {
     }
 
     /// Leaves the caller's session and process group: the terminal's
-    /// signals (Ctrl-C, hang-up) no longer reach this process.
-    public static func leaveSession() {
-        _ = setsid()
+    /// signals (Ctrl-C, hang-up) no longer reach this process. False when
+    /// it cannot (a process-group leader stays in its session).
+    public static func leaveSession() -> Bool {
+        setsid() >= 0
     }
 
     public static func changeToRootDirectory() {

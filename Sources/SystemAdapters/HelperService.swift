@@ -35,9 +35,14 @@ public enum HelperService {
         Syscalls.setFileCreationMask(0o077)
         Syscalls.clearEnvironment()
         Syscalls.changeToRootDirectory()
-        // Out of the caller's session: its terminal's signals stop here.
-        Syscalls.leaveSession()
         Syscalls.openSystemLog("localauth-helper")
+        // Out of the caller's session: its terminal's signals stop here. A
+        // caller that made this a process-group leader keeps it in its
+        // session, where a terminal could stop it holding the reader.
+        guard Syscalls.leaveSession() else {
+            Syscalls.writeError("localauth-helper: cannot leave the caller's session (started as a process-group leader)")
+            return .usage
+        }
         guard Syscalls.isSocket(0) else {
             Syscalls.writeError("localauth-helper: this program talks to pam_localauth.so and localauth over a socket "
                                 + "on its standard input; run `localauth test` instead")
@@ -179,6 +184,14 @@ struct HelperSession {
             }
             target = UserIdentity(uid: other.uid, name: other.name)
         }
+        // A bounded number of helpers per caller: each holds a system-bus
+        // connection (billed to root) while it waits for answers.
+        if case .allTaken = HelperSlots.take(stateDir: configured.stateDir, callerUID: callerUID) {
+            log.log(.notice, "uid \(callerUID) already runs \(HelperSlots.perCaller) prompts; refused")
+            _ = channel.send(.errorText, utf8Bytes("localauth-helper: too many prompts at once for this account"),
+                             deadline: Syscalls.bootTimeNanoseconds() + 1_000_000_000)
+            return finish(HelperResult(status: .refused, pamCode: PAMCode.systemError.rawValue, error: .invalidContext), &log)
+        }
         let (options, diagnostics) = configured.withPresentation(request.presentation)
         for message in diagnostics { log.log(.notice, "from the caller: \(message)") }
         // The hard deadline: the fingerprint phase and two answers, with slack.
@@ -259,6 +272,39 @@ struct HelperSession {
     func protocolFailure(_ violation: ProtocolViolation, _ log: inout HelperLog) -> HelperExit {
         log.log(.notice, "client of uid \(callerUID): \(violation.text); ended without a result")
         return .protocolError
+    }
+}
+
+/// Slots that bound how many helpers run at once for one caller: a
+/// non-blocking lock on one of a few files in the state directory's
+/// `helpers/`, held until the helper exits.
+enum HelperSlots {
+    static let perCaller = 4
+
+    enum Taken {
+        /// This descriptor holds the slot until the process exits.
+        case held(Int32)
+        case allTaken
+        /// The directory cannot be used: the state store's own checks
+        /// decide (it refuses every attempt then), so this refuses nothing.
+        case unavailable
+    }
+
+    static func take(stateDir: [UInt8], callerUID: UInt32) -> Taken {
+        guard let parts = TrustedPath.parts(stateDir),
+              case .success(let state) = TrustedPath.openDirectory(parts, trusted: TrustedPath.rootsOrSticky) else { return .unavailable }
+        defer { Syscalls.close(state) }
+        let name = literalBytes("helpers")
+        if (try? Syscalls.facts(at: state, name)) == nil { try? Syscalls.makeDirectory(at: state, name, mode: 0o700) }
+        guard let slots = try? Syscalls.open(at: state, name, .directory) else { return .unavailable }
+        defer { Syscalls.close(slots) }
+        guard let facts = try? Syscalls.facts(slots), facts.owner == 0, facts.mode & 0o077 == 0 else { return .unavailable }
+        for index in 0..<perCaller {
+            guard let fd = try? Syscalls.open(at: slots, utf8Bytes("\(callerUID)-\(index).lock"), .lockFile) else { continue }
+            if (try? Syscalls.tryLockExclusive(fd)) == true { return .held(fd) }
+            Syscalls.close(fd)
+        }
+        return .allTaken
     }
 }
 

@@ -109,6 +109,8 @@ final class HelperProtocolTests: XCTestCase {
         XCTAssertEqual(options.lockout, 4)
         XCTAssertEqual(options.stateDir, bytes("/var/lib/localauth"))
         XCTAssertEqual(configured.withPresentation([(bytes("timeout"), bytes("5"))]).options.timeoutSeconds, 5)
+        let narrowed = configured.withPresentation([(bytes("services"), bytes("i3lock,mylocker"))]).options
+        XCTAssertEqual(narrowed.services, [bytes("i3lock")], "a caller narrows the services, never adds one")
     }
 
     func testAnswerTimeoutOnlyFromTheConfigurationFile() {

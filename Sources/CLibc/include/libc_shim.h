@@ -51,6 +51,14 @@ static inline int la_set_fd_flags(int fd, int flags) { return fcntl(fd, F_SETFD,
 /* Where the setuid helper is installed; the module and the command-line
    tool start it from here and nowhere else. */
 static inline const char *la_helper_path(void) { return "/usr/libexec/localauth/localauth-helper"; }
+#include <sched.h>
+#include <sys/syscall.h>
+/* close_range may be missing from older C libraries' headers: ask the kernel. */
+static inline int la_close_range(unsigned first) { return (int)syscall(SYS_close_range, first, ~0U, 0); }
+static inline int la_normal_scheduling(void) {
+    struct sched_param param = {0};
+    return sched_setscheduler(0, SCHED_OTHER, &param);
+}
 /* syslog is variadic; the message is always data, never a format. */
 static inline void la_syslog(int priority, const char *message) { syslog(priority, "%s", message); }
 static inline void la_openlog(const char *ident) { openlog(ident, LOG_PID, LOG_AUTHPRIV); }
