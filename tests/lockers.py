@@ -344,3 +344,108 @@ class Xsecurelock(Locker):
     def settle(self):
         wait_for(lambda: not helper_pids() or self.waiting_for_answer(), what="the attempt over")
         wait_for(lambda: not self.pam_pids() or self.waiting_for_answer(), what="authproto_pam done")
+
+
+class Xscreensaver(Locker):
+    """xscreensaver on the Xvfb display, driven from its -verbose log as a
+    person would from the screen: a key press wakes the unlock dialog, every
+    PAM prompt gets the text typed, every PAM message dialog gets a key press
+    (xscreensaver holds each message until one). PAM runs in the setuid
+    xscreensaver-auth, which becomes the user before pam_start."""
+    name = "xscreensaver"
+    pam_process = "xscreensaver-au"   # xscreensaver-auth, as the kernel shortens it
+    precollects = False
+    conversation = re.compile(r"pam_conversation \((ECHO_OFF|ECHO_ON|TEXT_INFO|ERROR_MSG)=\"(.*)\"\) \.\.\.$")
+
+    def __init__(self, world, uid, user, x):
+        super().__init__(world, uid, user)
+        self.x = x
+        self.home = Path(tempfile.mkdtemp(prefix="localauth-xss-"))
+        self.log = self.home / "xscreensaver.log"
+        self.handled = 0          # conversation lines acted on
+        self.messages = []        # (kind, text) of every PAM message shown
+
+    def env(self):
+        return dict(self.world.env(self.user), DISPLAY=self.x.display, HOME=str(self.home))
+
+    def command(self, *args):
+        return subprocess.run(self.world.argv("xscreensaver-command", *args, uid=self.uid), env=self.env(),
+                              capture_output=True, text=True, timeout=STEP).stdout
+
+    def start(self):
+        settings = self.home / ".xscreensaver"
+        settings.write_text("mode: blank\nlock: True\nsplash: False\npasswdTimeout: 0:01:00\nfade: False\n")
+        for path in (self.home, settings):
+            os.chown(path, self.uid, self.uid)
+        with open(self.log, "w") as log:
+            self.proc = subprocess.Popen(self.world.argv("xscreensaver", "-no-splash", "-verbose", uid=self.uid),
+                                         env=self.env(), stdout=log, stderr=subprocess.STDOUT)
+        wait_for(lambda: "screen" in self.command("-time"), what="xscreensaver answering")
+        self.command("-lock")
+        wait_for(lambda: "locked" in self.command("-time"), what="the screen locked")
+        return self
+
+    def lines(self):
+        found = []
+        for line in self.log.read_text(errors="replace").splitlines():
+            match = self.conversation.search(line)
+            if match:
+                found.append((match.group(1), match.group(2)))
+        return found
+
+    def dismiss_messages(self):
+        """Presses a key for each message dialog; -> the pending prompt, if any."""
+        lines = self.lines()
+        while self.handled < len(lines):
+            kind, text = lines[self.handled]
+            if kind in ("ECHO_OFF", "ECHO_ON"):
+                return text
+            self.messages.append((kind, text))
+            time.sleep(0.5)       # the dialog maps and takes keys
+            self.x.xdotool("key", "Return")
+            self.handled += 1
+        return None
+
+    def submit(self, text):
+        woken = [0.0]
+
+        def prompt_shown():
+            prompt = self.dismiss_messages()
+            if prompt is None and not self.pam_pids() and time.monotonic() - woken[0] > 1.5:
+                self.x.xdotool("key", "shift")   # no dialog up: wake it (it ignores keys right after locking)
+                woken[0] = time.monotonic()
+            return prompt
+        wait_for(prompt_shown, what="xscreensaver's prompt")
+        time.sleep(0.5)           # the prompt dialog maps and takes keys
+        self.handled += 1
+        self.x.type(text)
+
+    def settle(self):
+        def over():
+            prompt = self.dismiss_messages()
+            return prompt is not None or (not helper_pids() and not self.pam_pids())
+        wait_for(over, what="the attempt over")
+
+    def unlocked(self, timeout=STEP):
+        try:
+            wait_for(lambda: (self.dismiss_messages(), "non-blanked" in self.command("-time"))[1], timeout=timeout,
+                     what="unlocked")
+        except AssertionError:
+            return False
+        return True
+
+    @property
+    def locked(self):
+        return "non-blanked" not in self.command("-time")
+
+    def close(self):
+        if self.proc and self.proc.poll() is None:
+            self.command("-exit")
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for pid in processes_named("xscreensaver-gf", self.uid) + self.pam_pids():
+            os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(self.home, ignore_errors=True)

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from fprint_rig import FprintRig, RigError
-from lockers import I3lock, Swaylock, Vlock, Xsecurelock, Xvfb, helper_pids, wait_for
+from lockers import I3lock, Swaylock, Vlock, Xscreensaver, Xsecurelock, Xvfb, helper_pids, wait_for
 from pamenv import MODULE, ROOT
 from private_world import PrivateWorld
 
@@ -28,7 +28,8 @@ USER, UID, PASSWORD = "lockuser", 4300, "right-pw-1"
 MATCH = f"SCAN finger-{USER}"
 MISS = "SCAN finger-nobody"
 LOCKERS = {"i3lock": shutil.which("i3lock"), "swaylock": shutil.which("swaylock") and shutil.which("sway"),
-           "vlock": shutil.which("vlock") and shutil.which("tmux"), "xsecurelock": shutil.which("xsecurelock")}
+           "vlock": shutil.which("vlock") and shutil.which("tmux"), "xsecurelock": shutil.which("xsecurelock"),
+           "xscreensaver": shutil.which("xscreensaver")}
 
 
 def shipped_stack(name):
@@ -71,7 +72,8 @@ def locker(request, world, rig, x):
         driver = {"i3lock": lambda: I3lock(world, UID, USER, x),
                   "swaylock": lambda: Swaylock(world, UID, USER),
                   "vlock": lambda: Vlock(world, UID, USER),
-                  "xsecurelock": lambda: Xsecurelock(world, UID, USER, x)}[request.param]()
+                  "xsecurelock": lambda: Xsecurelock(world, UID, USER, x),
+                  "xscreensaver": lambda: Xscreensaver(world, UID, USER, x)}[request.param]()
         started.append(driver)
         return driver.start()
     yield start
@@ -96,6 +98,9 @@ def test_unlock_by_finger(locker, world, rig):
     assert lock.unlocked(), "still locked after a matching finger"
     fed(rig)
     assert world.counts(UID) == (0, 0)
+    if isinstance(lock, Xscreensaver):
+        # Nothing stood between Enter and the reader: no message to dismiss.
+        assert lock.messages == []
 
 
 def test_unlock_by_password(locker, world):
