@@ -62,6 +62,56 @@ def in_sleep(pid):
     return number.isdigit() and int(number) in SLEEP_SYSCALLS
 
 
+def descendants(pid):
+    """pid's children, their children, and so on (read before any of them
+    is killed: an orphan is handed to init and leaves the tree)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    found, queue = [], [pid]
+    while queue:
+        for child in children.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
+def kill_tree(proc):
+    """Kills a started process and everything it started; reaps it."""
+    if proc is None:
+        return
+    for pid in [proc.pid] + descendants(proc.pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def user_processes(uid):
+    """Every live process whose real uid is `uid`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/status") as f:
+                    fields = dict(line.split(":", 1) for line in f if ":" in line)
+                if int(fields["Uid"].split()[0]) == uid and fields["State"].split()[0] != "Z":
+                    found.append(int(entry))
+            except (OSError, KeyError, ValueError, IndexError):
+                continue
+    return found
+
+
 def processes_named(name, uid=None):
     found = []
     for entry in os.listdir("/proc"):
@@ -153,9 +203,7 @@ class Locker:
         time.sleep(0.4)  # the locker redraws and re-arms its input
 
     def close(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+        kill_tree(self.proc)
 
 
 class I3lock(Locker):
@@ -214,13 +262,7 @@ class Swaylock(Locker):
 
     def close(self):
         super().close()
-        if self.sway and self.sway.poll() is None:
-            self.sway.terminate()
-            try:
-                self.sway.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.sway.kill()
-                self.sway.wait()
+        kill_tree(self.sway)
         shutil.rmtree(self.runtime, ignore_errors=True)
 
 
@@ -439,13 +481,5 @@ class Xscreensaver(Locker):
         return "non-blanked" not in self.command("-time")
 
     def close(self):
-        if self.proc and self.proc.poll() is None:
-            self.command("-exit")
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        for pid in processes_named("xscreensaver-gf", self.uid) + self.pam_pids():
-            os.kill(pid, signal.SIGKILL)
+        kill_tree(self.proc)
         shutil.rmtree(self.home, ignore_errors=True)

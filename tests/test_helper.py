@@ -13,7 +13,9 @@ Two kinds of test:
 Each attack test checks that nothing was granted, nothing was written where
 it must not be, no charge was lost and the reader was released.
 """
+import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -25,7 +27,7 @@ from fprint_rig import FprintRig, RigError
 from helper_wire import (CANCEL, CLIENT_HELLO, ERROR_TEXT, HELLO, NO_ANSWER, PROMPT_OFF, REPLY, REQUEST, RESULT,
                          STATUS_EVALUATED, STATUS_NOT_PRIVILEGED, STATUS_REFUSED, TEXT_INFO, converse, frame,
                          read_frame, request)
-from pamenv import BUILD, HARNESS, parse_run
+from pamenv import BUILD, HARNESS, localauth_command, parse_run, run_in_terminal
 from private_world import HELPER, HELPER_PATH, PrivateWorld
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mount namespaces, a setuid helper)")
@@ -637,3 +639,40 @@ def test_the_user_cannot_read_edit_or_delete_their_record(w):
                           env=w.env(USER), timeout=30)
     assert proc.stdout.split() == ["denied"] * 4, proc
     assert w.counts(UID) == (0, 1)
+
+
+# ================================================================ localauth check and test as the user
+
+def user_cli(w, *args):
+    return subprocess.run(w.argv(localauth_command(), *args, uid=UID), capture_output=True, text=True,
+                          env=w.env(USER), timeout=60)
+
+
+def test_localauth_check_as_the_user_goes_through_the_helper(w, rig):
+    """Through the helper a user's check sees the record too, so it can
+    report biometryLockout; it never prompts and charges nothing."""
+    usable = user_cli(w, "check", "--policy", "biometrics", "--json")
+    assert usable.returncode == 0, usable.stderr
+    report = json.loads(usable.stdout)
+    assert report["can_evaluate"] is True and len(report["domain_state"]) == 64, report
+    unlock(w, [""], [MISS] * 3, rig)
+    unlock(w, [""], [MISS] * 2, rig)
+    assert w.counts(UID) == (5, 0)
+    locked = user_cli(w, "check", "--policy", "biometrics")
+    assert locked.returncode == 13 and locked.stderr == "biometryLockout\n", locked
+    owner = user_cli(w, "check")
+    assert owner.returncode == 0, owner.stderr          # the password still works
+    assert w.counts(UID) == (5, 0)
+    assert user_cli(w, "check", "--user", OTHER).returncode == 3
+
+
+def test_localauth_test_as_the_user_goes_through_the_helper(w, rig):
+    argv = w.argv(localauth_command(), "test", uid=UID)
+    argv[0] = shutil.which(argv[0])
+    code, output = run_in_terminal(argv, w.env(USER), answers=["wrong-pw"])
+    assert code == 1, output
+    assert FIRST_PROMPT.strip() in output and "not authenticated: authenticationFailed (-1)" in output
+    assert w.counts(UID) == (0, 1)
+    code, output = run_in_terminal(argv, w.env(USER), answers=[PASSWORD])
+    assert code == 0 and "authenticated: password" in output, output
+    assert w.counts(UID) == (0, 0)

@@ -18,7 +18,8 @@ import time
 import pytest
 
 from fprint_rig import FprintRig, RigError
-from lockers import I3lock, Swaylock, Vlock, Xscreensaver, Xsecurelock, Xvfb, helper_pids, wait_for
+from lockers import (I3lock, Swaylock, Vlock, Xscreensaver, Xsecurelock, Xvfb, helper_pids, kill_tree, user_processes,
+                     wait_for)
 from pamenv import MODULE, ROOT
 from private_world import PrivateWorld
 
@@ -84,6 +85,12 @@ def locker(request, world, rig, x):
     except RigError:
         pass
     wait_for(lambda: not helper_pids(), what="every helper gone")
+    # Nothing the locker started may outlive the test (the user is private
+    # to the tests): anything left is a driver bug, killed and reported.
+    left = user_processes(UID)
+    for pid in left:
+        os.kill(pid, 9)
+    assert not left, f"processes of the test user outlived the test: {left}"
 
 
 def fed(rig):

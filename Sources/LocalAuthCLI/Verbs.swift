@@ -217,12 +217,13 @@ func checkCommand(_ arguments: Arguments) throws -> ExitCode {
         var engine = makeSystemEngine(options, RequestFacts(mode: .prompt), prompter: NoConversation(), log: log)
         result = engine.canEvaluate(policy, user: user)
     } else {
-        // A user asking about themselves: everything but the lockout, which
-        // only root can read.
-        var engine = makeSystemEngine(options, RequestFacts(mode: .prompt), prompter: NoConversation(), store: UnreadableStateStore(),
-                                      log: log)
-        result = engine.canEvaluate(policy, user: user)
-        standardError("note: the lockout state is readable by root only; run as root to see biometryLockout\n")
+        // A user asking about themselves: the helper reads the record too.
+        var request = HelperRequest()
+        request.action = .check
+        request.service = literalBytes("localauth-test")
+        request.presentation = [(literalBytes("policy"), utf8Bytes(policy.name))]
+        var client = HelperClient(prompter: NoConversation())
+        result = try helperPreflight(client.run(request))
     }
     let code: ExitCode
     var errorName: String? = nil
@@ -253,6 +254,29 @@ func checkCommand(_ arguments: Arguments) throws -> ExitCode {
     return code
 }
 
+/// The preflight's answer from the helper; a helper that cannot be used or
+/// fails is an error of the command, never an answer.
+func helperPreflight(_ outcome: HelperOutcome) throws -> Result<[UInt8], LAError> {
+    switch outcome {
+    case .unavailable(let why): throw CLIError("localauth-helper cannot be used: \(why)")
+    case .failed(let why): throw CLIError("localauth-helper failed: \(why)")
+    case .answered(let result):
+        guard result.status == .evaluated else { throw CLIError(helperStatusText(result.status)) }
+        if result.pamCode == PAMCode.success.rawValue { return .success(result.domainState) }
+        guard let error = result.error else { throw CLIError("localauth-helper gave no answer for this account") }
+        return .failure(error)
+    }
+}
+
+func helperStatusText(_ status: HelperStatus) -> String {
+    switch status {
+    case .evaluated: return "evaluated"
+    case .refused: return "localauth-helper refused the request"
+    case .notPrivileged: return "localauth-helper does not run as root (a nosuid mount, no_new_privs or a container?)"
+    case .internalError: return "localauth-helper hit an internal error"
+    }
+}
+
 func resultErrorCode(_ result: Result<[UInt8], LAError>) -> Int32 {
     if case .failure(let error) = result { return error.rawValue }
     return 0
@@ -275,12 +299,14 @@ func resetCommand(_ arguments: Arguments) throws -> ExitCode {
 // MARK: - test
 
 func testCommand(_ arguments: Arguments) throws -> ExitCode {
-    try requireRoot("test")
     let user = try targetUser(arguments)
     let configuration = try loadConfiguration(arguments)
     var options = configuration.options
     options.policy = try parsePolicy(arguments, default: options.policy)
     if let reason = arguments.values["--reason"] { options.reason = utf8Bytes(reason) }
+    if Syscalls.realUserID() != 0 || Syscalls.effectiveUserID() != 0 {
+        return try testThroughHelper(options, reason: arguments.values["--reason"])
+    }
     let tty = Syscalls.standardInputTerminal()
     let mode: InteractionMode = options.mode ?? (tty.isEmpty ? .prompt : .terminal)
     var engine = makeSystemEngine(options, RequestFacts(mode: mode, tty: tty), prompter: TerminalConversation(),
@@ -300,6 +326,34 @@ func testCommand(_ arguments: Arguments) throws -> ExitCode {
         print("not authenticated: internal error (see above)")
         return .failure
     case .outOfScope:
+        return .failure
+    }
+}
+
+/// `localauth test` run by a user: the helper evaluates (in prompt mode),
+/// this shows its conversation in the terminal.
+func testThroughHelper(_ options: Options, reason: String?) throws -> ExitCode {
+    var request = HelperRequest()
+    request.service = literalBytes("localauth-test")
+    request.tty = Syscalls.standardInputTerminal()
+    request.presentation = [(literalBytes("policy"), utf8Bytes(options.policy.name))]
+    if let reason { request.presentation.append((literalBytes("reason"), utf8Bytes(reason))) }
+    var client = HelperClient(prompter: TerminalConversation())
+    defer { client.lastAnswer.wipe() }
+    switch client.run(request) {
+    case .unavailable(let why): throw CLIError("localauth-helper cannot be used: \(why)")
+    case .failed(let why): throw CLIError("localauth-helper failed: \(why)")
+    case .answered(let result):
+        guard result.status == .evaluated else { throw CLIError(helperStatusText(result.status)) }
+        if result.pamCode == PAMCode.success.rawValue {
+            print(result.method == .passcode ? "authenticated: password" : "authenticated: fingerprint")
+            return .success
+        }
+        if let error = result.error {
+            print("not authenticated: \(error.name) (\(error.rawValue)), PAM code \(result.pamCode)")
+        } else {
+            print("not authenticated: PAM code \(result.pamCode)")
+        }
         return .failure
     }
 }

@@ -202,7 +202,11 @@ struct HelperSession {
         let facts = ScopeFacts(service: request.service, callerUID: callerUID, targetUID: target.uid, targetName: target.name,
                                requestingUser: [], remoteHost: [], localHostName: Syscalls.hostName(),
                                sessionIsRemote: LogindSession.callerIsRemote())
-        let scope = Scope.decide(facts, options: options)
+        // The preflight never prompts, and `localauth test` is a person
+        // testing their own account: neither needs its service listed.
+        var scopeOptions = options
+        if request.action == .check || bytesEqual(request.service, "localauth-test") { scopeOptions.services.append(request.service) }
+        let scope = Scope.decide(facts, options: scopeOptions)
         if case .outOfScope = scope {
             log.log(.debug, "out of scope for service \(printableText(request.service)); ignoring")
             return finish(HelperResult(status: .evaluated, pamCode: PAMCode.ignore.rawValue), &log)
