@@ -141,14 +141,20 @@ cli:
 	swift build -c release --product localauth --static-swift-stdlib --scratch-path $(CLI_BUILD)
 
 MANPAGES := man/pam_localauth.8 man/localauth.1 man/localauth.conf.5
+# Stacks for one service each, installed as examples (the distribution's own
+# files for these services are never overwritten).
+EXAMPLE_STACKS := sudo sudo-biometrics su login i3lock swaylock xscreensaver xsecurelock hyprlock vlock
 
 install: module cli
-	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(SYSCONFDIR)/pam.d $(DESTDIR)$(SYSCONFDIR)/security \
+	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(SYSCONFDIR)/pam.d $(DESTDIR)$(SYSCONFDIR)/security $(DESTDIR)$(LIBEXECDIR) \
+		$(DESTDIR)$(PREFIX)/share/localauth/pam.d \
 		$(DESTDIR)$(PREFIX)/bin $(DESTDIR)/usr/share/pam-configs \
 		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man8
 	install -m 0644 $(BUILD)/pam_localauth.so $(DESTDIR)$(PAMDIR)/pam_localauth.so
 	install -s -m 0755 $$(swift build -c release --scratch-path $(CLI_BUILD) --show-bin-path)/localauth $(DESTDIR)$(PREFIX)/bin/localauth
 	install -m 0644 pam.d/localauth-passcode $(DESTDIR)$(SYSCONFDIR)/pam.d/localauth-passcode
+	install -o root -g root -m 4755 $(BUILD)/localauth-helper $(DESTDIR)$(LIBEXECDIR)/localauth-helper
+	for f in $(EXAMPLE_STACKS); do install -m 0644 pam.d/$$f $(DESTDIR)$(PREFIX)/share/localauth/pam.d/$$f; done
 	test -e $(DESTDIR)$(SYSCONFDIR)/security/localauth.conf || \
 		install -m 0644 config/localauth.conf $(DESTDIR)$(SYSCONFDIR)/security/localauth.conf
 	install -m 0644 config/pam-auth-update.localauth $(DESTDIR)/usr/share/pam-configs/localauth
@@ -160,6 +166,9 @@ install: module cli
 # Leaves /etc/security/localauth.conf (it may hold the administrator's
 # settings) and /var/lib/localauth (the attempt state).
 uninstall:
+	rm -f $(DESTDIR)$(LIBEXECDIR)/localauth-helper
+	-rmdir $(DESTDIR)$(LIBEXECDIR)
+	rm -rf $(DESTDIR)$(PREFIX)/share/localauth
 	rm -f $(DESTDIR)$(PAMDIR)/pam_localauth.so $(DESTDIR)$(SYSCONFDIR)/pam.d/localauth-passcode \
 		$(DESTDIR)$(PREFIX)/bin/localauth $(DESTDIR)/usr/share/pam-configs/localauth \
 		$(DESTDIR)$(PREFIX)/share/man/man1/localauth.1 $(DESTDIR)$(PREFIX)/share/man/man5/localauth.conf.5 \

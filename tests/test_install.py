@@ -89,6 +89,17 @@ def test_install_and_uninstall_into_destdir(tmp_path):
     if toolchain is not None and toolchain != Path("/"):
         assert str(toolchain) not in libraries, libraries
 
+    # The setuid helper, where the module and the command start it.
+    helper = staged(destdir, "/usr/libexec/localauth/localauth-helper")
+    assert helper.is_file() and mode(helper) == 0o4755 and helper.stat().st_uid == 0
+    direct = subprocess.run([str(helper)], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+    assert direct.returncode == 2 and "over a socket on its standard input" in direct.stderr, direct
+    # The example stacks, beside (never over) the distribution's own files.
+    for name in ("sudo", "i3lock", "swaylock", "xscreensaver", "xsecurelock", "hyprlock", "vlock"):
+        example = staged(destdir, PREFIX / "share/localauth/pam.d" / name)
+        assert example.read_text() == (ROOT / "pam.d" / name).read_text()
+    assert not staged(destdir, "/etc/pam.d/i3lock").exists()
+
     # The passcode service.
     passcode = staged(destdir, "/etc/pam.d/localauth-passcode")
     assert passcode.read_text() == (ROOT / "pam.d/localauth-passcode").read_text() and mode(passcode) == 0o644
@@ -118,7 +129,7 @@ def test_install_and_uninstall_into_destdir(tmp_path):
 
     # Uninstall removes everything but the configuration and the state.
     make("uninstall", destdir)
-    for path in [module, tool, passcode, profile, *pages]:
+    for path in [module, tool, helper, passcode, profile, *pages, staged(destdir, PREFIX / "share/localauth")]:
         assert not path.exists(), path
     assert config.read_text().startswith("# edited by the administrator")
     assert state.is_dir() and mode(state) == 0o700

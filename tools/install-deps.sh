@@ -11,6 +11,8 @@ packages=(
     sudo login passwd                    # the real programs of the end-to-end tests
     fprintd libfprint-2-2 dbus-daemon python3-dbusmock python3-gi python3-dbus  # the virtual-sensor rig
     libpam-fprintd                       # the reference the tests and benchmark compare with
+    i3lock swaylock sway wtype xscreensaver xsecurelock vlock  # the real screen lockers of the end-to-end tests
+    xvfb xdotool x11-utils tmux          # driving them headless
 )
 missing=()
 for package in "${packages[@]}"; do
