@@ -288,6 +288,11 @@ class Vlock(Locker):
     def screen(self):
         return self.tmux("capture-pane", "-p", "-t", self.session).stdout
 
+    def transcript(self):
+        """The pane's non-empty lines (PAM's messages and vlock's own)."""
+        history = self.tmux("capture-pane", "-p", "-S", "-200", "-t", self.session).stdout
+        return [line.rstrip() for line in history.splitlines() if line.strip()]
+
     def last_line(self):
         lines = [line for line in self.screen().splitlines() if line.strip()]
         return lines[-1] if lines else ""

@@ -245,6 +245,14 @@ def test_locker_password_backoff_refuses_even_the_right_password(w):
     assert w.counts(UID) == (0, 5)
 
 
+def test_locker_finger_works_during_the_password_backoff(w, rig):
+    for attempt in range(5):
+        assert unlock(w, [f"wrong-{attempt}"]).code == PAM_AUTH_ERR
+    run = unlock(w, [""], [MATCH], rig)
+    assert run.code == PAM_SUCCESS, run
+    assert w.counts(UID) == (0, 0)
+
+
 @pytest.mark.parametrize("misses", [0, 1])
 def test_locker_killed_mid_prompt_loses_no_charge(w, rig, misses):
     """The locker dies while the helper waits for a finger: the helper sees

@@ -28,6 +28,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mount nam
 USER, UID, PASSWORD = "lockuser", 4300, "right-pw-1"
 MATCH = f"SCAN finger-{USER}"
 MISS = "SCAN finger-nobody"
+LOCKED = "Too many failed fingerprint attempts. Fingerprint is locked until you enter your password."
 LOCKERS = {"i3lock": shutil.which("i3lock"), "swaylock": shutil.which("swaylock") and shutil.which("sway"),
            "vlock": shutil.which("vlock") and shutil.which("tmux"), "xsecurelock": shutil.which("xsecurelock"),
            "xscreensaver": shutil.which("xscreensaver")}
@@ -136,6 +137,24 @@ def test_three_misses_then_the_password(locker, world, rig):
     lock.submit(PASSWORD)              # (the same attempt's password prompt, where it asks again)
     assert lock.unlocked()
     assert world.counts(UID) == (0, 0)
+    assert_shown(lock, ["Fingerprint not recognized. Try again.", "Fingerprint not recognized. Try again.",
+                        "Fingerprint not recognized."])
+
+
+def assert_shown(lock, texts):
+    """For the lockers whose screen the test can read: the PAM messages shown,
+    in this order (each text a part of a message)."""
+    if isinstance(lock, Xscreensaver):
+        shown = [text for _, text in lock.messages]
+    elif isinstance(lock, Vlock):
+        shown = lock.transcript()
+    else:
+        return
+    at = 0
+    for text in texts:
+        found = [index for index in range(at, len(shown)) if text in shown[index]]
+        assert found, (text, shown)
+        at = found[0] + 1
 
 
 def test_five_misses_across_two_prompts_lock_until_the_password(locker, world, rig):
@@ -155,6 +174,7 @@ def test_five_misses_across_two_prompts_lock_until_the_password(locker, world, r
     lock.submit("")
     lock.settle()
     assert lock.locked and world.counts(UID) == (5, 0)
+    assert_shown(lock, [LOCKED])
     lock.submit(PASSWORD)
     assert lock.unlocked()
     assert world.counts(UID) == (0, 0)
@@ -171,6 +191,7 @@ def test_password_backoff(locker, world):
     lock.settle()
     assert lock.locked and world.counts(UID) == (0, 5)
     assert world.record(UID).backoff_ms > 0
+    assert_shown(lock, ["Too many wrong passwords. Try again in "])   # 1 minute, less the time typing took
 
 
 def test_locker_killed_mid_prompt_loses_no_charge(locker, world, rig):
