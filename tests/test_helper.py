@@ -24,6 +24,7 @@ import time
 import pytest
 
 from fprint_rig import FprintRig, RigError
+from lockers import descendants
 from helper_wire import (CANCEL, CLIENT_HELLO, ERROR_TEXT, HELLO, NO_ANSWER, PROMPT_OFF, REPLY, REQUEST, RESULT,
                          STATUS_EVALUATED, STATUS_NOT_PRIVILEGED, STATUS_REFUSED, TEXT_INFO, converse, frame,
                          read_frame, request)
@@ -149,20 +150,6 @@ def helpers(w):
         h.close()
 
 
-def children_of(pid):
-    kids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                if int(fields[1]) == pid:
-                    kids.append(int(entry))
-            except (OSError, IndexError, ValueError):
-                pass
-    return kids
-
-
 def wait_gone(pid, timeout=15):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -266,7 +253,7 @@ def test_locker_killed_mid_prompt_loses_no_charge(w, rig, misses):
         wait_counts(w, (misses + 1, 0))       # the next attempt is charged while it waits
         if misses:
             assert rig.feed_wait(timeout=30).ok
-        helper = children_of(proc.pid)
+        helper = descendants(proc.pid)
         assert len(helper) == 1
         proc.kill()
         proc.wait(timeout=10)

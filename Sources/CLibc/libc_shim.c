@@ -1,4 +1,10 @@
-/* errno is a macro over a thread-local: Swift reads it through this. */
+/* errno is a macro over a thread-local: Swift reads it through this. The
+   res*id calls are declared only with _GNU_SOURCE, set here alone. */
+#define _GNU_SOURCE
 #include "libc_shim.h"
 
 int la_errno(void) { return errno; }
+int la_setresuid(unsigned real, unsigned effective, unsigned saved) { return setresuid(real, effective, saved); }
+int la_setresgid(unsigned real, unsigned effective, unsigned saved) { return setresgid(real, effective, saved); }
+int la_getresuid(unsigned *real, unsigned *effective, unsigned *saved) { return getresuid(real, effective, saved); }
+int la_getresgid(unsigned *real, unsigned *effective, unsigned *saved) { return getresgid(real, effective, saved); }

@@ -697,10 +697,12 @@ extension Syscalls {
     /// when the process then really is root (a nosuid mount, no_new_privs or
     /// a container can leave the setuid bit without effect).
     public static func becomeRoot() -> Bool {
-        guard setresuid(0, 0, 0) == 0, setresgid(0, 0, 0) == 0, setgroups(0, nil) == 0 else { return false }
-        var real: uid_t = 1, effective: uid_t = 1, saved: uid_t = 1
-        var realGroup: gid_t = 1, effectiveGroup: gid_t = 1, savedGroup: gid_t = 1
-        guard getresuid(&real, &effective, &saved) == 0, getresgid(&realGroup, &effectiveGroup, &savedGroup) == 0 else { return false }
+        guard la_setresuid(0, 0, 0) == 0, la_setresgid(0, 0, 0) == 0, setgroups(0, nil) == 0 else { return false }
+        var real: UInt32 = 1, effective: UInt32 = 1, saved: UInt32 = 1
+        var realGroup: UInt32 = 1, effectiveGroup: UInt32 = 1, savedGroup: UInt32 = 1
+        guard la_getresuid(&real, &effective, &saved) == 0, la_getresgid(&realGroup, &effectiveGroup, &savedGroup) == 0 else {
+            return false
+        }
         return real == 0 && effective == 0 && saved == 0 && realGroup == 0 && effectiveGroup == 0 && savedGroup == 0
     }
 
@@ -833,16 +835,21 @@ extension Syscalls {
         la_openlog(UnsafeRawPointer(identity.utf8Start).assumingMemoryBound(to: CChar.self))
     }
 
-    public static func systemLog(_ level: LogLevel, _ message: String) {
-        let priority: Int32
+    /// The syslog priority of a log level (for syslog and pam_syslog alike).
+    public static func syslogPriority(_ level: LogLevel) -> Int32 {
         switch level {
-        case .debug: priority = LOG_DEBUG
-        case .notice: priority = LOG_NOTICE
-        case .warning: priority = LOG_WARNING
-        case .error: priority = LOG_ERR
+        case .debug: return LOG_DEBUG
+        case .notice: return LOG_NOTICE
+        case .warning: return LOG_WARNING
+        case .error: return LOG_ERR
         }
+    }
+
+    public static func systemLog(_ level: LogLevel, _ message: String) {
         var bytes = utf8Bytes(message)
         bytes.append(0)
-        bytes.withUnsafeBufferPointer { la_syslog(priority, UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self)) }
+        bytes.withUnsafeBufferPointer {
+            la_syslog(syslogPriority(level), UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self))
+        }
     }
 }

@@ -52,13 +52,7 @@ struct LibPAMHandle {
     }
 
     func syslog(_ level: LogLevel, _ message: String) {
-        let priority: Int32
-        switch level {
-        case .debug: priority = LOG_DEBUG
-        case .notice: priority = LOG_NOTICE
-        case .warning: priority = LOG_WARNING
-        case .error: priority = LOG_ERR
-        }
+        let priority = Syscalls.syslogPriority(level)
         message.withCString { la_pam_syslog(raw, priority, $0) }
     }
 

@@ -7,9 +7,6 @@
 #ifndef LOCALAUTH_LIBC_SHIM_H
 #define LOCALAUTH_LIBC_SHIM_H
 
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE  /* setresuid, getresuid */
-#endif
 
 #include <sys/types.h>
 #include <sys/stat.h>
@@ -40,6 +37,13 @@ static inline int la_openat(int dirfd, const char *path, int flags, unsigned mod
     return openat(dirfd, path, flags, (mode_t)mode);
 }
 int la_errno(void);
+/* The res*id calls need _GNU_SOURCE, which this header must not set (every
+   module that includes the system headers must see them alike): they are
+   wrapped in libc_shim.c. */
+int la_setresuid(unsigned real, unsigned effective, unsigned saved);
+int la_setresgid(unsigned real, unsigned effective, unsigned saved);
+int la_getresuid(unsigned *real, unsigned *effective, unsigned *saved);
+int la_getresgid(unsigned *real, unsigned *effective, unsigned *saved);
 static inline int la_s_isreg(unsigned mode) { return S_ISREG(mode); }
 static inline int la_s_isdir(unsigned mode) { return S_ISDIR(mode); }
 static inline int la_s_ischr(unsigned mode) { return S_ISCHR(mode); }
