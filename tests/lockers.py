@@ -82,11 +82,21 @@ def descendants(pid):
     return found
 
 
+def gone(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
 def kill_tree(proc):
-    """Kills a started process and everything it started; reaps it."""
+    """Kills a started process and everything it started, and waits until
+    all of them are gone (a dying locker still holds its keyboard grab)."""
     if proc is None:
         return
-    for pid in [proc.pid] + descendants(proc.pid):
+    tree = [proc.pid] + descendants(proc.pid)
+    for pid in tree:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -95,6 +105,7 @@ def kill_tree(proc):
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         pass
+    wait_for(lambda: all(gone(pid) for pid in tree), what="the locker's processes gone")
 
 
 def user_processes(uid):

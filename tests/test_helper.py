@@ -61,6 +61,7 @@ def world(rig, tmp_path_factory):
     world = PrivateWorld(base, rig, users={USER: (UID, PASSWORD), OTHER: (OTHER_UID, OTHER_PASSWORD)},
                          config=[f"answer_timeout = {ANSWER_TIMEOUT}"])
     world.write_locker_stack("i3lock")
+    world.write_locker_stack("swaylock", args="timeout=2")   # a caller may shorten the wait
     return world
 
 
@@ -264,6 +265,37 @@ def test_locker_killed_mid_prompt_loses_no_charge(w, rig, misses):
             proc.wait()
     assert w.counts(UID) == (misses, 0)
     rig.wait_until_claimable(USER, timeout=10)
+
+
+def test_locker_stopped_mid_prompt_holds_nothing_and_gains_nothing(w, rig):
+    """SIGSTOP of the locker while the helper waits for a finger (the stack
+    line shortens the wait to 2 s): the miss stays counted, the untouched
+    attempt is given back at the timeout, the password prompt goes
+    unanswered, the helper gives up at the answer deadline and releases the
+    reader; continued, the locker gets a failure, never a success."""
+    proc = subprocess.Popen(harness_argv(w, [""], service="swaylock"), env=wrapper_env(w), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        wait_counts(w, (1, 0))                       # the first attempt charged: the reader waits
+        helper = descendants(proc.pid)
+        assert len(helper) == 1
+        rig.feed([MISS], on_cue=False)
+        assert rig.feed_wait(timeout=30).ok
+        wait_counts(w, (2, 0))                       # the miss kept, the next attempt charged
+        os.kill(proc.pid, signal.SIGSTOP)
+        assert wait_gone(helper[0], timeout=2 + ANSWER_TIMEOUT + 15), "the helper waited past its deadlines"
+        rig.wait_until_claimable(USER, timeout=10)
+        os.kill(proc.pid, signal.SIGCONT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)
+            proc.kill()
+            proc.wait()
+    run = parse_run(out, err)
+    assert run.code == PAM_SYSTEM_ERR, run             # no RESULT: a failure, never a success
+    assert "localauth-helper failed" in run.stderr
+    assert w.counts(UID) == (1, 0)
 
 
 def test_locker_other_users_name_is_out_of_scope(w):

@@ -91,6 +91,7 @@ def locker(request, world, rig, x):
     left = user_processes(UID)
     for pid in left:
         os.kill(pid, 9)
+    wait_for(lambda: not user_processes(UID), what="the test user's processes gone")
     assert not left, f"processes of the test user outlived the test: {left}"
 
 
