@@ -2,13 +2,14 @@
  * fakehelper: stands in for localauth-helper in the tests of the module's
  * client side, misbehaving in the way named by the root-owned file
  * "fake-mode" beside it. Installed setuid root (so the module starts it);
- * it never uses the privilege.
+ * it never uses the privilege. Each waits for the client to close the
+ * socket before it exits, so none outlives its client.
  *
  *   exit0          exit 0 at once, saying nothing
- *   silent         say nothing, sleep (the client's HELLO deadline ends it)
+ *   silent         say nothing (the client's HELLO deadline ends it)
  *   garbage        answer HELLO with random bytes
  *   forged         send a success RESULT before any HELLO
- *   hang           HELLO (1 s silence announced), read the request, then sleep
+ *   hang           HELLO (1 s silence announced), read the request, then nothing
  *   oversized      HELLO, then a frame header claiming 1 MiB
  *   unknown        HELLO, then a frame of an unknown type
  *   nomethod       HELLO, then a "success" RESULT that does not say how
@@ -43,6 +44,13 @@ static void skip_frame(void) {
     }
 }
 
+/* Waits until the client closes the socket: a stand-in never outlives it. */
+static int until_closed(void) {
+    uint8_t buffer[256];
+    while (read(0, buffer, sizeof buffer) > 0) {}
+    return 0;
+}
+
 static void hello(void) {
     static const uint8_t payload[] = {'L', 'A', 'H', 1, 0, 0, 0x03, 0xE8};  /* 1000 ms */
     skip_frame();
@@ -66,21 +74,20 @@ int main(int argc, char **argv) {
     static const uint8_t success[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0};
     static const uint8_t no_method[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     if (!strcmp(mode, "exit0")) return 0;
-    if (!strcmp(mode, "silent")) { sleep(60); return 0; }
-    if (!strcmp(mode, "forged")) { frame(0x30, success, sizeof success); sleep(2); return 0; }
+    if (!strcmp(mode, "silent")) return until_closed();
+    if (!strcmp(mode, "forged")) { frame(0x30, success, sizeof success); return until_closed(); }
     if (!strcmp(mode, "garbage")) {
         skip_frame();
         uint8_t noise[64];
         for (size_t i = 0; i < sizeof noise; i++) noise[i] = (uint8_t)(i * 37 + 11);
         put(noise, sizeof noise);
-        sleep(2);
-        return 0;
+        return until_closed();
     }
     hello();
-    if (!strcmp(mode, "hang")) { sleep(60); return 0; }
-    if (!strcmp(mode, "oversized")) { uint8_t header[5] = {0x10, 0, 0x10, 0, 0}; put(header, 5); sleep(2); return 0; }
-    if (!strcmp(mode, "unknown")) { frame(0x7E, success, sizeof success); sleep(2); return 0; }
-    if (!strcmp(mode, "nomethod")) { frame(0x30, no_method, sizeof no_method); sleep(2); return 0; }
+    if (!strcmp(mode, "hang")) return until_closed();
+    if (!strcmp(mode, "oversized")) { uint8_t header[5] = {0x10, 0, 0x10, 0, 0}; put(header, 5); return until_closed(); }
+    if (!strcmp(mode, "unknown")) { frame(0x7E, success, sizeof success); return until_closed(); }
+    if (!strcmp(mode, "nomethod")) { frame(0x30, no_method, sizeof no_method); return until_closed(); }
     if (!strcmp(mode, "truncated")) { uint8_t header[5] = {0x30, 0, 0, 0, 11}; put(header, 5); put(success, 5); return 0; }
     if (!strcmp(mode, "success-exit1")) { frame(0x30, success, sizeof success); return 1; }
     return 7;

@@ -24,7 +24,7 @@ import time
 import pytest
 
 from fprint_rig import FprintRig, RigError
-from lockers import descendants
+from lockers import descendants, helper_pids, wait_for
 from helper_wire import (CANCEL, CLIENT_HELLO, ERROR_TEXT, HELLO, NO_ANSWER, PROMPT_OFF, REPLY, REQUEST, RESULT,
                          STATUS_EVALUATED, STATUS_NOT_PRIVILEGED, STATUS_REFUSED, TEXT_INFO, converse, frame,
                          read_frame, request)
@@ -76,6 +76,8 @@ def w(world, rig):
         rig.feed_wait(timeout=1)
     except RigError:
         pass
+    # No helper (real or stand-in) outlives its test.
+    wait_for(lambda: not helper_pids(), what="every helper gone")
 
 
 # ---------------------------------------------------------------- running things as the user
