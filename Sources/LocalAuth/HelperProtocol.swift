@@ -36,8 +36,9 @@ public enum HelperWire {
     public static let maxPayload = 4096
     /// The largest REPLY: the largest passcode accepted anywhere.
     public static var maxReply: Int { SecretBuffer.capacity }
-    /// "LAH" and the version.
-    static let magic: [UInt8] = [0x4C, 0x41, 0x48]
+    /// "LAH", before the version. Computed, not stored: a stored array would
+    /// be allocated on every load of the module and leaked at each unload.
+    static var magic: [UInt8] { [0x4C, 0x41, 0x48] }
 
     /// The header of a frame carrying `length` bytes.
     public static func header(_ type: FrameType, length: Int) -> [UInt8] {
