@@ -30,4 +30,13 @@ public struct Configuration {
         return Configuration(options: parser.options, path: path, fileRead: contents != nil, fileProblem: problem,
                              diagnostics: parser.diagnostics, keysFromFile: keys)
     }
+
+    /// Logs why the file was ignored and every bad line or argument, as
+    /// warnings (the module and the helper alike).
+    public func report<Log: EventLog>(to log: inout Log) {
+        if let fileProblem {
+            log.log(.warning, "configuration file \(printableText(path)) ignored: \(fileProblem)")
+        }
+        for message in diagnostics { log.log(.warning, message) }
+    }
 }

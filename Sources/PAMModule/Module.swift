@@ -26,24 +26,15 @@ public func localauthAuthenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc
     // state nor read the passwords: the setuid helper evaluates for them.
     if Syscalls.effectiveUserID() != 0 { return authenticateThroughHelper(handle, options: options, flags: flags, log: log) }
 
-    let service = handle.service
-    let userName: [UInt8]
-    switch handle.userName() {
-    case .name(let name): userName = name
-    case .failed(let code): return code.rawValue
+    let scope: ScopeDecision, userName: [UInt8], target: (uid: UInt32, name: [UInt8])?
+    switch callScope(handle, options: options, log: &log) {
+    case .decided(let end): return end
+    case .acting(let decision, let name, let found): (scope, userName, target) = (decision, name, found)
     }
+    let service = handle.service
     let tty = handle.tty
     let remoteHost = handle.remoteHost
     let requestingUser = handle.requestingUser
-    let target = Syscalls.lookupUser(userName)
-    let facts = ScopeFacts(service: service, callerUID: Syscalls.realUserID(), targetUID: target?.uid, targetName: userName,
-                           requestingUser: requestingUser, remoteHost: remoteHost, localHostName: Syscalls.hostName(),
-                           sessionIsRemote: LogindSession.callerIsRemote())
-    let scope = Scope.decide(facts, options: options)
-    if case .outOfScope = scope {
-        log.log(.debug, "out of scope for service \(printableText(service)); ignoring")
-        return PAMCode.ignore.rawValue
-    }
     var user: UserIdentity? = nil
     if scope == .inScope, let target {
         user = UserIdentity(uid: target.uid, name: target.name)
@@ -68,20 +59,15 @@ public func localauthAuthenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc
 /// helper's RESULT frame can make this a success.
 func authenticateThroughHelper(_ handle: PAMHandle, options: Options, flags: Int32, log: PAMLog) -> Int32 {
     var log = log
-    let service = handle.service
     let userName: [UInt8]
-    switch handle.userName() {
-    case .name(let name): userName = name
-    case .failed(let code): return code.rawValue
+    switch callScope(handle, options: options, log: &log) {
+    case .decided(let end): return end
+    case .acting(let scope, let name, _):
+        // Not root: an unknown name is out of scope already (R1).
+        guard scope == .inScope else { return PAMCode.ignore.rawValue }
+        userName = name
     }
-    let target = Syscalls.lookupUser(userName)
-    let facts = ScopeFacts(service: service, callerUID: Syscalls.realUserID(), targetUID: target?.uid, targetName: userName,
-                           requestingUser: handle.requestingUser, remoteHost: handle.remoteHost,
-                           localHostName: Syscalls.hostName(), sessionIsRemote: LogindSession.callerIsRemote())
-    guard Scope.decide(facts, options: options) == .inScope else {
-        log.log(.debug, "out of scope for service \(printableText(service)); ignoring")
-        return PAMCode.ignore.rawValue
-    }
+    let service = handle.service
     var request = HelperRequest()
     request.service = service
     request.user = userName
@@ -120,6 +106,33 @@ func authenticateThroughHelper(_ handle: PAMHandle, options: Options, flags: Int
         log.log(.debug, "result \(code.rawValue) from localauth-helper for service \(printableText(service))")
         return code.rawValue
     }
+}
+
+/// The outcome of the scope rules (R1) for this call, the same for both paths.
+enum CallScope {
+    /// Nothing more to do: the PAM code to return (no user, out of scope).
+    case decided(Int32)
+    /// The module acts: the decision, the target as PAM named it, the account if it exists.
+    case acting(ScopeDecision, [UInt8], (uid: UInt32, name: [UInt8])?)
+}
+
+func callScope(_ handle: PAMHandle, options: Options, log: inout PAMLog) -> CallScope {
+    let service = handle.service
+    let userName: [UInt8]
+    switch handle.userName() {
+    case .name(let name): userName = name
+    case .failed(let code): return .decided(code.rawValue)
+    }
+    let target = Syscalls.lookupUser(userName)
+    let facts = ScopeFacts(service: service, callerUID: Syscalls.realUserID(), targetUID: target?.uid, targetName: userName,
+                           requestingUser: handle.requestingUser, remoteHost: handle.remoteHost,
+                           localHostName: Syscalls.hostName(), sessionIsRemote: LogindSession.callerIsRemote())
+    let scope = Scope.decide(facts, options: options)
+    if case .outOfScope = scope {
+        log.log(.debug, "out of scope for service \(printableText(service)); ignoring")
+        return .decided(PAMCode.ignore.rawValue)
+    }
+    return .acting(scope, userName, target)
 }
 
 /// What the stack line may tell the helper: presentation only.
@@ -184,9 +197,7 @@ func moduleArguments(_ argc: Int32, _ argv: UnsafePointer<UnsafePointer<CChar>?>
 /// logged and safe values stay.
 func loadOptions(_ handle: PAMHandle, arguments: [[UInt8]]) -> Options {
     let configuration = Configuration.load(arguments: arguments)
-    if let problem = configuration.fileProblem {
-        handle.log(.warning, "configuration file \(printableText(configuration.path)) ignored: \(problem)")
-    }
-    for message in configuration.diagnostics { handle.log(.warning, message) }
+    var log = PAMLog(handle: handle, debug: false)
+    configuration.report(to: &log)
     return configuration.options
 }

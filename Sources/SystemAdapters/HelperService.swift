@@ -146,10 +146,7 @@ struct HelperSession {
         case .failure(let violation): return protocolFailure(violation, &log)
         }
         let configuration = Configuration.load()
-        if let problem = configuration.fileProblem {
-            log.log(.warning, "configuration file \(printableText(configuration.path)) ignored: \(problem)")
-        }
-        for message in configuration.diagnostics { log.log(.warning, message) }
+        configuration.report(to: &log)
         let configured = configuration.options
         log = HelperLog(debug: configured.debug)
         let silence = configured.timeoutSeconds * 1000 + HelperService.workSlackMilliseconds
