@@ -438,7 +438,13 @@ class Xscreensaver(Locker):
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(self.world.argv("xscreensaver", "-no-splash", "-verbose", uid=self.uid),
                                          env=self.env(), stdout=log, stderr=subprocess.STDOUT)
-        wait_for(lambda: "screen" in self.command("-time"), what="xscreensaver answering")
+        def answering():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"xscreensaver exited ({self.proc.returncode}):\n{self.log.read_text(errors='replace')[-2000:]}")
+            return "screen" in self.command("-time")
+        # Starting takes a few seconds (it waits for the X server's
+        # extensions); on a busy machine more than one step.
+        wait_for(answering, timeout=2 * STEP, what="xscreensaver answering")
         self.command("-lock")
         wait_for(lambda: "locked" in self.command("-time"), what="the screen locked")
         return self

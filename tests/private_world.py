@@ -8,12 +8,16 @@ where enter.sh makes / rprivate and binds private copies over /etc/pam.d,
 localauth.conf), the rig's directory over /run/dbus (so
 /run/dbus/system_bus_socket is the rig's bus: the helper ignores the
 environment), and mounts a read-only overlay on /usr/libexec that adds
-localauth/localauth-helper: the built helper, owned by root, mode 4755. The
-host's files are never changed.
+localauth/localauth-helper: the built helper, owned by root, mode 4755.
+/dev is a private tmpfs holding the host's usual devices and a /dev/log
+that is this world's own syslog socket, so the tests read what the helper
+and the module tell the administrator. The host's files are never changed.
 """
 import os
 import shutil
+import socket
 import subprocess
+import threading
 from pathlib import Path
 
 from pamenv import BUILD, MODULE, ROOT, parse_record
@@ -26,6 +30,55 @@ SHIPPED = ROOT / "pam.d"
 def openssl_hash(password):
     return subprocess.run(["openssl", "passwd", "-6", "-stdin"], input=password, capture_output=True, text=True,
                           check=True).stdout.strip()
+
+
+# What a program in the world finds in /dev (bound from the host's /dev).
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty", "ptmx", "console")
+DEVICE_DIRECTORIES = ("pts", "shm")
+DEVICE_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
+                "stderr": "/proc/self/fd/2"}
+
+
+class SystemLog:
+    """A datagram socket that takes the place of /dev/log; every line the
+    world's programs send to syslog lands in `lines` (read by a thread, so a
+    sender never blocks on a full socket)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(str(path))
+        os.chmod(path, 0o666)
+        self.sock.settimeout(0.2)
+        self.lines = []
+        self.lock = threading.Lock()
+        self.running = True
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        while self.running:
+            try:
+                data = self.sock.recv(65536)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            with self.lock:
+                self.lines.append(data.decode("utf-8", "replace"))
+
+    def mark(self):
+        with self.lock:
+            return len(self.lines)
+
+    def since(self, mark=0):
+        with self.lock:
+            return list(self.lines[mark:])
+
+    def close(self):
+        self.running = False
+        self.thread.join()
+        self.sock.close()
 
 
 class PrivateWorld:
@@ -79,12 +132,24 @@ class PrivateWorld:
                  (self.shadow, "/etc/shadow"), (self.security, "/etc/security")]
         if rig is not None:
             binds.append((rig.dir, "/run/dbus"))
+        self.syslog = SystemLog(base / "log.sock")
+        host_dev = base / "host-dev"
+        host_dev.mkdir()
+        dev = [f"mount --rbind /dev '{host_dev}'", "mount -t tmpfs -o mode=755,size=1m localauth-dev /dev"]
+        dev += [f"touch /dev/{d} && mount --bind '{host_dev}/{d}' /dev/{d}" for d in DEVICES]
+        dev += [f"mkdir /dev/{d} && mount --rbind '{host_dev}/{d}' /dev/{d}" for d in DEVICE_DIRECTORIES]
+        dev += [f"ln -s {target} /dev/{name}" for name, target in DEVICE_LINKS.items()]
+        dev += [f"touch /dev/log && mount --bind '{self.syslog.path}' /dev/log"]
         self.enter = base / "enter.sh"
         self.enter.write_text("set -e\nmount --make-rprivate /\n"
                               + "".join(f"mount --bind '{src}' '{dst}'\n" for src, dst in binds)
                               # read-only: no work directory, so namespaces may mount it at once
                               + f"mount -t overlay overlay -o lowerdir={self.libexec_upper}:/usr/libexec /usr/libexec\n"
+                              + "".join(line + "\n" for line in dev)
                               + 'exec "$@"\n')
+
+    def close(self):
+        self.syslog.close()
 
     def install_helper(self, source, mode=0o4755):
         if self.helper.exists():

@@ -15,6 +15,7 @@ it must not be, no charge was lost and the reader was released.
 """
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -62,7 +63,8 @@ def world(rig, tmp_path_factory):
                          config=[f"answer_timeout = {ANSWER_TIMEOUT}"])
     world.write_locker_stack("i3lock")
     world.write_locker_stack("swaylock", args="timeout=2")   # a caller may shorten the wait
-    return world
+    yield world
+    world.close()
 
 
 @pytest.fixture
@@ -167,6 +169,33 @@ def wait_counts(w, wanted, timeout=15):
     while w.counts(UID) != wanted:
         assert time.monotonic() < deadline, f"counts {w.counts(UID)}, wanted {wanted}"
         time.sleep(0.01)
+
+
+SEND_GAP = re.compile(r"it stays counted \(the stop followed the probe after (\d+) us\)")
+
+
+def given_back(w, scenario, tries=3):
+    """Runs `scenario`, a fingerprint wait ended before any finger, until its
+    attempt is given back, at most `tries` times. The refund needs proof
+    that no finger was judged, and part of that proof is the stop leaving
+    within 1 ms of the probe of the reader; a busy machine now and then
+    delays it, and the attempt then stays charged (failing closed). Only
+    that, named in the helper's log, may cost a try: any other charge fails
+    the test at once."""
+    for _ in range(tries):
+        mark = w.syslog.mark()
+        scenario()
+        if w.counts(UID) == (0, 0):
+            return
+        assert w.counts(UID) == (1, 0), w.counts(UID)
+        gaps = []
+        deadline = time.monotonic() + 5
+        while not gaps and time.monotonic() < deadline:
+            gaps = [int(m.group(1)) for line in w.syslog.since(mark) for m in [SEND_GAP.search(line)] if m]
+            time.sleep(0.01)
+        assert gaps and all(gap > 1000 for gap in gaps), w.syslog.since(mark)
+        w.clear_state()
+    pytest.fail(f"the attempt stayed charged in all {tries} tries, each time for the stop's delay")
 
 
 def proc_status(pid):
@@ -418,13 +447,16 @@ def test_helper_refuses_security_options_from_the_caller(w, helpers, key, value)
 def test_helper_timeout_from_the_caller_only_shortens(w, helpers, rig):
     """A caller may shorten the fingerprint wait, never lengthen it: with
     timeout=1 the wait ends (uncharged) without a finger."""
-    h = helpers()
-    h.ask(timeout="1", policy="biometrics")
-    started = time.monotonic()
-    messages, result = converse(h.sock, [""])
-    assert time.monotonic() - started < 10
-    assert result["pam"] == PAM_AUTHINFO_UNAVAIL and result["error"] == -4, (messages, result)  # systemCancel
-    assert w.counts(UID) == (0, 0)
+    def scenario():
+        h = helpers()
+        h.ask(timeout="1", policy="biometrics")
+        started = time.monotonic()
+        messages, result = converse(h.sock, [""])
+        assert time.monotonic() - started < 10
+        assert result["pam"] == PAM_AUTHINFO_UNAVAIL and result["error"] == -4, (messages, result)  # systemCancel
+        assert h.wait() == 1
+        rig.wait_until_claimable(USER, timeout=10)
+    given_back(w, scenario)
 
 
 HOSTILE = """\
@@ -592,30 +624,61 @@ def test_helper_oversized_reply_at_the_prompt_charges_nothing(w, helpers):
 
 
 def test_helper_closed_mid_fingerprint_wait_gives_back_the_attempt(w, helpers, rig):
-    h = helpers()
-    h.ask()
-    assert read_frame(h.sock)[0] == PROMPT_OFF
-    h.sock.sendall(frame(REPLY, b""))
-    assert read_frame(h.sock) == (TEXT_INFO, INSTRUCTION.encode())
-    wait_counts(w, (1, 0))
-    h.sock.close()
-    assert h.proc.wait(timeout=15) == 3
-    assert w.counts(UID) == (0, 0)
-    rig.wait_until_claimable(USER, timeout=10)
+    def scenario():
+        h = helpers()
+        h.ask()
+        assert read_frame(h.sock)[0] == PROMPT_OFF
+        h.sock.sendall(frame(REPLY, b""))
+        assert read_frame(h.sock) == (TEXT_INFO, INSTRUCTION.encode())
+        wait_counts(w, (1, 0))
+        h.sock.close()
+        assert h.proc.wait(timeout=15) == 3
+        rig.wait_until_claimable(USER, timeout=10)
+    given_back(w, scenario)
 
 
 def test_helper_cancel_mid_fingerprint_wait_is_app_cancel(w, helpers, rig):
-    h = helpers()
-    h.ask()
-    assert read_frame(h.sock)[0] == PROMPT_OFF
-    h.sock.sendall(frame(REPLY, b""))
-    assert read_frame(h.sock)[0] == TEXT_INFO
-    wait_counts(w, (1, 0))
-    h.sock.sendall(frame(CANCEL))
-    messages, result = converse(h.sock)
-    assert result["pam"] == PAM_CONV_ERR and result["error"] == APP_CANCEL, (messages, result)
+    def scenario():
+        h = helpers()
+        h.ask()
+        assert read_frame(h.sock)[0] == PROMPT_OFF
+        h.sock.sendall(frame(REPLY, b""))
+        assert read_frame(h.sock)[0] == TEXT_INFO
+        wait_counts(w, (1, 0))
+        h.sock.sendall(frame(CANCEL))
+        messages, result = converse(h.sock)
+        assert result["pam"] == PAM_CONV_ERR and result["error"] == APP_CANCEL, (messages, result)
+        assert h.wait() == 1
+        rig.wait_until_claimable(USER, timeout=10)
+    given_back(w, scenario)
+
+
+def test_the_helpers_refusal_of_a_refund_reaches_the_log(w, helpers, rig):
+    """A stop whose proof fails (here: a finger resting on the reader) keeps
+    the attempt charged and tells the administrator why."""
+    from fprint_rig import FPRINT_NAME, _Client
+    listener = _Client(rig.bus_address)
+    seen = []
+    listener.subscribe(FPRINT_NAME, None, None, None, lambda s, p, i, m, a: seen.append((m, a)))
+    try:
+        h = helpers()
+        mark = w.syslog.mark()
+        h.ask()
+        assert read_frame(h.sock)[0] == PROMPT_OFF
+        h.sock.sendall(frame(REPLY, b""))
+        assert read_frame(h.sock)[0] == TEXT_INFO
+        assert listener.pump(lambda: any(m == "VerifyFingerSelected" for m, _ in seen), 20)
+        rig.send_vdev("FINGER 1")
+        assert listener.pump(lambda: any(m == "PropertiesChanged" and a[1].get("finger-present") for m, a in seen), 20)
+        h.sock.sendall(frame(CANCEL))
+        messages, result = converse(h.sock)
+    finally:
+        listener.close()
+    assert result["error"] == APP_CANCEL, (messages, result)
     assert h.wait() == 1
-    assert w.counts(UID) == (0, 0)
+    assert w.counts(UID) == (1, 0)
+    wait_for(lambda: any("it stays counted (a finger was on the reader)" in line for line in w.syslog.since(mark)),
+             what="the log line")
     rig.wait_until_claimable(USER, timeout=10)
 
 

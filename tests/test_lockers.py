@@ -53,7 +53,8 @@ def world(rig, tmp_path_factory):
     world = PrivateWorld(base, rig, users={USER: (UID, PASSWORD)})
     for name in ("i3lock", "swaylock", "xscreensaver", "xsecurelock", "vlock"):
         (world.pamd / name).write_text(shipped_stack(name))
-    return world
+    yield world
+    world.close()
 
 
 @pytest.fixture(scope="module")

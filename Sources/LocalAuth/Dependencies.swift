@@ -72,7 +72,41 @@ public enum AttemptEnd: Equatable {
     case vanished
     /// Stopped for the reason given when a finger may have been judged
     /// without the verdict reaching us: the attempt stays charged (R3).
-    case stoppedAfterPossibleScan(StopReason)
+    /// `unproven` says which part of the proof was missing, for the log.
+    case stoppedAfterPossibleScan(StopReason, unproven: RefundDenial = .notAttempted)
+}
+
+/// Why an attempt stopped before its verdict could not be given back: the
+/// missing piece of the proof that no finger was judged.
+public enum RefundDenial: Equatable {
+    /// No proof was tried (no bus to ask).
+    case notAttempted
+    /// The probe or the stop failed or was not answered in time.
+    case unanswered
+    /// The reader was not waiting for a finger when the probe was answered.
+    case readerNotWaiting
+    /// A finger was on the reader, at the probe or earlier in the attempt.
+    case fingerPresent
+    /// fprintd reported a verdict before the probe.
+    case verdictBeforeProbe
+    /// fprintd's messages after the probe were not exactly a stop's own.
+    case unexpectedMessages
+    /// The stop was sent this many nanoseconds after the probe: longer than
+    /// the bound, or a clock that went backwards.
+    case sendGap(Int64)
+
+    /// A phrase for the administrator's log.
+    public var explanation: String {
+        switch self {
+        case .notAttempted: return "no proof could be asked for"
+        case .unanswered: return "the reader's state or the stop was not answered in time"
+        case .readerNotWaiting: return "the reader was not waiting for a finger"
+        case .fingerPresent: return "a finger was on the reader"
+        case .verdictBeforeProbe: return "a verdict came before the stop"
+        case .unexpectedMessages: return "the reader's messages around the stop were not a plain stop's"
+        case .sendGap(let nanoseconds): return "the stop followed the probe after \(nanoseconds / 1000) us"
+        }
+    }
 }
 
 /// The fingerprint reader.

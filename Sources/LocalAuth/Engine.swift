@@ -239,10 +239,11 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
             case .interrupted:
                 ledger.refund(user, kind: .fingerprint, sequence: sequence)
                 return interruptedPhaseEnd(failuresBefore: failures, offersFallback: offersFallback)
-            case .stoppedAfterPossibleScan(let reason):
+            case .stoppedAfterPossibleScan(let reason, let denial):
                 // The reader may have judged a finger whose verdict never
                 // reached us: the attempt stays counted (R3).
-                ledger.log.log(.notice, "fingerprint attempt for uid \(user.uid) stopped before its verdict could be read; it stays counted")
+                ledger.log.log(.notice, "fingerprint attempt for uid \(user.uid) stopped before its verdict could be read; "
+                               + "it stays counted (\(denial.explanation))")
                 switch reason {
                 case .interrupted:
                     return interruptedPhaseEnd(failuresBefore: failures, offersFallback: offersFallback)

@@ -106,9 +106,8 @@ public enum VerifyStopRule {
             case .unknownError: return .deviceError
             }
         }
-        guard sendGapNanoseconds >= 0, sendGapNanoseconds <= maximumSendGapNanoseconds,
-              provenStopSerial(log, probe: probe, stopReplySerial: stopReplySerial) != nil else {
-            return .stoppedAfterPossibleScan(reason)
+        if let denial = refundDenial(log, probe: probe, stopReplySerial: stopReplySerial, sendGapNanoseconds: sendGapNanoseconds) {
+            return .stoppedAfterPossibleScan(reason, unproven: denial)
         }
         switch reason {
         case .interrupted: return .interrupted
@@ -127,21 +126,26 @@ public enum VerifyStopRule {
         return status && needed ? reply - 1 : nil
     }
 
-    /// The serial of the `verify-no-match` that the stop of a waiting verify
-    /// produced, when the evidence proves it is that; nil otherwise.
-    static func provenStopSerial(_ log: [FprintdSignal], probe: ReaderProbe?, stopReplySerial: UInt64?) -> UInt64? {
-        guard let probe, let reply = stopReplySerial, probe.fingerNeeded, !probe.fingerPresent,
-              probe.serial < UInt64.max - 3, reply == probe.serial + 3 else { return nil }
-        guard !log.contains(where: { $0.kind == .fingerPresent(true) }) else { return nil }
+    /// What is missing from the proof that the stop of a waiting verify
+    /// produced the messages after the probe; nil when the proof holds.
+    static func refundDenial(_ log: [FprintdSignal], probe: ReaderProbe?, stopReplySerial: UInt64?,
+                             sendGapNanoseconds: Int64) -> RefundDenial? {
+        guard let probe, let reply = stopReplySerial else { return .unanswered }
+        guard sendGapNanoseconds >= 0, sendGapNanoseconds <= maximumSendGapNanoseconds else {
+            return .sendGap(sendGapNanoseconds)
+        }
+        guard !probe.fingerPresent, !log.contains(where: { $0.kind == .fingerPresent(true) }) else { return .fingerPresent }
+        guard probe.fingerNeeded else { return .readerNotWaiting }
         // No verdict before the probe (hints are not verdicts).
         let verdictBefore = log.contains { signal in
             guard signal.serial < probe.serial, case .status(let result) = signal.kind else { return false }
             if case .hint = result { return false }
             return true
         }
-        guard !verdictBefore else { return nil }
+        guard !verdictBefore else { return .verdictBeforeProbe }
+        guard probe.serial < UInt64.max - 3, reply == probe.serial + 3 else { return .unexpectedMessages }
         let needed = log.contains { $0.serial == probe.serial + 1 && $0.kind == .fingerNeeded(false) }
         let status = log.contains { $0.serial == probe.serial + 2 && $0.kind == .status(.noMatch) }
-        return needed && status ? probe.serial + 2 : nil
+        return needed && status ? nil : .unexpectedMessages
     }
 }

@@ -254,7 +254,7 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
     /// reading is bounded, and what could not be read in time leaves the
     /// attempt charged.
     private mutating func settle(after reason: StopReason, unread: Int) -> AttemptEnd {
-        guard let bus, let events else { return .stoppedAfterPossibleScan(reason) }
+        guard let bus, let events else { return .stoppedAfterPossibleScan(reason, unproven: .notAttempted) }
         verifying = false
         let probe = ReaderProbeCall(owner: events.owner)
         var stopAnswered = false
@@ -265,9 +265,19 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
             stopReplySerial = message.serial
         }
         var clock = self.clock
+        // Both calls are built before the clock starts: only the two sends
+        // lie between the probe and the stop.
+        guard let probeCall = bus.prepareCall(destination: fprintdName, path: device, interface: propertiesInterface,
+                                              member: literalBytes("GetAll"), argument: deviceInterface),
+              let stopCall = bus.prepareCall(destination: fprintdName, path: device, interface: deviceInterface,
+                                             member: literalBytes("VerifyStop")) else {
+            _ = bus.call(destination: fprintdName, path: device, interface: deviceInterface, member: literalBytes("VerifyStop"))
+            events.armed = false
+            drain()
+            return .stoppedAfterPossibleScan(reason, unproven: .unanswered)
+        }
         let beforeProbe = clock.bootNanoseconds()
-        let sent = sendProbe(probe)
-            && bus.callAsync(destination: fprintdName, path: device, interface: deviceInterface, member: literalBytes("VerifyStop"), stopHandler)
+        let sent = bus.send(probeCall, probe.handler) && bus.send(stopCall, stopHandler)
         let sendGap = clock.bootNanoseconds() - beforeProbe
         let readUntil = clock.bootNanoseconds() + 5_000_000_000
         let complete = sent && bus.wait(until: { probe.answered && stopAnswered },
@@ -277,13 +287,6 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
         events.log.removeAll()
         return VerifyStopRule.end(after: reason, log: log, unread: unread, probe: complete ? probe.reading : nil,
                                   stopReplySerial: complete ? stopReplySerial : nil, sendGapNanoseconds: sendGap)
-    }
-
-    /// Sends `Properties.GetAll` on the device; the answer lands in `call`.
-    private func sendProbe(_ call: ReaderProbeCall) -> Bool {
-        guard let bus else { return false }
-        return bus.callAsync(destination: fprintdName, path: device, interface: propertiesInterface, member: literalBytes("GetAll"),
-                             argument: deviceInterface, call.handler)
     }
 
     /// Dispatches every queued message and forgets what the handlers logged.

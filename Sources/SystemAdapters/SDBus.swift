@@ -4,6 +4,19 @@
 import CSystemLibraries
 import LocalAuth
 
+/// A method call built and not yet sent; owns its message.
+final class PreparedCall {
+    fileprivate let message: OpaquePointer
+
+    fileprivate init(_ message: OpaquePointer) {
+        self.message = message
+    }
+
+    deinit {
+        sd_bus_message_unref(message)
+    }
+}
+
 /// A message received from the bus (a reply or a signal), borrowed for the
 /// duration of a call or a handler.
 struct BusMessage {
@@ -205,11 +218,32 @@ final class SystemBus {
         return true
     }
 
-    /// Sends a method call with no argument or one string argument without
-    /// waiting: its reply (or error) reaches `handler` while `process`
-    /// dispatches. False when it could not be sent.
-    func callAsync(destination: [UInt8], path: [UInt8], interface: [UInt8], member: [UInt8], argument: [UInt8]? = nil,
-                   _ handler: BusSignalHandler) -> Bool {
+    /// Builds a method call with no argument or one string argument, to be
+    /// sent later with `send`: building is the slow part, so two calls that
+    /// must leave close together are both built first.
+    func prepareCall(destination: [UInt8], path: [UInt8], interface: [UInt8], member: [UInt8],
+                     argument: [UInt8]? = nil) -> PreparedCall? {
+        guard let raw else { return nil }
+        var message: OpaquePointer? = nil
+        let built = withCStrings(destination, path) { cDestination, cPath in
+            withCStrings(interface, member) { cInterface, cMember -> Bool in
+                sd_bus_message_new_method_call(raw, &message, cDestination, cPath, cInterface, cMember) >= 0
+            }
+        }
+        guard built, let message else { return nil }
+        let call = PreparedCall(message)
+        if let argument {
+            let appended = withCStrings(argument, argument) { cArgument, _ in
+                sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), cArgument) >= 0
+            }
+            guard appended else { return nil }
+        }
+        return call
+    }
+
+    /// Sends a prepared call without waiting: its reply (or error) reaches
+    /// `handler` while `process` dispatches. False when it could not be sent.
+    func send(_ call: PreparedCall, _ handler: BusSignalHandler) -> Bool {
         guard let raw else { return false }
         var slot: OpaquePointer? = nil
         let userdata = Unmanaged.passUnretained(handler).toOpaque()
@@ -218,17 +252,7 @@ final class SystemBus {
             Unmanaged<BusSignalHandler>.fromOpaque(userdata).takeUnretainedValue().body(BusMessage(raw: message))
             return 0
         }
-        let status = withCStrings(destination, path) { cDestination, cPath in
-            withCStrings(interface, member) { cInterface, cMember -> Int32 in
-                guard let argument else {
-                    return la_bus_call_async(raw, &slot, cDestination, cPath, cInterface, cMember, callback, userdata)
-                }
-                return withCStrings(argument, argument) { cArgument, _ in
-                    la_bus_call_async_s(raw, &slot, cDestination, cPath, cInterface, cMember, callback, userdata, cArgument)
-                }
-            }
-        }
-        guard status >= 0, let slot else { return false }
+        guard sd_bus_call_async(raw, &slot, call.message, callback, userdata, 0) >= 0, let slot else { return false }
         slots.append(slot)
         handlers.append(handler)
         return true

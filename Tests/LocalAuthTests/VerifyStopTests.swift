@@ -54,22 +54,23 @@ final class VerifyStopTests: XCTestCase {
             log: Self.waiting + [Self.needed(false, 15), Self.status(.noMatch, 16)], probe: nil, reply: 18, end: .noMatch),
         Row(name: "the same miss right before the reply without a probe: charged, no verdict",
             log: Self.waiting + [Self.needed(false, 16), Self.status(.noMatch, 17)], probe: nil, reply: 18,
-            end: .stoppedAfterPossibleScan(.interrupted)),
+            end: .stoppedAfterPossibleScan(.interrupted, unproven: .unanswered)),
         Row(name: "a finger on the reader at the probe: charged",
             log: Self.waiting + [Self.present(true, 14), Self.needed(false, 21), Self.present(false, 21), Self.status(.noMatch, 22)],
-            probe: Self.probe(20, present: true), reply: 23, end: .stoppedAfterPossibleScan(.interrupted)),
+            probe: Self.probe(20, present: true), reply: 23, end: .stoppedAfterPossibleScan(.interrupted, unproven: .fingerPresent)),
         Row(name: "a finger reported present earlier in the attempt: charged",
             log: Self.waiting + [Self.present(true, 14), Self.present(false, 15)] + Self.stopped, probe: Self.probe(20), reply: 23,
-            end: .stoppedAfterPossibleScan(.interrupted)),
+            end: .stoppedAfterPossibleScan(.interrupted, unproven: .fingerPresent)),
         Row(name: "the reader no longer waiting at the probe: charged",
-            log: Self.waiting + Self.stopped, probe: Self.probe(20, needed: false), reply: 23, end: .stoppedAfterPossibleScan(.interrupted)),
+            log: Self.waiting + Self.stopped, probe: Self.probe(20, needed: false), reply: 23,
+            end: .stoppedAfterPossibleScan(.interrupted, unproven: .readerNotWaiting)),
         Row(name: "the stop failed: charged", log: Self.waiting, probe: Self.probe(20), reply: nil,
-            end: .stoppedAfterPossibleScan(.interrupted)),
+            end: .stoppedAfterPossibleScan(.interrupted, unproven: .unanswered)),
         Row(name: "nothing between probe and reply (messages lost): charged", log: Self.waiting, probe: Self.probe(20), reply: 23,
-            reason: .timeout, end: .stoppedAfterPossibleScan(.timeout)),
+            reason: .timeout, end: .stoppedAfterPossibleScan(.timeout, unproven: .unexpectedMessages)),
         Row(name: "a gap between the probe and the stop's messages: charged",
             log: Self.waiting + [Self.needed(false, 22), Self.status(.noMatch, 23)], probe: Self.probe(20), reply: 24,
-            end: .stoppedAfterPossibleScan(.interrupted)),
+            end: .stoppedAfterPossibleScan(.interrupted, unproven: .unexpectedMessages)),
         Row(name: "finger-needed=false after the no-match: a real verdict",
             log: Self.waiting + [Self.status(.noMatch, 21), Self.needed(false, 22)], probe: Self.probe(20), reply: 23, end: .noMatch),
         Row(name: "a verdict before the probe is never the stop's",
@@ -79,13 +80,14 @@ final class VerifyStopTests: XCTestCase {
             end: .interrupted),
         Row(name: "a prompt paused between the probe and the stop: charged, whatever fprintd says after",
             log: Self.waiting + Self.stopped, probe: Self.probe(20), reply: 23, gap: 30_000_000,
-            end: .stoppedAfterPossibleScan(.interrupted)),
+            end: .stoppedAfterPossibleScan(.interrupted, unproven: .sendGap(30_000_000))),
         Row(name: "a pause just over the bound: charged", log: Self.waiting + Self.stopped, probe: Self.probe(20), reply: 23,
-            gap: VerifyStopRule.maximumSendGapNanoseconds + 1, end: .stoppedAfterPossibleScan(.interrupted)),
+            gap: VerifyStopRule.maximumSendGapNanoseconds + 1,
+            end: .stoppedAfterPossibleScan(.interrupted, unproven: .sendGap(VerifyStopRule.maximumSendGapNanoseconds + 1))),
         Row(name: "a pause at the bound: refunded", log: Self.waiting + Self.stopped, probe: Self.probe(20), reply: 23,
             gap: VerifyStopRule.maximumSendGapNanoseconds, end: .interrupted),
         Row(name: "a clock that went backwards: charged", log: Self.waiting + Self.stopped, probe: Self.probe(20), reply: 23, gap: -1,
-            end: .stoppedAfterPossibleScan(.interrupted)),
+            end: .stoppedAfterPossibleScan(.interrupted, unproven: .sendGap(-1))),
         Row(name: "a verdict read during the stop counts even after a pause",
             log: Self.waiting + [Self.status(.noMatch, 15), Self.needed(false, 16)], probe: Self.probe(17, needed: false), reply: 18,
             gap: 30_000_000, end: .noMatch),
@@ -106,13 +108,13 @@ final class VerifyStopTests: XCTestCase {
     func testUnreadBeyondTheLogIsSafe() {
         let end = VerifyStopRule.end(after: .interrupted, log: Self.waiting, unread: 99, probe: Self.probe(20), stopReplySerial: 23,
                                      sendGapNanoseconds: 0)
-        XCTAssertEqual(end, .stoppedAfterPossibleScan(.interrupted))
+        XCTAssertEqual(end, .stoppedAfterPossibleScan(.interrupted, unproven: .unexpectedMessages))
     }
 
     func testSerialsNearTheirLimitNeverWrap() {
         let probe = Self.probe(UInt64.max - 1)
         let end = VerifyStopRule.end(after: .interrupted, log: [], unread: 0, probe: probe, stopReplySerial: 1, sendGapNanoseconds: 0)
-        XCTAssertEqual(end, .stoppedAfterPossibleScan(.interrupted))
+        XCTAssertEqual(end, .stoppedAfterPossibleScan(.interrupted, unproven: .unexpectedMessages))
     }
 
     func testFprintdResultNames() {
