@@ -12,6 +12,8 @@ let package = Package(
     name: "localauth",
     products: [
         .library(name: "LocalAuth", targets: ["LocalAuth"]),
+        // Apple's LocalAuthentication API for apps (Foundation; over the helper).
+        .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
         .executable(name: "localauth", targets: ["LocalAuthCommand"]),
     ],
     targets: [
@@ -23,6 +25,7 @@ let package = Package(
         .target(name: "SystemAdapters", dependencies: ["LocalAuth", "CSystemLibraries"], path: "Sources/SystemAdapters",
                 swiftSettings: strict, linkerSettings: [.linkedLibrary("pam"), .linkedLibrary("systemd")]),
         .target(name: "PAMModule", dependencies: ["LocalAuth", "SystemAdapters"], path: "Sources/PAMModule", swiftSettings: strict),
+        .target(name: "LocalAuthentication", dependencies: ["LocalAuth"], path: "Sources/LocalAuthentication", swiftSettings: strict),
         .target(name: "StackLint", dependencies: ["LocalAuth"], path: "Sources/StackLint", swiftSettings: strict),
         .target(name: "LocalAuthCLI", dependencies: ["LocalAuth", "SystemAdapters", "StackLint"], path: "Sources/LocalAuthCLI",
                 swiftSettings: strict),
@@ -34,6 +37,8 @@ let package = Package(
         .target(name: "PAMConstants", path: "Tests/PAMConstants", cSettings: strictC),
         .executableTarget(name: "la-store-probe", dependencies: ["LocalAuth", "SystemAdapters"], path: "Tests/StoreProbe",
                           swiftSettings: strict),
+        .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication", "LocalAuth"],
+                    path: "Tests/LocalAuthenticationTests", swiftSettings: strict),
         .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "StackLint", "PAMConstants"], path: "Tests/LocalAuthTests",
                     swiftSettings: strict),
     ]

@@ -26,7 +26,7 @@ import pytest
 
 from fprint_rig import FprintRig, RigError
 from lockers import descendants, helper_pids, wait_for
-from helper_wire import (CANCEL, CLIENT_HELLO, ERROR_TEXT, HELLO, NO_ANSWER, PROMPT_OFF, REPLY, REQUEST, RESULT,
+from helper_wire import (CANCEL, USER_CANCEL, USER_FALLBACK, CLIENT_HELLO, ERROR_TEXT, HELLO, NO_ANSWER, PROMPT_OFF, REPLY, REQUEST, RESULT,
                          STATUS_EVALUATED, STATUS_NOT_PRIVILEGED, STATUS_REFUSED, TEXT_INFO, converse, frame,
                          read_frame, request)
 from pamenv import BUILD, HARNESS, localauth_command, parse_run, run_in_terminal
@@ -45,7 +45,7 @@ LOCKED = "Too many failed fingerprint attempts. Fingerprint is locked until you 
 ANSWER_TIMEOUT = 5
 FAKE_HELPER = BUILD / "fakehelper"
 PAM_SUCCESS, PAM_SYSTEM_ERR, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_CONV_ERR, PAM_IGNORE = 0, 4, 7, 9, 19, 25
-APP_CANCEL, INVALID_CONTEXT = -9, -10
+USER_CANCEL_ERROR, USER_FALLBACK_ERROR, APP_CANCEL, INVALID_CONTEXT = -2, -3, -9, -10
 
 
 @pytest.fixture(scope="module")
@@ -651,6 +651,56 @@ def test_helper_cancel_mid_fingerprint_wait_is_app_cancel(w, helpers, rig):
         assert h.wait() == 1
         rig.wait_until_claimable(USER, timeout=10)
     given_back(w, scenario)
+
+
+def test_helper_user_cancel_mid_fingerprint_wait_is_user_cancel(w, helpers, rig):
+    """An app's cancel button (not the app cancelling): userCancel, the
+    pending attempt given back."""
+    def scenario():
+        h = helpers()
+        h.ask()
+        assert read_frame(h.sock)[0] == PROMPT_OFF
+        h.sock.sendall(frame(REPLY, b""))
+        assert read_frame(h.sock)[0] == TEXT_INFO
+        wait_counts(w, (1, 0))
+        h.sock.sendall(frame(USER_CANCEL))
+        messages, result = converse(h.sock)
+        assert result["pam"] == PAM_CONV_ERR and result["error"] == USER_CANCEL_ERROR, (messages, result)
+        assert h.wait() == 1
+        rig.wait_until_claimable(USER, timeout=10)
+    given_back(w, scenario)
+
+
+def test_helper_user_fallback_after_a_miss_asks_for_the_password(w, helpers, rig):
+    """An app's fallback button, offered after the first miss: the miss
+    stays counted until the right password resets it."""
+    h = helpers()
+    h.ask()
+    assert read_frame(h.sock)[0] == PROMPT_OFF
+    rig.feed([MISS])
+    h.sock.sendall(frame(REPLY, b""))
+    assert read_frame(h.sock) == (TEXT_INFO, INSTRUCTION.encode())
+    assert read_frame(h.sock) == (ERROR_TEXT, b"Fingerprint not recognized. Try again.")
+    assert rig.feed_wait(timeout=30).ok
+    wait_counts(w, (2, 0))                 # the miss, and the next attempt's charge
+    h.sock.sendall(frame(USER_FALLBACK))
+    messages, result = converse(h.sock, [PASSWORD])
+    assert messages == [(PROMPT_OFF, PASSCODE_PROMPT)], messages
+    assert result["pam"] == PAM_SUCCESS, (messages, result)
+    assert h.wait() == 0
+    assert w.counts(UID) == (0, 0)
+    rig.wait_until_claimable(USER, timeout=10)
+
+
+def test_helper_user_fallback_at_the_first_prompt_is_user_fallback_for_biometrics(w, helpers):
+    h = helpers()
+    h.ask(policy="biometrics")
+    assert read_frame(h.sock)[0] == PROMPT_OFF
+    h.sock.sendall(frame(USER_FALLBACK))
+    messages, result = converse(h.sock)
+    assert result["pam"] == PAM_IGNORE and result["error"] == USER_FALLBACK_ERROR, (messages, result)
+    assert h.wait() == 1
+    assert w.counts(UID) == (0, 0)
 
 
 def test_the_helpers_refusal_of_a_refund_reaches_the_log(w, helpers, rig):

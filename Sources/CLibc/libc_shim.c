@@ -8,3 +8,4 @@ int la_setresuid(unsigned real, unsigned effective, unsigned saved) { return set
 int la_setresgid(unsigned real, unsigned effective, unsigned saved) { return setresgid(real, effective, saved); }
 int la_getresuid(unsigned *real, unsigned *effective, unsigned *saved) { return getresuid(real, effective, saved); }
 int la_getresgid(unsigned *real, unsigned *effective, unsigned *saved) { return getresgid(real, effective, saved); }
+int la_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }

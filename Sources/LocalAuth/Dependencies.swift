@@ -174,6 +174,18 @@ public enum PromptAnswer: Equatable {
     case empty
     /// No answer: end of input, conversation failure, or none available.
     case failed
+    /// The person chose the fallback instead of answering (an app's
+    /// fallback button): policy biometrics ends with userFallback, policy
+    /// owner asks for the password.
+    case fallback
+}
+
+/// What the person chose while the reader waited for a finger, when the
+/// conversation can tell (an app's buttons; a terminal's Ctrl-C cannot).
+public enum WaitChoice: Equatable {
+    case cancel
+    /// The fallback: taken when it is offered, a cancel before.
+    case fallback
 }
 
 /// The conversation with the person.
@@ -181,6 +193,13 @@ public protocol Prompter {
     /// Asks with echo off; the answer goes straight into `secret`.
     mutating func ask(_ text: String, into secret: SecretBuffer) -> PromptAnswer
     mutating func tell(_ text: String, _ kind: MessageKind)
+    /// After a wait for a finger was interrupted: what the person chose,
+    /// nil when the conversation cannot say (Ctrl-C on a terminal).
+    mutating func takeChoice() -> WaitChoice?
+}
+
+extension Prompter {
+    public mutating func takeChoice() -> WaitChoice? { nil }
 }
 
 public enum LogLevel: Equatable {

@@ -108,7 +108,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
             if let biometryError { return EvaluationResult(.failure(biometryError)) }
             if request.mode == .prompt {
                 switch prompter.ask(UserText.firstPrompt(request, options: options), into: passcode) {
-                case .entered:
+                case .entered, .fallback:
                     passcode.wipe()
                     return EvaluationResult(.failure(.userFallback))
                 case .failed: return EvaluationResult(.failure(.userCancel))
@@ -127,15 +127,17 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
 
         // Policy owner: fingerprint if usable, then the passcode.
         var passcodeEntered = false
+        var passcodeChosen = false
         if biometryError == nil {
             if request.mode == .prompt {
                 switch prompter.ask(UserText.firstPrompt(request, options: options), into: passcode) {
                 case .entered: passcodeEntered = true
+                case .fallback: passcodeChosen = true
                 case .failed: return EvaluationResult(.failure(.userCancel))
                 case .empty: break
                 }
             }
-            if !passcodeEntered {
+            if !passcodeEntered && !passcodeChosen {
                 switch biometricPhase(request, user: user, record: record) {
                 case .success: return EvaluationResult(.success(.biometry))
                 case .cancelled: return EvaluationResult(.failure(.userCancel))
@@ -163,7 +165,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         if policy == .biometrics { return EvaluationResult(.failure(.biometryNotAvailable)) }
         guard nameFits else {
             switch prompter.ask(UserText.passcodePrompt(options), into: passcode) {
-            case .failed, .empty: return EvaluationResult(.failure(.userCancel))
+            case .failed, .empty, .fallback: return EvaluationResult(.failure(.userCancel))
             case .entered: break
             }
             if verifier.begin(userName: request.userName) {
@@ -277,8 +279,13 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
     /// application sees it once the signal mask is restored (R16).
     mutating func interruptedPhaseEnd(failuresBefore failures: Int, offersFallback: Bool) -> BiometricPhaseEnd {
         let fallbackNow = offersFallback && failures >= options.fallbackAfter
-        if fallbackNow { sensor.consumeInterrupt() }
-        return fallbackNow ? .fallback : .cancelled
+        switch prompter.takeChoice() {
+        case .cancel?: return .cancelled
+        case .fallback?: return fallbackNow ? .fallback : .cancelled
+        case nil:
+            if fallbackNow { sensor.consumeInterrupt() }
+            return fallbackNow ? .fallback : .cancelled
+        }
     }
 
     // MARK: - Passcode phase
@@ -294,7 +301,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
             default: break
             }
             switch prompter.ask(UserText.passcodePrompt(options), into: passcode) {
-            case .failed, .empty: return EvaluationResult(.failure(.userCancel))
+            case .failed, .empty, .fallback: return EvaluationResult(.failure(.userCancel))
             case .entered: break
             }
         }

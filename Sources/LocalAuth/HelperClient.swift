@@ -14,6 +14,25 @@ public enum HelperOutcome: Equatable {
     case failed(String)
 }
 
+/// A choice the caller passes to a running helper, as one byte on the
+/// control descriptor given to `HelperClient.run`.
+public enum ClientChoice: UInt8, CaseIterable {
+    /// The person cancelled (userCancel).
+    case userCancel = 0x75
+    /// The person chose the fallback.
+    case userFallback = 0x66
+    /// The application cancelled (appCancel).
+    case appCancel = 0x61
+
+    var frame: FrameType {
+        switch self {
+        case .userCancel: return .userCancel
+        case .userFallback: return .userFallback
+        case .appCancel: return .cancel
+        }
+    }
+}
+
 public struct HelperClient<Conversation: Prompter> {
     public var prompter: Conversation
     /// The answer to the latest prompt: the passcode, when the RESULT says a
@@ -28,8 +47,10 @@ public struct HelperClient<Conversation: Prompter> {
         self.prompter = prompter
     }
 
-    /// Runs one request through the helper at `path`.
-    public mutating func run(_ request: HelperRequest, path: [UInt8] = Syscalls.helperPath) -> HelperOutcome {
+    /// Runs one request through the helper at `path`. Bytes read from
+    /// `control` (`ClientChoice` raw values) are passed on as the caller's
+    /// choices while no prompt is open.
+    public mutating func run(_ request: HelperRequest, path: [UInt8] = Syscalls.helperPath, control: Int32? = nil) -> HelperOutcome {
         if let problem = TrustedPath.setuidProgramProblem(path) {
             return .unavailable("\(printableText(path)): \(problem)")
         }
@@ -44,10 +65,11 @@ public struct HelperClient<Conversation: Prompter> {
             if let child { Syscalls.reap(child, waitingMilliseconds: 2000) }
         }
         guard child != nil else { return .failed("cannot start \(printableText(path))") }
-        return converse(channel, request)
+        return converse(channel, request, control: control)
     }
 
-    mutating func converse(_ channel: FrameChannel, _ request: HelperRequest) -> HelperOutcome {
+    mutating func converse(_ channel: FrameChannel, _ request: HelperRequest, control: Int32? = nil) -> HelperOutcome {
+        var control = control
         let helloDeadline = Syscalls.bootTimeNanoseconds() + HelperClient.helloMilliseconds * 1_000_000
         guard channel.send(.hello, HelloFrame.client(), deadline: helloDeadline) else { return .failed("the helper did not take HELLO") }
         let silence: Int64
@@ -64,7 +86,24 @@ public struct HelperClient<Conversation: Prompter> {
         }
         while true {
             let frame: ReceivedFrame
-            switch channel.receive(deadline: Syscalls.bootTimeNanoseconds() + silence) {
+            let deadline = Syscalls.bootTimeNanoseconds() + silence
+            // The caller's choices go out while the helper has nothing to say.
+            while let fd = control {
+                guard let left = FrameChannel.millisecondsLeft(deadline),
+                      let ready = Syscalls.poll([channel.pollRequest, PollRequest(fd: fd, events: PollRequest.readable)],
+                                                timeoutMilliseconds: left) else { break }
+                if ready[0] != 0 { break }
+                if ready[1] == 0 { continue }
+                guard let byte = Syscalls.readByte(fd) else {
+                    control = nil
+                    break
+                }
+                if let choice = ClientChoice(rawValue: byte),
+                   !channel.send(choice.frame, [], deadline: Syscalls.bootTimeNanoseconds() + silence) {
+                    return .failed("the helper stopped reading")
+                }
+            }
+            switch channel.receive(deadline: deadline) {
             case .failure(.closed): return .failed("the helper ended without a result")
             case .failure(let violation): return .failed("helper: \(violation.text)")
             case .success(let received): frame = received
@@ -81,13 +120,16 @@ public struct HelperClient<Conversation: Prompter> {
                 case .failed:
                     lastAnswer.wipe()
                     sent = channel.send(.noAnswer, [], deadline: deadline)
+                case .fallback:
+                    lastAnswer.wipe()
+                    sent = channel.send(.userFallback, [], deadline: deadline)
                 }
                 if !sent { return .failed("the helper stopped reading") }
             case .result:
                 guard let result = HelperResult.decode(frame.payload) else { return .failed("helper: malformed RESULT") }
                 if result.method != .passcode { lastAnswer.wipe() }
                 return .answered(result)
-            case .hello, .request, .reply, .noAnswer, .cancel:
+            case .hello, .request, .reply, .noAnswer, .cancel, .userCancel, .userFallback:
                 return .failed("helper: \(ProtocolViolation.outOfOrder(frame.type).text)")
             }
         }

@@ -22,6 +22,11 @@ public enum FrameType: UInt8, Equatable, CaseIterable, Sendable {
     case noAnswer = 0x21
     /// Client to helper, at any time after REQUEST: stop (an app's `invalidate()`).
     case cancel = 0x22
+    /// The person's cancel button while the reader waits: userCancel.
+    case userCancel = 0x23
+    /// The person's fallback button while the reader waits, or instead of
+    /// answering a prompt.
+    case userFallback = 0x24
     /// Helper to client, last: the verdict.
     case result = 0x30
 }

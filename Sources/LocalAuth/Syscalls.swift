@@ -532,9 +532,39 @@ extension Syscalls {
         return TerminalSettings(saved: saved)
     }
 
+    /// Turns echo, signal characters and line editing off (each key
+    /// arrives as it is pressed); returns what to restore.
+    public static func keyTerminal(_ fd: Int32) -> TerminalSettings? {
+        var saved = termios()
+        guard tcgetattr(fd, &saved) == 0 else { return nil }
+        var keys = saved
+        keys.c_lflag &= ~tcflag_t(ECHO | ISIG | ICANON)
+        withUnsafeMutableBytes(of: &keys.c_cc) { cc in
+            cc[Int(VMIN)] = 1
+            cc[Int(VTIME)] = 0
+        }
+        _ = tcsetattr(fd, TCSANOW, &keys)
+        return TerminalSettings(saved: saved)
+    }
+
+    /// Puts a terminal changed by `keyTerminal` back to line editing, still
+    /// without echo or signal characters (for a password).
+    public static func lineTerminal(_ fd: Int32, from settings: TerminalSettings) {
+        var line = settings.saved
+        line.c_lflag &= ~tcflag_t(ECHO | ISIG)
+        _ = tcsetattr(fd, TCSANOW, &line)
+    }
+
     public static func restoreTerminal(_ fd: Int32, _ settings: TerminalSettings) {
         var saved = settings.saved
         _ = tcsetattr(fd, TCSAFLUSH, &saved)
+    }
+
+    /// A pipe (read end, write end), both close-on-exec.
+    public static func pipe() -> (read: Int32, write: Int32)? {
+        var fds: [Int32] = [-1, -1]
+        guard fds.withUnsafeMutableBufferPointer({ la_pipe_cloexec($0.baseAddress!) }) == 0 else { return nil }
+        return (fds[0], fds[1])
     }
 
     /// One byte from `fd`; nil at end of input or on an error other than EINTR.

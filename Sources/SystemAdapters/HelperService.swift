@@ -89,7 +89,8 @@ struct ChannelPrompter: Prompter {
         case .success(let frame):
             switch frame.type {
             case .reply: return secret.isEmpty ? .empty : .entered
-            case .noAnswer: return .failed
+            case .noAnswer, .userCancel: return .failed
+            case .userFallback: return .fallback
             case .cancel:
                 state.cancelled = true
                 return .failed
@@ -101,6 +102,30 @@ struct ChannelPrompter: Prompter {
             secret.wipe()
             state.violation = violation
             return .failed
+        }
+    }
+
+    /// The frame that interrupted a wait for a finger: the person's cancel
+    /// or fallback, or the app's cancel. The end of the channel and any
+    /// other frame break the conversation.
+    mutating func takeChoice() -> WaitChoice? {
+        guard state.violation == nil, !state.cancelled else { return nil }
+        switch channel.receive(deadline: Syscalls.bootTimeNanoseconds() + 1_000_000) {
+        case .success(let frame):
+            switch frame.type {
+            case .userCancel: return .cancel
+            case .userFallback: return .fallback
+            case .cancel:
+                state.cancelled = true
+                return .cancel
+            default:
+                state.violation = .outOfOrder(frame.type)
+                return nil
+            }
+        case .failure(.timedOut): return nil
+        case .failure(let violation):
+            state.violation = violation
+            return nil
         }
     }
 
@@ -235,6 +260,8 @@ struct HelperSession {
                 // What ended a fingerprint wait early and was not read yet.
                 switch pendingFromClient() {
                 case .success(let frame) where frame.type == .cancel: state.cancelled = true
+                // A button pressed as the evaluation ended changes nothing.
+                case .success(let frame) where frame.type == .userCancel || frame.type == .userFallback: break
                 case .success(let frame): return protocolFailure(.outOfOrder(frame.type), &log)
                 case .failure(.timedOut): break
                 case .failure(let violation): return protocolFailure(violation, &log)

@@ -150,6 +150,8 @@ enum Answer: Equatable {
     case text(String)
     case empty
     case failed
+    /// An app's fallback button instead of an answer.
+    case fallback
 }
 
 struct Told: Equatable, CustomStringConvertible {
@@ -165,7 +167,18 @@ final class FakePrompter: Prompter {
     /// Set when the engine asked a question the test did not script.
     private(set) var answersExhausted = false
 
-    init(_ answers: [Answer] = []) { self.answers = answers }
+    /// What the person chose at each interrupted wait (an app's buttons);
+    /// empty: the conversation cannot tell (a terminal's Ctrl-C).
+    var choices: [WaitChoice?]
+
+    init(_ answers: [Answer] = [], choices: [WaitChoice?] = []) {
+        self.answers = answers
+        self.choices = choices
+    }
+
+    func takeChoice() -> WaitChoice? {
+        choices.isEmpty ? nil : choices.removeFirst()
+    }
 
     func ask(_ text: String, into secret: SecretBuffer) -> PromptAnswer {
         asked.append(text)
@@ -182,6 +195,8 @@ final class FakePrompter: Prompter {
             return .empty
         case .failed:
             return .failed
+        case .fallback:
+            return .fallback
         }
     }
 

@@ -33,6 +33,8 @@ struct Scenario {
     var open: SensorSession = .opened(.press)
     var script: [SensorStep] = []
     var answers: [Answer] = []
+    /// An app's button at each interrupted wait.
+    var choices: [WaitChoice?] = []
     var verifierBegins = true
     var forcedVerdict: PasscodeVerdict? = nil
     // Expectations. Counts default to "did not happen"; outcome and code must be given.
@@ -423,6 +425,56 @@ func scenarios() -> [Scenario] {
         $0.outcome = .success(.passcode); $0.code = .success
         $0.passcodeBegins = 1; $0.passcodeChecks = 1
         $0.prompts = ["Password: "]
+    }
+
+    // MARK: An app's buttons (the helper's client tells cancel from fallback)
+    add("app owner: the cancel button after a miss cancels, though the fallback is offered", .owner) {
+        $0.script = [.noMatch, SensorStep(.interrupted)]
+        $0.choices = [.cancel]
+        $0.outcome = .failure(.userCancel); $0.code = .conversationError
+        $0.f = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+    }
+    add("app owner: the fallback button after a miss asks for the passcode", .owner) {
+        $0.script = [.noMatch, SensorStep(.interrupted)]
+        $0.choices = [.fallback]
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+        $0.prompts = [Text.passcodePrompt]
+    }
+    add("app owner: the fallback button before any miss is not offered yet: a cancel", .owner) {
+        $0.script = [SensorStep(.interrupted)]
+        $0.choices = [.fallback]
+        $0.outcome = .failure(.userCancel); $0.code = .conversationError
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+    }
+    add("app biometrics: the fallback button after a miss is userFallback", .biometrics) {
+        $0.script = [.noMatch, SensorStep(.interrupted)]
+        $0.choices = [.fallback]
+        $0.outcome = .failure(.userFallback); $0.code = .ignore
+        $0.f = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+    }
+    add("app biometrics prompt mode: the fallback button at the first prompt is userFallback", .biometrics) {
+        $0.mode = .prompt
+        $0.answers = [.fallback]
+        $0.outcome = .failure(.userFallback); $0.code = .ignore
+        $0.prompts = [Text.firstPrompt]
+    }
+    add("app owner prompt mode: the fallback button at the first prompt asks for the passcode", .owner) {
+        $0.mode = .prompt
+        $0.answers = [.fallback, rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.firstPrompt, Text.passcodePrompt]
+    }
+    add("app owner: the fallback button at the passcode prompt cancels", .owner) {
+        $0.availability = .notEnrolled
+        $0.answers = [.fallback]
+        $0.outcome = .failure(.userCancel); $0.code = .conversationError
+        $0.prompts = [Text.passcodePrompt]
     }
 
     // MARK: R3 a stop that cannot prove that no finger was judged
@@ -892,7 +944,7 @@ final class ScenarioTests: XCTestCase {
         let sensor = FakeSensor(s.availability, open: s.open, script: s.script)
         let verifier = FakeVerifier(begin: s.verifierBegins)
         verifier.forcedVerdict = s.forcedVerdict
-        let prompter = FakePrompter(s.answers)
+        let prompter = FakePrompter(s.answers, choices: s.choices)
         let world = World(options: options, sensor: sensor, verifier: verifier, prompter: prompter, store: store, clock: clock)
 
         let result = world.prompt(s.user, policy: s.policy, mode: s.mode, silent: s.silent, scope: s.scope)

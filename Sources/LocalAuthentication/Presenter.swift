@@ -1,0 +1,83 @@
+// How an evaluation's conversation reaches the person: the presenter
+// protocol a GUI app implements, the secret it fills, and the control its
+// buttons use. The default presenter is the terminal (TerminalPresenter).
+import Foundation
+import LocalAuth
+
+/// A password as the person typed it, in memory this library owns and
+/// wipes as soon as it has been passed on (and again when released). It is
+/// never turned into a `String`.
+public final class LASecret: @unchecked Sendable {
+    let buffer = SecretBuffer()
+
+    init() {}
+
+    /// Replaces the content with `bytes` (UTF-8). More than `capacity`
+    /// bytes is refused as a wrong password would be, never truncated.
+    public func set<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+        let length = bytes.count
+        guard length <= SecretBuffer.capacity else {
+            buffer.assign(from: [UInt8](), length: length)
+            return
+        }
+        _ = buffer.fill(length: length) { storage in
+            var index = 0
+            for byte in bytes { storage[index] = byte; index += 1 }
+            return true
+        }
+    }
+
+    /// Wipes the content.
+    public func wipe() { buffer.wipe() }
+
+    /// The longest password accepted, in bytes.
+    public static var capacity: Int { SecretBuffer.capacity }
+}
+
+/// How the person answered a password prompt.
+public enum LASecretAnswer: Sendable {
+    /// The secret holds what they typed (possibly nothing).
+    case entered
+    /// They chose the fallback button (policy biometrics: `userFallback`).
+    case fallback
+    /// They cancelled.
+    case cancel
+}
+
+/// What a presenter's buttons do while the reader waits for a finger. Safe
+/// to call from any thread; a call after the evaluation ended does nothing.
+public final class LAEvaluationControl: @unchecked Sendable {
+    let send: @Sendable (UInt8) -> Void
+
+    init(send: @escaping @Sendable (UInt8) -> Void) { self.send = send }
+
+    /// The cancel button: the evaluation ends with `userCancel`.
+    public func cancel() { send(ControlByte.userCancel) }
+
+    /// The fallback button: the password (policy owner) or `userFallback`
+    /// (policy biometrics). Before the first failed attempt the fallback is
+    /// not offered yet, and choosing it cancels.
+    public func fallback() { send(ControlByte.userFallback) }
+}
+
+/// Bytes on the control pipe between a context and its running evaluation.
+enum ControlByte {
+    static let userCancel: UInt8 = 0x75     // "u"
+    static let userFallback: UInt8 = 0x66   // "f"
+    static let appCancel: UInt8 = 0x61      // "a": invalidate()
+}
+
+/// Shows one evaluation's conversation. The library calls these one at a
+/// time on its private queue, between `begin` and `dismiss`.
+public protocol LAPresenter: AnyObject {
+    /// The evaluation started; `control` serves the cancel and fallback
+    /// buttons until `dismiss`. `reason` is the app's localizedReason.
+    func begin(reason: String, cancelTitle: String?, fallbackTitle: String?, control: LAEvaluationControl)
+    /// A message: the instruction to touch the reader, "not recognized",
+    /// a lockout notice. `isError` marks failures.
+    func show(_ message: String, isError: Bool)
+    /// Asks for the password with echo off and fills `secret`.
+    func askSecret(_ prompt: String, into secret: LASecret) -> LASecretAnswer
+    /// The evaluation ended; hide everything.
+    func dismiss()
+}

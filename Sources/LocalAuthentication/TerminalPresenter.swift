@@ -1,0 +1,161 @@
+// The default presenter: the terminal the app runs in (/dev/tty). Messages
+// are written to it, the password is read with echo off, and while the
+// reader waits for a finger Ctrl-C chooses the fallback once it is offered
+// (and cancels before), Ctrl-D cancels — as `localauth test` does. The
+// terminal's signal characters are off for the whole evaluation, so the
+// app never sees the Ctrl-C meant for the prompt.
+import Foundation
+import LocalAuth
+
+public final class TerminalPresenter: LAPresenter, @unchecked Sendable {
+    private let condition = NSCondition()
+    private var terminal: Int32 = -1
+    private var saved: TerminalSettings? = nil
+    private var wake: (read: Int32, write: Int32)? = nil
+    private var control: LAEvaluationControl? = nil
+    /// The watcher reads keys only while `watching`; it says it stopped
+    /// reading by setting `parked`.
+    private var watching = false
+    private var parked = true
+    private var ending = false
+    private var watcher: Thread? = nil
+
+    public init() {}
+
+    /// Whether there is a terminal to talk to.
+    public static var isAvailable: Bool {
+        guard let fd = Syscalls.openControllingTerminal() else { return false }
+        Syscalls.close(fd)
+        return true
+    }
+
+    public func begin(reason: String, cancelTitle: String?, fallbackTitle: String?, control: LAEvaluationControl) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard let fd = Syscalls.openControllingTerminal() else { return }
+        terminal = fd
+        saved = Syscalls.keyTerminal(fd)
+        wake = Syscalls.pipe()
+        self.control = control
+        ending = false
+        watching = true
+        parked = false
+        let thread = Thread { [weak self] in self?.watchKeys() }
+        watcher = thread
+        thread.start()
+    }
+
+    public func show(_ message: String, isError: Bool) {
+        guard terminal >= 0 else { return }
+        try? Syscalls.writeAll(terminal, utf8Bytes(message + "\n"))
+    }
+
+    public func askSecret(_ prompt: String, into secret: LASecret) -> LASecretAnswer {
+        guard terminal >= 0, let saved else { return .cancel }
+        pauseWatching()
+        defer { resumeWatching() }
+        Syscalls.lineTerminal(terminal, from: saved)
+        defer { _ = Syscalls.keyTerminal(terminal) }
+        try? Syscalls.writeAll(terminal, utf8Bytes(prompt))
+        secret.wipe()
+        let scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: SecretBuffer.capacity + 1)
+        defer {
+            Syscalls.wipe(scratch, count: SecretBuffer.capacity + 1)
+            scratch.deallocate()
+        }
+        var count = 0
+        while true {
+            guard let byte = Syscalls.readByte(terminal) else { return .cancel }
+            if byte == 0x03 || byte == 0x04 {
+                try? Syscalls.writeAll(terminal, [0x0A])
+                return .cancel
+            }
+            if byte == 0x0A || byte == 0x0D { break }
+            if count <= SecretBuffer.capacity { scratch[count] = byte }
+            count += 1
+        }
+        try? Syscalls.writeAll(terminal, [0x0A])
+        secret.set(UnsafeBufferPointer(start: scratch, count: min(count, SecretBuffer.capacity + 1)))
+        return .entered
+    }
+
+    public func dismiss() {
+        condition.lock()
+        defer { condition.unlock() }
+        ending = true
+        if let wake { try? Syscalls.writeAll(wake.write, [0]) }
+        condition.broadcast()
+        while watcher != nil && !parked { condition.wait() }
+        watcher = nil
+        if terminal >= 0 {
+            if let saved { Syscalls.restoreTerminal(terminal, saved) }
+            Syscalls.close(terminal)
+        }
+        if let wake {
+            Syscalls.close(wake.read)
+            Syscalls.close(wake.write)
+        }
+        terminal = -1
+        saved = nil
+        wake = nil
+        control = nil
+    }
+
+    /// Stops the watcher reading keys before a prompt reads the line.
+    private func pauseWatching() {
+        condition.lock()
+        watching = false
+        if let wake { try? Syscalls.writeAll(wake.write, [0]) }
+        while !parked { condition.wait() }
+        condition.unlock()
+    }
+
+    private func resumeWatching() {
+        condition.lock()
+        watching = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// The watcher thread: between prompts, Ctrl-C asks for the fallback
+    /// and Ctrl-D cancels.
+    private func watchKeys() {
+        while true {
+            condition.lock()
+            while !watching && !ending {
+                if !parked { parked = true; condition.broadcast() }
+                condition.wait()
+            }
+            if ending {
+                parked = true
+                condition.broadcast()
+                condition.unlock()
+                return
+            }
+            parked = false
+            let fd = terminal
+            let wakeRead = wake?.read ?? -1
+            let control = self.control
+            condition.unlock()
+            guard let ready = Syscalls.poll([PollRequest(fd: fd, events: PollRequest.readable),
+                                             PollRequest(fd: wakeRead, events: PollRequest.readable)], timeoutMilliseconds: 1000) else {
+                continue
+            }
+            if ready[1] != 0 {
+                _ = Syscalls.readByte(wakeRead)
+                continue
+            }
+            guard ready[0] != 0 else { continue }
+            guard let byte = Syscalls.readByte(fd) else {
+                // The terminal hung up: nobody is left to answer.
+                control?.cancel()
+                condition.lock()
+                watching = false
+                condition.unlock()
+                continue
+            }
+            if byte == 0x03 { control?.fallback() }
+            if byte == 0x04 { control?.cancel() }
+        }
+    }
+}
