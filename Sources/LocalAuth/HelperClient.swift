@@ -50,7 +50,8 @@ public struct HelperClient<Conversation: Prompter> {
     /// Runs one request through the helper at `path`. Bytes read from
     /// `control` (`ClientChoice` raw values) are passed on as the caller's
     /// choices while no prompt is open.
-    public mutating func run(_ request: HelperRequest, path: [UInt8] = Syscalls.helperPath, control: Int32? = nil) -> HelperOutcome {
+    public mutating func run(_ request: HelperRequest, path: [UInt8] = Syscalls.helperPath, control: Int32? = nil,
+                             choice: (UInt8) -> ClientChoice? = { ClientChoice(rawValue: $0) }) -> HelperOutcome {
         if let problem = TrustedPath.setuidProgramProblem(path) {
             return .unavailable("\(printableText(path)): \(problem)")
         }
@@ -65,10 +66,11 @@ public struct HelperClient<Conversation: Prompter> {
             if let child { Syscalls.reap(child, waitingMilliseconds: 2000) }
         }
         guard child != nil else { return .failed("cannot start \(printableText(path))") }
-        return converse(channel, request, control: control)
+        return converse(channel, request, control: control, choice: choice)
     }
 
-    mutating func converse(_ channel: FrameChannel, _ request: HelperRequest, control: Int32? = nil) -> HelperOutcome {
+    mutating func converse(_ channel: FrameChannel, _ request: HelperRequest, control: Int32? = nil,
+                           choice: (UInt8) -> ClientChoice? = { ClientChoice(rawValue: $0) }) -> HelperOutcome {
         var control = control
         let helloDeadline = Syscalls.bootTimeNanoseconds() + HelperClient.helloMilliseconds * 1_000_000
         guard channel.send(.hello, HelloFrame.client(), deadline: helloDeadline) else { return .failed("the helper did not take HELLO") }
@@ -98,8 +100,8 @@ public struct HelperClient<Conversation: Prompter> {
                     control = nil
                     break
                 }
-                if let choice = ClientChoice(rawValue: byte),
-                   !channel.send(choice.frame, [], deadline: Syscalls.bootTimeNanoseconds() + silence) {
+                if let chosen = choice(byte),
+                   !channel.send(chosen.frame, [], deadline: Syscalls.bootTimeNanoseconds() + silence) {
                     return .failed("the helper stopped reading")
                 }
             }

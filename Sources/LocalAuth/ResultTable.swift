@@ -49,6 +49,15 @@ public enum ExitCode: Int32, Equatable, CaseIterable, Sendable {
     case biometryNotAvailable = 11
     case biometryNotEnrolled = 12
     case biometryLockout = 13
+    // `localauth evaluate`: one code for each remaining error.
+    case authenticationFailed = 14
+    case userCancel = 15
+    case userFallback = 16
+    case systemCancel = 17
+    case appCancel = 18
+    case invalidContext = 19
+    case biometryDisconnected = 20
+    case notInteractive = 21
 }
 
 /// The one table from a preflight's error to the exit code of `localauth check`.
@@ -62,6 +71,25 @@ public enum ExitCodeTable {
         case .authenticationFailed, .userCancel, .userFallback, .systemCancel, .appCancel, .invalidContext,
              .biometryDisconnected, .notInteractive:
             return .failure
+        }
+    }
+
+    /// The one table from an evaluation's error to the exit code of
+    /// `localauth evaluate`: every error has its own.
+    public static func evaluationExitCode(for error: LAError) -> ExitCode {
+        switch error {
+        case .passcodeNotSet: return .passcodeNotSet
+        case .biometryNotAvailable: return .biometryNotAvailable
+        case .biometryNotEnrolled: return .biometryNotEnrolled
+        case .biometryLockout: return .biometryLockout
+        case .authenticationFailed: return .authenticationFailed
+        case .userCancel: return .userCancel
+        case .userFallback: return .userFallback
+        case .systemCancel: return .systemCancel
+        case .appCancel: return .appCancel
+        case .invalidContext: return .invalidContext
+        case .biometryDisconnected: return .biometryDisconnected
+        case .notInteractive: return .notInteractive
         }
     }
 }

@@ -23,6 +23,8 @@ commands:
   reset [--user NAME]                    clear the counters and the back-off (root only)
   test [--user NAME] [--policy owner|biometrics] [--reason TEXT]
                                          a real evaluation in this terminal (root only)
+  evaluate [--policy owner|biometrics] [--reason TEXT] [--fallback-title T] [--cancel-title T]
+           [--non-interactive] [--json]  an app's evaluation for scripts; one exit code per error
   config --check [FILE] [--pam-dir DIR]  validate the configuration file and lint the PAM stacks
 
 common options:
@@ -45,6 +47,10 @@ public func run(arguments: [String]) -> Int32 {
         case "check": return try checkCommand(try Arguments(rest, flags: ["--json"], values: ["--user", "--conf", "--policy"], verb: verb)).rawValue
         case "reset": return try resetCommand(try Arguments(rest, flags: [], values: ["--user", "--conf"], verb: verb)).rawValue
         case "test": return try testCommand(try Arguments(rest, flags: [], values: ["--user", "--conf", "--policy", "--reason"], verb: verb)).rawValue
+        case "evaluate":
+            return try evaluateCommand(try Arguments(rest, flags: ["--json", "--non-interactive"],
+                                                     values: ["--policy", "--reason", "--fallback-title", "--cancel-title"],
+                                                     verb: verb)).rawValue
         case "config": return try configCommand(try Arguments(rest, flags: ["--check"], values: ["--pam-dir"], verb: verb, positional: 1)).rawValue
         case "--help", "-h", "help":
             print(usageText, terminator: "")
@@ -142,6 +148,24 @@ func helpText(_ verb: String) -> String {
           Runs a real evaluation in this terminal through the engine, fprintd and the
           passcode service, counting attempts like any prompt (root only). Try it
           before putting the module into sudo.
+
+        """
+    case "evaluate":
+        return """
+        usage: localauth evaluate [--policy owner|biometrics] [--reason TEXT] [--fallback-title T]
+                                  [--cancel-title T] [--non-interactive] [--json]
+          Evaluates the policy for the calling user as an app would (the
+          LocalAuthentication library's evaluatePolicy), through localauth-helper:
+          the same counts, lockout and back-off as sudo and the screen lockers. The
+          conversation uses the terminal: Enter starts the fingerprint, Ctrl-C while
+          the reader waits chooses the fallback once it is offered (cancels before),
+          Ctrl-D cancels. --non-interactive shows nothing: it reports what is
+          missing, else notInteractive. Exit 0 on success; otherwise 10
+          passcodeNotSet, 11 biometryNotAvailable, 12 biometryNotEnrolled,
+          13 biometryLockout, 14 authenticationFailed, 15 userCancel, 16 userFallback,
+          17 systemCancel, 18 appCancel, 19 invalidContext, 20 biometryDisconnected,
+          21 notInteractive; 1 when the helper cannot be used, 2 for bad usage.
+          --json prints {"success", "method", "error", "error_code", "exit_code"}.
 
         """
     case "config":
@@ -244,6 +268,9 @@ struct NoConversation: Prompter {
 /// read from the terminal with echo and signals off (Ctrl-C arrives as a
 /// byte and cancels), straight into the secret buffer.
 struct TerminalConversation: Prompter {
+    /// Messages on stderr instead (stdout carries the result, e.g. JSON).
+    var messagesOnStandardError = false
+
     mutating func ask(_ text: String, into secret: SecretBuffer) -> PromptAnswer {
         guard let fd = Syscalls.openControllingTerminal() else { return .failed }
         defer { Syscalls.close(fd) }
@@ -270,7 +297,7 @@ struct TerminalConversation: Prompter {
     }
 
     mutating func tell(_ text: String, _ kind: MessageKind) {
-        print(text)
+        if messagesOnStandardError { standardError(text + "\n") } else { print(text) }
     }
 }
 

@@ -357,3 +357,95 @@ func testThroughHelper(_ options: Options, reason: String?) throws -> ExitCode {
         return .failure
     }
 }
+
+// MARK: - evaluate
+
+/// `localauth evaluate`: an app's evaluation for scripts, through the
+/// helper under the same service as the LocalAuthentication library (an
+/// administrator who turns apps off turns this off too).
+func evaluateCommand(_ arguments: Arguments) throws -> ExitCode {
+    let policy = try parsePolicy(arguments, default: .owner)
+    var request = HelperRequest()
+    request.service = literalBytes("localauth-app")
+    request.tty = Syscalls.standardInputTerminal()
+    request.presentation = [(literalBytes("policy"), utf8Bytes(policy.name))]
+    if let reason = arguments.values["--reason"] {
+        guard !reason.isEmpty else { throw CLIError("--reason must not be empty", .usage) }
+        request.presentation.append((literalBytes("reason"), utf8Bytes(reason)))
+    }
+    if let title = arguments.values["--fallback-title"] { request.presentation.append((literalBytes("fallback_title"), utf8Bytes(title))) }
+    if let title = arguments.values["--cancel-title"] { request.presentation.append((literalBytes("cancel_title"), utf8Bytes(title))) }
+
+    let verdict: Result<AuthenticationMethod, LAError>
+    if arguments.flags.contains("--non-interactive") {
+        request.action = .check
+        var client = HelperClient(prompter: NoConversation())
+        switch try helperVerdict(client.run(request)) {
+        case .success: verdict = .failure(.notInteractive)
+        case .failure(let error): verdict = .failure(error)
+        }
+    } else if let terminal = Syscalls.openControllingTerminal() {
+        defer { Syscalls.close(terminal) }
+        // Keys arrive one by one and Ctrl-C as a byte: the choices while
+        // the reader waits (a prompt reads its own line).
+        let saved = Syscalls.keyTerminal(terminal)
+        defer { if let saved { Syscalls.restoreTerminal(terminal, saved) } }
+        var client = HelperClient(prompter: TerminalConversation(messagesOnStandardError: true))
+        defer { client.lastAnswer.wipe() }
+        verdict = try helperVerdict(client.run(request, control: saved == nil ? nil : terminal) { byte in
+            byte == 0x03 ? .userFallback : byte == 0x04 ? .userCancel : nil
+        })
+    } else {
+        verdict = .failure(.notInteractive)
+    }
+
+    let code: ExitCode
+    switch verdict {
+    case .success: code = .success
+    case .failure(let error): code = ExitCodeTable.evaluationExitCode(for: error)
+    }
+    if arguments.flags.contains("--json") {
+        let json = JSONWriter()
+        json.object {
+            json.field("policy", policy.name)
+            switch verdict {
+            case .success(let method):
+                json.field("success", true)
+                json.field("method", method == .passcode ? "password" : "fingerprint")
+                json.field("error", nil as String?)
+                json.field("error_code", nil as Int64?)
+            case .failure(let error):
+                json.field("success", false)
+                json.field("method", nil as String?)
+                json.field("error", error.name)
+                json.field("error_code", Int64(error.rawValue))
+            }
+            json.field("exit_code", Int64(code.rawValue))
+        }
+        print(json.text)
+    } else {
+        switch verdict {
+        case .success(let method): print(method == .passcode ? "authenticated: password" : "authenticated: fingerprint")
+        case .failure(let error): print("not authenticated: \(error.name) (\(error.rawValue))")
+        }
+    }
+    return code
+}
+
+/// An evaluation's answer from the helper; what is not an answer is the
+/// tool's own failure (exit 1).
+func helperVerdict(_ outcome: HelperOutcome) throws -> Result<AuthenticationMethod, LAError> {
+    switch outcome {
+    case .unavailable(let why): throw CLIError("localauth-helper cannot be used: \(why)")
+    case .failed(let why): throw CLIError("localauth-helper failed: \(why)")
+    case .answered(let result):
+        guard result.status == .evaluated else { throw CLIError(helperStatusText(result.status)) }
+        if result.pamCode == PAMCode.success.rawValue { return .success(result.method ?? .biometry) }
+        if let error = result.error { return .failure(error) }
+        if result.pamCode == PAMCode.ignore.rawValue {
+            // Out of scope: the administrator has not listed localauth-app.
+            return .failure(.biometryNotAvailable)
+        }
+        throw CLIError("localauth-helper gave no answer for this account")
+    }
+}

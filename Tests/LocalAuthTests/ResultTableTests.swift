@@ -90,10 +90,34 @@ final class ResultTableTests: XCTestCase {
         // The documented numbers (localauth(1)).
         let documented: [(ExitCode, Int32)] = [
             (.success, 0), (.failure, 1), (.usage, 2), (.permissionDenied, 3), (.unknownUser, 4), (.passcodeNotSet, 10),
-            (.biometryNotAvailable, 11), (.biometryNotEnrolled, 12), (.biometryLockout, 13),
+            (.biometryNotAvailable, 11), (.biometryNotEnrolled, 12), (.biometryLockout, 13), (.authenticationFailed, 14),
+            (.userCancel, 15), (.userFallback, 16), (.systemCancel, 17), (.appCancel, 18), (.invalidContext, 19),
+            (.biometryDisconnected, 20), (.notInteractive, 21),
         ]
         XCTAssertEqual(documented.count, ExitCode.allCases.count)
         for (code, number) in documented { XCTAssertEqual(code.rawValue, number) }
+    }
+
+    /// `localauth evaluate`: every error its own exit code, none shared with
+    /// success or the tool's own failures, the preflight's four unchanged.
+    func testEveryLAErrorHasItsOwnEvaluationExitCode() {
+        let expected: [LAError: ExitCode] = [
+            .authenticationFailed: .authenticationFailed, .userCancel: .userCancel, .userFallback: .userFallback,
+            .systemCancel: .systemCancel, .passcodeNotSet: .passcodeNotSet, .biometryNotAvailable: .biometryNotAvailable,
+            .biometryNotEnrolled: .biometryNotEnrolled, .biometryLockout: .biometryLockout, .appCancel: .appCancel,
+            .invalidContext: .invalidContext, .biometryDisconnected: .biometryDisconnected, .notInteractive: .notInteractive,
+        ]
+        XCTAssertEqual(Set(LAError.allCases), Set(expected.keys), "a new LAError needs a row here")
+        var seen: Set<Int32> = []
+        for error in LAError.allCases {
+            let code = ExitCodeTable.evaluationExitCode(for: error)
+            XCTAssertEqual(code, expected[error], error.name)
+            XCTAssertTrue(seen.insert(code.rawValue).inserted, "\(error.name) shares its exit code")
+            XCTAssertFalse([ExitCode.success, .failure, .usage, .permissionDenied, .unknownUser].contains(code), error.name)
+            if [.passcodeNotSet, .biometryNotAvailable, .biometryNotEnrolled, .biometryLockout].contains(error) {
+                XCTAssertEqual(code, ExitCodeTable.exitCode(for: error), "evaluate and check agree on \(error.name)")
+            }
+        }
     }
 
     func testPolicyNames() {
