@@ -33,8 +33,17 @@ let package = Package(
         .executableTarget(name: "localauth-helper", dependencies: ["LocalAuth", "SystemAdapters"], path: "Sources/LocalAuthHelper",
                           swiftSettings: strict),
         .executableTarget(name: "LocalAuthCommand", dependencies: ["LocalAuthCLI"], path: "Sources/localauth", swiftSettings: strict),
+        // Apps: the two examples (run by `make demo`) and a file that uses only
+        // Apple's API, compiled in every build.
+        .executableTarget(name: "localauth-example-payment", dependencies: ["LocalAuthentication"],
+                          path: "Examples/PaymentConfirmation", swiftSettings: strict),
+        .executableTarget(name: "localauth-example-unlock", dependencies: ["LocalAuthentication"],
+                          path: "Examples/BiometricUnlock", swiftSettings: strict),
+        .target(name: "AppleAPICompatibility", dependencies: ["LocalAuthentication"], path: "Tests/AppleAPICompatibility",
+                swiftSettings: strict),
         // Test support.
         .target(name: "PAMConstants", path: "Tests/PAMConstants", cSettings: strictC),
+        .executableTarget(name: "la-app-probe", dependencies: ["LocalAuthentication"], path: "Tests/AppProbe", swiftSettings: strict),
         .executableTarget(name: "la-store-probe", dependencies: ["LocalAuth", "SystemAdapters"], path: "Tests/StoreProbe",
                           swiftSettings: strict),
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication", "LocalAuth"],

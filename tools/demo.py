@@ -3,7 +3,11 @@
 against a real fprintd with libfprint's virtual fingerprint device, for the
 test user alice, printing each conversation as a terminal user sees it: a
 match; three misses then the password; the lockout after five misses and
-its unlock by the password; then the password's own back-off."""
+its unlock by the password; then the password's own back-off; then two
+apps over the LocalAuthentication library (Examples/) and `localauth
+evaluate`, run as an unprivileged user through the setuid helper in a
+private mount namespace."""
+import os
 import sys
 import tempfile
 import time
@@ -11,7 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from fprint_rig import FprintRig  # noqa: E402
-from pamenv import PASSWORDS, PamEnv, build  # noqa: E402
+from pamenv import PASSWORDS, PamEnv, build, localauth_command, swift_bin  # noqa: E402
+from private_world import PrivateWorld  # noqa: E402
+from terminal import TerminalSession  # noqa: E402
 
 NAMES = {0: "PAM_SUCCESS", 7: "PAM_AUTH_ERR", 19: "PAM_CONV_ERR", 9: "PAM_AUTHINFO_UNAVAIL", 25: "PAM_IGNORE"}
 
@@ -55,6 +61,75 @@ def fingerprint_part(pam, rig):
     prompt("sudo -v   # the finger works again", [], [match])
 
 
+def app_part(rig, base):
+    """The examples on a terminal, as appuser, through localauth-helper."""
+    user, uid, password = "appuser", 4320, "app-pw-7"
+    rig.enroll(user)
+    world = PrivateWorld(base, rig, users={user: (uid, password)})
+    match, miss = f"SCAN finger-{user}", "SCAN some-other-finger"
+
+    def session(title, command, steps, scans=()):
+        print(f"\n$ {title}")
+        if scans:
+            print("  (the virtual sensor is fed: " + ", ".join(s.replace("SCAN ", "") for s in scans) + ")")
+        if scans:
+            rig.feed(list(scans))
+        argv = world.argv(*command, uid=uid)
+        argv[0] = "/usr/bin/unshare"
+        term = TerminalSession(argv, world.env(user))
+        try:
+            for wait_for, keys in steps:
+                if callable(wait_for):
+                    wait_for()
+                else:
+                    term.expect(wait_for)
+                if keys:
+                    term.send(keys)
+            code = term.wait()
+        finally:
+            term.close()
+        if scans:
+            rig.feed_wait(timeout=30)
+        typed = {"\r": "[Enter]", "\x03": "[Ctrl-C]"}
+        for line in term.text.splitlines():
+            if line.strip():
+                print("  " + line.replace(password, "*" * len(password)))
+        print(f"  (keys: {' '.join(typed.get(k, '<typed>') for _, k in steps if k)}) -> exit {code}")
+        if "open sesame" in term.text:
+            print("  (the vault's own password is the app's business: the example reads it with echo on)")
+        record = world.record(uid)
+        print(f"  on disk: F={record.F if record else 0} P={record.P if record else 0}")
+
+    print("\n== apps: LocalAuthentication for Linux (Examples/), as appuser through localauth-helper ==")
+    try:
+        session("localauth-example-payment 12.50   # the finger", [swift_bin() / "localauth-example-payment", "12.50 EUR"],
+                [("fingerprint:", "\r"), ("confirmed", None)], [match])
+        session("localauth-example-payment   # three misses, then the password under the app's title",
+                [swift_bin() / "localauth-example-payment"],
+                [("fingerprint:", "\r"), ("Use Password:", password + "\r"), ("confirmed", None)], [miss] * 3)
+        from fprint_rig import FPRINT_NAME, _Client
+        listener = _Client(rig.bus_address)
+        seen = []
+        listener.subscribe(FPRINT_NAME, None, None, None, lambda s, p, i, m, a: seen.append((m, a)))
+
+        def reader_waits_again():
+            listener.pump(lambda: sum(m == "VerifyFingerSelected" for m, _ in seen) >= 2, 20)
+        try:
+            session("localauth-example-unlock   # biometrics only: a miss, Ctrl-C for the app's own password",
+                    [swift_bin() / "localauth-example-unlock"],
+                    [("fingerprint:", "\r"), ("Try again.", None), (reader_waits_again, "\x03"),
+                     ("Vault password:", "open sesame\r"), ("unlocked", None)], [miss])
+        finally:
+            listener.close()
+        print("\n$ localauth evaluate --policy biometrics --non-interactive --json   # never asks")
+        import subprocess
+        proc = subprocess.run(world.argv(localauth_command(), "evaluate", "--policy", "biometrics", "--non-interactive", "--json",
+                                         uid=uid), env=world.env(user), capture_output=True, text=True, timeout=60)
+        print(f"  {proc.stdout.strip()} -> exit {proc.returncode}")
+    finally:
+        world.close()
+
+
 def main():
     build()
     with tempfile.TemporaryDirectory(prefix="localauth-demo-") as base, FprintRig() as rig:
@@ -85,6 +160,11 @@ def main():
         show("sudo -v   # Enter on an empty line cancels, nothing counted", pam.run(answers=[""]), [""])
         show("login nosuchuser   # unknown users look like users without a fingerprint",
              pam.run(user="nosuchuser", answers=["guess"]), ["guess"])
+        rig.start_fprintd()
+        apps = Path(base) / "apps"
+        apps.mkdir()
+        os.chmod(apps, 0o755)
+        app_part(rig, apps)
     return 0
 
 

@@ -1,0 +1,115 @@
+// A test app over the LocalAuthentication library with a scripted
+// presenter (the GUI case): it prints what it is shown, answers prompts
+// from its arguments, and turns signals into the app's actions so that a
+// test can act at the moment it chooses: SIGUSR1 calls invalidate(),
+// SIGUSR2 presses the cancel button, SIGWINCH the fallback button.
+//   la-app-probe [--policy owner|biometrics] [--reason TEXT] [--answer A]...
+//                [--fallback-title T] [--non-interactive] [--preflight]
+// An answer "<fallback>" or "<cancel>" presses that button at the prompt.
+// The last line is "result: success" or "result: <name> <code>".
+import Foundation
+import LocalAuthentication
+
+final class ScriptedPresenter: LAPresenter, @unchecked Sendable {
+    var answers: [String]
+    let lock = NSLock()
+    var control: LAEvaluationControl?
+
+    init(answers: [String]) { self.answers = answers }
+
+    func say(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    func begin(reason: String, cancelTitle: String?, fallbackTitle: String?, control: LAEvaluationControl) {
+        lock.lock(); self.control = control; lock.unlock()
+        say("begin: \(reason)")
+    }
+    func show(_ message: String, isError: Bool) { say("\(isError ? "error" : "info"): \(message)") }
+    func askSecret(_ prompt: String, into secret: LASecret) -> LASecretAnswer {
+        say("prompt: \(prompt)")
+        guard !answers.isEmpty else { return .cancel }
+        let answer = answers.removeFirst()
+        if answer == "<fallback>" { return .fallback }
+        if answer == "<cancel>" { return .cancel }
+        secret.set(Array(answer.utf8))
+        return .entered
+    }
+    func dismiss() {
+        lock.lock(); control = nil; lock.unlock()
+        say("dismiss")
+    }
+    func press(_ fallback: Bool) {
+        lock.lock(); let control = self.control; lock.unlock()
+        if fallback { control?.fallback() } else { control?.cancel() }
+    }
+}
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+var policy = LAPolicy.deviceOwnerAuthentication
+var reason = "test the library"
+var answers: [String] = []
+var fallbackTitle: String? = nil
+var nonInteractive = false
+var preflightOnly = false
+while !arguments.isEmpty {
+    let name = arguments.removeFirst()
+    switch name {
+    case "--policy": policy = arguments.removeFirst() == "biometrics" ? .deviceOwnerAuthenticationWithBiometrics : .deviceOwnerAuthentication
+    case "--reason": reason = arguments.removeFirst()
+    case "--answer": answers.append(arguments.removeFirst())
+    case "--fallback-title": fallbackTitle = arguments.removeFirst()
+    case "--non-interactive": nonInteractive = true
+    case "--preflight": preflightOnly = true
+    default:
+        FileHandle.standardError.write(Data("la-app-probe: unknown argument \(name)\n".utf8))
+        exit(2)
+    }
+}
+
+let context = LAContext()
+let presenter = ScriptedPresenter(answers: answers)
+context.presenter = presenter
+context.localizedFallbackTitle = fallbackTitle
+context.interactionNotAllowed = nonInteractive
+
+func name(_ error: Error?) -> String {
+    guard let error = error as? LAError else { return "other \(String(describing: error))" }
+    return "\(error.code) \(error.code.rawValue)"
+}
+
+if preflightOnly {
+    var error: NSError?
+    let can = context.canEvaluatePolicy(policy, error: &error)
+    presenter.say("biometry: \(context.biometryType == .touchID ? "touchID" : "none")")
+    presenter.say(can ? "result: success" : "result: \(name(error.flatMap { LAError(_nsError: $0) }))")
+    exit(can ? 0 : 1)
+}
+
+signal(SIGUSR1, SIG_IGN)
+signal(SIGUSR2, SIG_IGN)
+signal(SIGWINCH, SIG_IGN)
+let signalQueue = DispatchQueue(label: "signals")
+let sources = [SIGUSR1, SIGUSR2, SIGWINCH].map { number -> DispatchSourceSignal in
+    let source = DispatchSource.makeSignalSource(signal: number, queue: signalQueue)
+    source.setEventHandler {
+        switch number {
+        case SIGUSR1: context.invalidate()
+        case SIGUSR2: presenter.press(false)
+        default: presenter.press(true)
+        }
+    }
+    source.resume()
+    return source
+}
+presenter.say("ready")
+let done = DispatchSemaphore(value: 0)
+nonisolated(unsafe) var succeeded = false
+context.evaluatePolicy(policy, localizedReason: reason) { success, error in
+    succeeded = success
+    presenter.say(success ? "result: success" : "result: \(name(error))")
+    done.signal()
+}
+done.wait()
+_ = sources
+exit(succeeded ? 0 : 1)

@@ -1,0 +1,418 @@
+"""Apps through the LocalAuthentication library and `localauth evaluate`,
+end to end as an unprivileged user in a private mount namespace
+(tests/private_world.py): the real setuid helper, the rig's fprintd with
+libfprint's virtual device, and real pam_unix against a private shadow.
+
+The apps are the two shipped examples (Examples/, on a terminal, the
+library's default presenter), la-app-probe (a scripted presenter: the GUI
+case, with signals standing for its buttons and for invalidate()), and
+`localauth evaluate`. Their failures count in the record that sudo's stack
+reads, through the module as root.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from fprint_rig import FPRINT_NAME, FprintRig, _Client
+from pamenv import HARNESS, ROOT, localauth_command, parse_run, swift_bin
+from private_world import PrivateWorld
+from terminal import TerminalSession
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mount namespaces, a setuid helper)")
+
+USER, UID, PASSWORD = "appuser", 4320, "app-pw-7"
+BARE, BARE_UID, BARE_PASSWORD = "bareuser", 4321, "bare-pw-8"   # no enrolled finger
+MATCH, MISS = f"SCAN finger-{USER}", "SCAN finger-nobody"
+FIRST_PROMPT = "Password, or press Enter to use your fingerprint:"
+LOCKED = "Too many failed fingerprint attempts. Fingerprint is locked until you enter your password."
+SEND_GAP = re.compile(r"it stays counted \(the stop followed the probe after (\d+) us\)")
+
+
+@pytest.fixture(scope="module")
+def rig():
+    with FprintRig() as rig:
+        rig.enroll(USER)
+        yield rig
+
+
+@pytest.fixture(scope="module")
+def world(rig, tmp_path_factory):
+    base = tmp_path_factory.mktemp("apps")
+    os.chmod(base, 0o755)
+    world = PrivateWorld(base, rig, users={USER: (UID, PASSWORD), BARE: (BARE_UID, BARE_PASSWORD)})
+    world.write_locker_stack("sudo")
+    yield world
+    world.close()
+
+
+@pytest.fixture
+def w(world, rig):
+    world.clear_state()
+    yield world
+    rig.wait_until_claimable(USER, timeout=10)
+
+
+def program(name):
+    return str(swift_bin() / name)
+
+
+def terminal(w, *command, uid=UID, user=USER):
+    argv = w.argv(*command, uid=uid)
+    argv[0] = "/usr/bin/unshare"
+    return TerminalSession(argv, w.env(user))
+
+
+def probe(w, *args, uid=UID, user=USER):
+    return subprocess.Popen(w.argv(program("la-app-probe"), *args, uid=uid), env=w.env(user), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def read_until(proc, wanted, lines):
+    for line in proc.stdout:
+        lines.append(line.rstrip("\n"))
+        if lines[-1].startswith(wanted):
+            return lines[-1]
+    raise AssertionError(f"{wanted!r} not seen: {lines}")
+
+
+def finish(proc, lines):
+    out, err = proc.communicate(timeout=60)
+    lines += out.splitlines()
+    return proc.returncode, lines, err
+
+
+def watcher(rig):
+    listener = _Client(rig.bus_address)
+    seen = []
+    listener.subscribe(FPRINT_NAME, None, None, None, lambda s, p, i, m, a: seen.append((m, a)))
+    return listener, seen
+
+
+def sudo_as_root(w, answers):
+    """sudo's stack (the module in-process as root) for the same user."""
+    proc = subprocess.run(w.argv(HARNESS, "-s", "sudo", "-u", USER, *sum((["-a", a] for a in answers), [])),
+                          env=w.env(), capture_output=True, text=True, timeout=60)
+    return parse_run(proc.stdout, proc.stderr)
+
+
+def charged_only_by_the_stops_delay(w, mark):
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        gaps = [int(m.group(1)) for line in w.syslog.since(mark) for m in [SEND_GAP.search(line)] if m]
+        if gaps:
+            return all(gap > 1000 for gap in gaps)
+        time.sleep(0.05)
+    return False
+
+
+# ---------------------------------------------------------------- the examples, on a terminal
+
+def test_payment_confirmed_by_the_finger(w, rig):
+    rig.feed([MATCH])
+    session = terminal(w, program("localauth-example-payment"), "12.50 EUR")
+    try:
+        session.expect("Touch the fingerprint reader to pay 12.50 EUR")
+        session.expect(FIRST_PROMPT)
+        session.send("\r")
+        session.expect("Payment of 12.50 EUR confirmed.")
+        assert session.wait() == 0, session.text
+    finally:
+        session.close()
+    assert rig.feed_wait(timeout=30).ok
+    assert w.counts(UID) == (0, 0)
+
+
+def test_payment_three_misses_then_the_password_under_the_apps_title(w, rig):
+    rig.feed([MISS] * 3)
+    session = terminal(w, program("localauth-example-payment"))
+    try:
+        session.expect(FIRST_PROMPT)
+        session.send("\r")
+        session.expect("Fingerprint not recognized. Try again.")
+        session.expect("Use Password:")                      # the app's localizedFallbackTitle
+        session.send(PASSWORD + "\r")
+        session.expect("Payment of 42.00 EUR confirmed.")
+        assert session.wait() == 0, session.text
+    finally:
+        session.close()
+    assert PASSWORD not in session.text
+    assert rig.feed_wait(timeout=30).ok
+    assert w.counts(UID) == (0, 0)
+
+
+def test_payment_wrong_password_is_counted_like_sudos(w, rig):
+    session = terminal(w, program("localauth-example-payment"))
+    try:
+        session.expect(FIRST_PROMPT)
+        session.send("wrong-pw\r")
+        session.expect("Payment not confirmed: the identity could not be verified.")
+        assert session.wait() == 1
+    finally:
+        session.close()
+    assert w.counts(UID) == (0, 1)
+
+
+def test_unlock_miss_then_fallback_hands_over_to_the_apps_password(w, rig):
+    """Policy biometrics: after a miss Ctrl-C chooses the fallback, the app
+    gets userFallback and asks its own password; the miss stays counted."""
+    listener, seen = watcher(rig)
+    rig.feed([MISS])
+    session = terminal(w, program("localauth-example-unlock"))
+    try:
+        session.expect(FIRST_PROMPT)
+        session.send("\r")
+        session.expect("Fingerprint not recognized. Try again.")
+        assert rig.feed_wait(timeout=30).ok
+        assert listener.pump(lambda: sum(m == "VerifyFingerSelected" for m, _ in seen) >= 2, 20)
+        session.send("\x03")
+        session.expect("Vault password:")
+        session.send("open sesame\r")
+        session.expect("Vault unlocked with its password.")
+        assert session.wait() == 0, session.text
+    finally:
+        session.close()
+        listener.close()
+    assert w.counts(UID) in ((1, 0), (2, 0)), w.counts(UID)   # the pending attempt: refunded unless unprovable
+
+
+def test_unlock_by_the_finger(w, rig):
+    rig.feed([MATCH])
+    session = terminal(w, program("localauth-example-unlock"))
+    try:
+        session.expect(FIRST_PROMPT)
+        session.send("\r")
+        session.expect("Vault unlocked with the fingerprint.")
+        assert session.wait() == 0
+    finally:
+        session.close()
+    assert rig.feed_wait(timeout=30).ok
+
+
+# ---------------------------------------------------------------- a GUI app's presenter (la-app-probe)
+
+def run_probe_until_waiting(w, rig, *args):
+    listener, seen = watcher(rig)
+    lines = []
+    proc = probe(w, *args, "--answer", "")
+    try:
+        read_until(proc, "ready", lines)
+        assert listener.pump(lambda: any(m == "VerifyFingerSelected" for m, _ in seen), 20), lines
+    finally:
+        listener.close()
+    return proc, lines
+
+
+@pytest.mark.parametrize("action, sig, error", [
+    ("invalidate()", signal.SIGUSR1, "appCancel -9"),
+    ("the cancel button", signal.SIGUSR2, "userCancel -2"),
+    ("the fallback button before it is offered", signal.SIGWINCH, "userCancel -2"),
+])
+def test_an_action_while_the_reader_waits_releases_it_and_charges_nothing(w, rig, action, sig, error):
+    for _ in range(3):
+        mark = w.syslog.mark()
+        proc, lines = run_probe_until_waiting(w, rig)
+        proc.send_signal(sig)
+        code, lines, err = finish(proc, lines)
+        assert code == 1 and lines[-1] == f"result: {error}", (lines, err)
+        assert "dismiss" in lines
+        rig.wait_until_claimable(USER, timeout=10)
+        if w.counts(UID) == (0, 0):
+            return
+        assert w.counts(UID) == (1, 0) and charged_only_by_the_stops_delay(w, mark), (w.counts(UID), w.syslog.since(mark))
+        w.clear_state()
+    pytest.fail("charged in every try")
+
+
+def test_the_fallback_button_after_a_miss_runs_the_system_password(w, rig):
+    listener, seen = watcher(rig)
+    rig.feed([MISS])
+    lines = []
+    proc = probe(w, "--answer", "", "--answer", PASSWORD, "--fallback-title", "Account Password")
+    try:
+        read_until(proc, "error: Fingerprint not recognized. Try again.", lines)
+        assert rig.feed_wait(timeout=30).ok
+        assert listener.pump(lambda: sum(m == "VerifyFingerSelected" for m, _ in seen) >= 2, 20)
+    finally:
+        listener.close()
+    proc.send_signal(signal.SIGWINCH)
+    code, lines, err = finish(proc, lines)
+    assert code == 0 and lines[-1] == "result: success", (lines, err)
+    assert "prompt: Account Password: " in lines
+    assert w.counts(UID) == (0, 0)
+
+
+def test_a_fallback_at_the_first_prompt_is_user_fallback_for_biometrics(w):
+    proc = probe(w, "--policy", "biometrics", "--answer", "<fallback>")
+    code, lines, err = finish(proc, [])
+    assert code == 1 and lines[-1] == "result: userFallback -3", (lines, err)
+    assert w.counts(UID) == (0, 0)
+
+
+def test_interaction_not_allowed_shows_nothing_and_counts_nothing(w):
+    proc = probe(w, "--non-interactive")
+    code, lines, err = finish(proc, [])
+    assert lines == ["ready", "result: notInteractive -1004"], (lines, err)
+    assert f"{UID}.rec" not in w.state_files() and w.counts(UID) == (0, 0)
+
+
+def test_preflight_finds_the_reader_and_a_user_without_fingers(w):
+    proc = probe(w, "--preflight", "--policy", "biometrics")
+    code, lines, _ = finish(proc, [])
+    assert code == 0 and lines == ["biometry: touchID", "result: success"], lines
+    proc = probe(w, "--preflight", "--policy", "biometrics", uid=BARE_UID, user=BARE)
+    code, lines, _ = finish(proc, [])
+    assert code == 1 and lines == ["biometry: touchID", "result: biometryNotEnrolled -7"], lines
+
+
+def test_an_empty_reason_stops_the_app_before_anything_happens(w):
+    proc = probe(w, "--reason", "")
+    code, lines, err = finish(proc, [])
+    assert code < 0 or code >= 128, (code, lines, err)           # a trap, like Apple's exception
+    assert "Non-empty localizedReason must be provided." in err
+    assert lines == ["ready"] and w.state_files() == []
+
+
+# ---------------------------------------------------------------- the same counters as sudo
+
+def test_misses_through_the_app_lock_sudo_until_the_password(w, rig):
+    for misses in (3, 2):
+        rig.feed([MISS] * misses)
+        proc = probe(w, "--answer", "", "--answer", "<cancel>")
+        code, lines, err = finish(proc, [])
+        assert rig.feed_wait(timeout=30).ok
+        assert code == 1 and lines[-1] == "result: userCancel -2", (lines, err)
+    assert w.counts(UID) == (5, 0)
+    # Locked: the app may not even try the reader, and sudo sees the lockout.
+    proc = probe(w, "--policy", "biometrics", "--answer", "")
+    code, lines, _ = finish(proc, [])
+    assert lines[-1] == "result: biometryLockout -8", lines
+    run = sudo_as_root(w, [PASSWORD])
+    assert run.code == 0 and LOCKED in run.texts("error"), run
+    assert w.counts(UID) == (0, 0)
+
+
+def test_the_app_waits_out_the_password_back_off_like_sudo(w):
+    for attempt in range(5):
+        proc = probe(w, "--answer", f"wrong-{attempt}")
+        code, lines, _ = finish(proc, [])
+        assert lines[-1] == "result: authenticationFailed -1", lines
+    assert w.counts(UID)[1] == 5
+    proc = probe(w, "--answer", PASSWORD)                  # the right one, refused during the wait
+    code, lines, _ = finish(proc, [])
+    assert lines[-1] == "result: authenticationFailed -1" and not any(l.startswith("prompt: Enter Password") for l in lines), lines
+    assert any("Try again in" in line or "wait" in line.lower() for line in lines), lines
+
+
+def test_an_app_cannot_evaluate_for_another_user(w):
+    """The library has no user parameter; the helper it runs refuses any
+    name but the caller's own (tests/test_helper.py): the probe as BARE
+    only ever touches BARE's record."""
+    proc = probe(w, "--answer", "wrong", uid=BARE_UID, user=BARE)
+    finish(proc, [])
+    assert w.counts(BARE_UID) == (0, 1) and w.counts(UID) == (0, 0)
+
+
+# ---------------------------------------------------------------- localauth evaluate
+
+def evaluate(w, *args, uid=UID, user=USER):
+    proc = subprocess.run(w.argv(localauth_command(), "evaluate", *args, uid=uid), env=w.env(user), capture_output=True,
+                          text=True, timeout=60)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_evaluate_non_interactive_json_says_what_is_missing(w):
+    code, out, _ = evaluate(w, "--non-interactive", "--json")
+    assert code == 21 and json.loads(out) == {"policy": "owner", "success": False, "method": None, "error": "notInteractive",
+                                              "error_code": -1004, "exit_code": 21}, out
+    code, out, _ = evaluate(w, "--non-interactive", "--json", "--policy", "biometrics", uid=BARE_UID, user=BARE)
+    assert code == 12 and json.loads(out)["error"] == "biometryNotEnrolled", out
+    assert f"{UID}.rec" not in w.state_files() and w.counts(UID) == (0, 0)
+
+
+def test_evaluate_without_a_terminal_is_not_interactive(w):
+    code, out, _ = evaluate(w)
+    assert code == 21 and out.strip() == "not authenticated: notInteractive (-1004)", out
+
+
+def test_evaluate_refuses_an_empty_reason(w):
+    code, _, err = evaluate(w, "--reason", "")
+    assert code == 2 and "--reason must not be empty" in err
+
+
+def test_evaluate_on_a_terminal_match_and_json(w, rig):
+    rig.feed([MATCH])
+    session = terminal(w, localauth_command(), "evaluate", "--json", "--reason", "Deploy to production")
+    try:
+        session.expect(FIRST_PROMPT)
+        session.send("\r")
+        session.expect("Deploy to production")              # the reason, in the instruction
+        session.expect('"success":true')
+        assert session.wait() == 0
+    finally:
+        session.close()
+    assert rig.feed_wait(timeout=30).ok
+    answer = json.loads(session.text.strip().splitlines()[-1])
+    assert answer == {"policy": "owner", "success": True, "method": "fingerprint", "error": None, "error_code": None,
+                      "exit_code": 0}
+
+
+def test_evaluate_biometrics_fallback_exits_16(w, rig):
+    listener, seen = watcher(rig)
+    rig.feed([MISS])
+    session = terminal(w, localauth_command(), "evaluate", "--policy", "biometrics")
+    try:
+        session.expect(FIRST_PROMPT)
+        session.send("\r")
+        session.expect("Fingerprint not recognized. Try again.")
+        assert rig.feed_wait(timeout=30).ok
+        assert listener.pump(lambda: sum(m == "VerifyFingerSelected" for m, _ in seen) >= 2, 20)
+        session.send("\x03")
+        session.expect("not authenticated: userFallback (-3)")
+        assert session.wait() == 16
+    finally:
+        session.close()
+        listener.close()
+
+
+def test_evaluate_no_reader_is_biometry_not_available(w, rig):
+    rig.stop_fprintd()
+    try:
+        code, out, _ = evaluate(w, "--non-interactive", "--policy", "biometrics")
+        assert code == 11 and "biometryNotAvailable (-6)" in out, out
+    finally:
+        rig.start_fprintd()
+        rig.enroll(USER)
+
+
+def test_an_administrator_can_turn_apps_off(w):
+    w.write_config(["services = sudo,i3lock"])
+    try:
+        proc = probe(w, "--answer", PASSWORD)
+        code, lines, _ = finish(proc, [])
+        assert lines[-1] == "result: biometryNotAvailable -6", lines
+        code, _, _ = evaluate(w, "--non-interactive")
+        assert w.counts(UID) == (0, 0)
+    finally:
+        w.write_config([])
+
+
+# ---------------------------------------------------------------- Apple's source compiles unchanged
+
+def test_apple_api_source_needs_no_linux_names():
+    source = (ROOT / "Tests" / "AppleAPICompatibility" / "AppleAPI.swift").read_text()
+    imports = re.findall(r"^import (\w+)", source, re.M)
+    assert imports == ["Foundation", "LocalAuthentication"]
+    for linux_only in ("presenter", "LAPresenter", "LASecret", "TerminalPresenter", "LAEvaluationControl", "LocalAuth."):
+        assert linux_only not in source, linux_only
+    for example in ("PaymentConfirmation/main.swift", "BiometricUnlock/BiometricUnlock.swift"):
+        text = (ROOT / "Examples" / example).read_text()
+        for linux_only in ("LAPresenter", "LASecret", "TerminalPresenter", "LAEvaluationControl"):
+            assert linux_only not in text, (example, linux_only)
+    build = subprocess.run(["swift", "build", "--target", "AppleAPICompatibility"], cwd=ROOT, capture_output=True, text=True)
+    assert build.returncode == 0, build.stdout + build.stderr
