@@ -13,6 +13,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -20,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from fprint_rig import FPRINT_NAME, FprintRig, _Client
-from pamenv import HARNESS, ROOT, localauth_command, parse_run, swift_bin
-from private_world import PrivateWorld
+from helper_wire import CLIENT_HELLO, HELLO, REQUEST, converse, frame, read_frame, request
+from pamenv import HARNESS, ROOT, later_boot_clock, localauth_command, parse_run, swift_bin
+from private_world import HELPER_PATH, PrivateWorld
 from terminal import TerminalSession
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mount namespaces, a setuid helper)")
@@ -68,9 +70,12 @@ def terminal(w, *command, uid=UID, user=USER):
     return TerminalSession(argv, w.env(user))
 
 
-def probe(w, *args, uid=UID, user=USER):
-    return subprocess.Popen(w.argv(program("la-app-probe"), *args, uid=uid), env=w.env(user), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+def probe(w, *args, uid=UID, user=USER, session=None, prefix=()):
+    """la-app-probe as the user; `session` puts it in that logind session
+    (by cgroup, which is all logind's session of a process is)."""
+    return subprocess.Popen([*prefix, *w.argv(program("la-app-probe"), *args, uid=uid)], env=w.env(user),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=session.enter if session else None)
 
 
 def read_until(proc, wanted, lines):
@@ -316,6 +321,111 @@ def test_an_app_cannot_evaluate_for_another_user(w):
     proc = probe(w, "--answer", "wrong", uid=BARE_UID, user=BARE)
     finish(proc, [])
     assert w.counts(BARE_UID) == (0, 1) and w.counts(UID) == (0, 0)
+
+
+# ---------------------------------------------------------------- the reuse window
+
+CGROUP_ROOT = Path("/sys/fs/cgroup/unified")
+
+
+class Session:
+    """A logind session as sd-login sees it: a cgroup named
+    session-NAME.scope (the unified hierarchy, or cgroup2 at the root)."""
+
+    def __init__(self, name):
+        self.path = CGROUP_ROOT / "localauth-test.slice" / f"session-{name}.scope"
+
+    def create(self):
+        self.path.mkdir(parents=True, exist_ok=True)
+
+    def enter(self):
+        (self.path / "cgroup.procs").write_text(str(os.getpid()))
+
+    def remove(self):
+        for _ in range(100):
+            try:
+                self.path.rmdir()
+                return
+            except OSError:
+                time.sleep(0.05)      # its last process is still exiting
+
+
+@pytest.fixture
+def sessions():
+    if not (CGROUP_ROOT / "cgroup.procs").exists():
+        pytest.skip("no cgroup2 hierarchy at /sys/fs/cgroup/unified to make sessions in")
+    made = [Session("lt1"), Session("lt2")]
+    for session in made:
+        session.create()
+    yield made
+    for session in made:
+        session.remove()
+    try:
+        (CGROUP_ROOT / "localauth-test.slice").rmdir()
+    except OSError:
+        pass
+
+
+def prompts(lines):
+    return [line for line in lines if line.startswith("prompt: ")]
+
+
+def test_a_recent_success_in_the_same_session_stands_in_for_the_prompt(w, sessions):
+    here, there = sessions
+    code, lines, _ = finish(probe(w, "--answer", PASSWORD, session=here), [])
+    assert code == 0, lines
+    # Within the window, in the same session: no prompt, nothing charged.
+    code, lines, err = finish(probe(w, "--reuse", "60", session=here), [])
+    assert code == 0 and lines[-1] == "result: success" and prompts(lines) == [], (lines, err)
+    # Also with interactionNotAllowed.
+    code, lines, _ = finish(probe(w, "--reuse", "60", "--non-interactive", session=here), [])
+    assert code == 0 and lines[-1] == "result: success", lines
+    # Another session, no session, or no window: a real prompt.
+    for kwargs, args in (({"session": there}, ["--reuse", "60"]), ({}, ["--reuse", "60"]), ({"session": here}, [])):
+        code, lines, _ = finish(probe(w, *args, "--answer", "<cancel>", **kwargs), [])
+        assert lines[-1] == "result: userCancel -2" and prompts(lines), (kwargs, args, lines)
+    assert w.counts(UID) == (0, 0)
+
+
+def test_the_reuse_window_is_on_the_boot_clock(w, sessions):
+    here, _ = sessions
+    code, lines, _ = finish(probe(w, "--answer", PASSWORD, session=here), [])
+    assert code == 0, lines
+    # 61 s later (a time namespace whose boot clock is ahead): a 60 s window has passed, a 300 s one has not.
+    code, lines, _ = finish(probe(w, "--reuse", "60", "--answer", "<cancel>", session=here, prefix=later_boot_clock(61)), [])
+    assert lines[-1] == "result: userCancel -2" and prompts(lines), lines
+    code, lines, _ = finish(probe(w, "--reuse", "300", session=here, prefix=later_boot_clock(61)), [])
+    assert lines[-1] == "result: success" and not prompts(lines), lines
+    code, lines, _ = finish(probe(w, "--reuse", "300", "--answer", "<cancel>", session=here, prefix=later_boot_clock(301)), [])
+    assert lines[-1] == "result: userCancel -2", lines
+
+
+def test_a_failure_since_the_success_ends_the_window(w, sessions):
+    here, _ = sessions
+    assert finish(probe(w, "--answer", PASSWORD, session=here), [])[0] == 0
+    code, lines, _ = finish(probe(w, "--answer", "wrong-pw", session=here), [])
+    assert lines[-1] == "result: authenticationFailed -1", lines
+    code, lines, _ = finish(probe(w, "--reuse", "300", "--answer", "<cancel>", session=here), [])
+    assert lines[-1] == "result: userCancel -2" and prompts(lines), lines
+
+
+def test_the_window_is_for_apps_never_for_a_pam_service(w, sessions):
+    """A caller naming a PAM service with reuse gets a real prompt."""
+    here, _ = sessions
+    assert finish(probe(w, "--answer", PASSWORD, session=here), [])[0] == 0
+    mine, theirs = socket.socketpair()
+    proc = subprocess.Popen(w.argv(HELPER_PATH, uid=UID), stdin=theirs, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=w.env(USER), preexec_fn=here.enter)
+    theirs.close()
+    try:
+        mine.sendall(frame(HELLO, CLIENT_HELLO))
+        assert read_frame(mine)[0] == HELLO
+        mine.sendall(frame(REQUEST, request(service="i3lock", reuse="300")))
+        messages, result = converse(mine, [])
+        assert messages and result["pam"] != 0, (messages, result)
+    finally:
+        mine.close()
+        proc.wait(timeout=30)
 
 
 # ---------------------------------------------------------------- localauth evaluate

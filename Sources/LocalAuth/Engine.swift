@@ -26,6 +26,9 @@ public struct Request: Equatable {
     public var mode: InteractionMode
     /// `PAM_SILENT` or the `silent` option: suppresses status chatter only (R15).
     public var silent: Bool
+    /// The caller's logind session (empty: none), kept with a success for
+    /// an app's reuse window.
+    public var session: [UInt8] = []
 
     public init(scope: ScopeDecision, userName: [UInt8], user: UserIdentity?, service: [UInt8], tty: [UInt8] = [],
                 remoteHost: [UInt8] = [], mode: InteractionMode, silent: Bool = false) {
@@ -228,7 +231,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
             prompter = conversation
             switch end {
             case .match:
-                ledger.recordSuccess(user, method: .biometry, sequence: sequence, domainState: [])
+                ledger.recordSuccess(user, method: .biometry, sequence: sequence, domainState: [], session: request.session)
                 return .success
             case .noMatch:
                 failures += 1
@@ -326,7 +329,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         if lookAlike && verdict == .correct { verdict = .wrong }
         switch verdict {
         case .correct:
-            ledger.recordSuccess(user, method: .passcode, sequence: sequence, domainState: domainState)
+            ledger.recordSuccess(user, method: .passcode, sequence: sequence, domainState: domainState, session: request.session)
             return EvaluationResult(.success(.passcode))
         case .noVerdict:
             passcode.wipe()

@@ -145,6 +145,15 @@ public struct HelperRequest: Equatable {
     /// `cancel_title`, `policy`, `services`, `silent`,
     /// `instruction_in_prompt`, `timeout` (only below the configured one).
     public var presentation: [([UInt8], [UInt8])] = []
+    /// An app's reuse window in seconds (0–300; 0: none): a success of the
+    /// same account in the same logind session that recently stands in for
+    /// this one (service `localauth-app` only).
+    public var reuseSeconds = 0
+    /// False: never prompt (an app's `interactionNotAllowed`): succeed by
+    /// the reuse window or fail with what is missing, else notInteractive.
+    public var interactive = true
+
+    public static let maxReuseSeconds = 300
 
     public init() {}
 
@@ -152,6 +161,7 @@ public struct HelperRequest: Equatable {
         left.action == right.action && left.service == right.service && left.user == right.user && left.tty == right.tty
             && left.presentation.count == right.presentation.count
             && zip(left.presentation, right.presentation).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+            && left.reuseSeconds == right.reuseSeconds && left.interactive == right.interactive
     }
 
     /// The keys a caller may use to change how the prompt looks.
@@ -166,6 +176,8 @@ public struct HelperRequest: Equatable {
                                  literalBytes("service=") + service]
         if !user.isEmpty { fields.append(literalBytes("user=") + user) }
         if !tty.isEmpty { fields.append(literalBytes("tty=") + tty) }
+        if reuseSeconds > 0 { fields.append(literalBytes("reuse=") + utf8Bytes(String(reuseSeconds))) }
+        if !interactive { fields.append(literalBytes("interactive=no")) }
         for (key, value) in presentation { fields.append(key + [0x3D] + value) }
         var payload: [UInt8] = []
         for (index, field) in fields.enumerated() {
@@ -204,6 +216,15 @@ public struct HelperRequest: Equatable {
             } else if bytesEqual(key, "tty") {
                 guard value.count <= 256 else { return .failure(.malformed) }
                 request.tty = value
+            } else if bytesEqual(key, "reuse") {
+                guard !value.isEmpty, value.count <= 3, value.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return .failure(.malformed) }
+                let seconds = value.reduce(0) { $0 * 10 + Int($1 - 0x30) }
+                guard seconds <= maxReuseSeconds else { return .failure(.malformed) }
+                request.reuseSeconds = seconds
+            } else if bytesEqual(key, "interactive") {
+                if bytesEqual(value, "yes") { request.interactive = true }
+                else if bytesEqual(value, "no") { request.interactive = false }
+                else { return .failure(.malformed) }
             } else if isPresentationKey(key) {
                 guard request.presentation.count < 32 else { return .failure(.malformed) }
                 request.presentation.append((Array(key), value))

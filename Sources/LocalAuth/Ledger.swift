@@ -176,7 +176,8 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
     }
 
     /// R4/R8: a match or a correct passcode resets both counts.
-    public mutating func recordSuccess(_ user: UserIdentity, method: AuthenticationMethod, sequence: UInt64, domainState: [UInt8]) {
+    public mutating func recordSuccess(_ user: UserIdentity, method: AuthenticationMethod, sequence: UInt64, domainState: [UInt8],
+                                       session: [UInt8] = []) {
         _ = transaction(user, "record a success for") { record, _, _, moment in
             var current = record ?? StateRecord(uid: user.uid, userName: user.name, createdWallSeconds: moment.wall)
             current.fingerprintFailures = 0
@@ -184,6 +185,10 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
             current.backoffRemainingMilliseconds = 0
             current.removeFailure(sequence: sequence)
             current.settleFailures()
+            current.lastUnlockBootNanoseconds = moment.boot
+            current.lastUnlockBootID = moment.bootID
+            current.lastUnlockMethod = method
+            current.lastUnlockSession = session.count <= RecordFormat.maxSessionLength ? session : []
             switch method {
             case .biometry:
                 current.lastFingerprintSuccessWallSeconds = moment.wall
@@ -301,5 +306,21 @@ struct RecordRules {
         record.backoffAnchorBootNanoseconds = moment.boot
         record.backoffBootID = moment.bootID
         return true
+    }
+}
+
+extension Ledger {
+    /// An app's reuse window: the method of this account's last success
+    /// when it happened in this boot, in `session` (never an empty one),
+    /// at most `seconds` ago on the boot clock, with no failure since; nil
+    /// otherwise or when the record cannot be read. Reads only.
+    public mutating func recentUnlock(_ user: UserIdentity, session: [UInt8], withinSeconds seconds: Int) -> AuthenticationMethod? {
+        guard seconds > 0, !session.isEmpty, let record = snapshot(user), let method = record.lastUnlockMethod else { return nil }
+        let moment = now()
+        let age = moment.boot - record.lastUnlockBootNanoseconds
+        guard record.lastUnlockBootID == moment.bootID, moment.bootID != RecordFormat.zeroID,
+              record.lastUnlockSession == session, age >= 0, age <= Int64(seconds) * 1_000_000_000,
+              record.fingerprintFailures == 0, record.passcodeFailures == 0 else { return nil }
+        return method
     }
 }

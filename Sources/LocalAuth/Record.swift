@@ -48,6 +48,13 @@ public struct StateRecord: Equatable {
     public var lastPasscodeSuccessDigest: [UInt8] = RecordFormat.zeroDigest
     public var lastFingerprintSuccessWallSeconds: Int64 = 0
     public var nextSequence: UInt64 = 1
+    /// The last success (any service) on the boot clock of boot
+    /// `lastUnlockBootID`, the method that won it, and the logind session
+    /// it happened in (empty: none): what an app's reuse window asks about.
+    public var lastUnlockBootNanoseconds: Int64 = 0
+    public var lastUnlockBootID: [UInt8] = RecordFormat.zeroID
+    public var lastUnlockMethod: AuthenticationMethod? = nil
+    public var lastUnlockSession: [UInt8] = []
     /// Newest last; at most `RecordFormat.maxFailures`.
     public var recentFailures: [FailureEntry] = []
 
@@ -127,6 +134,10 @@ public enum RecordFormat {
     static let fieldsOffset = 280
     static let failuresOffset = 408
     static let failureSize = 8 + 8 + 8 + serviceLength + ttyLength + remoteHostLength
+    /// After the failure entries: the last unlock (zero in records written
+    /// before it existed, which reads as "none").
+    static let unlockOffset = 1632
+    public static let maxSessionLength = 64
     static let checksumOffset = size - 8
 
     public static func encode(_ record: StateRecord) -> [UInt8] {
@@ -165,6 +176,18 @@ public enum RecordFormat {
             writer.put(entry.remoteHost, at: offset + 24 + serviceLength + ttyLength)
             offset += failureSize
         }
+        writer.putInteger(UInt64(bitPattern: record.lastUnlockBootNanoseconds), bytes: 8, at: unlockOffset)
+        writer.put(record.lastUnlockBootID, at: unlockOffset + 8)
+        let methodByte: UInt64
+        switch record.lastUnlockMethod {
+        case nil: methodByte = 0
+        case .biometry?: methodByte = 1
+        case .passcode?: methodByte = 2
+        }
+        writer.putInteger(methodByte, bytes: 1, at: unlockOffset + 24)
+        let session = record.lastUnlockSession.count <= maxSessionLength ? record.lastUnlockSession : []
+        writer.putInteger(UInt64(session.count), bytes: 1, at: unlockOffset + 25)
+        writer.put(session, at: unlockOffset + 26)
         writer.putInteger(checksum(writer.bytes[0..<checksumOffset]), bytes: 8, at: checksumOffset)
         return writer.bytes
     }
@@ -226,6 +249,17 @@ public enum RecordFormat {
             record.recentFailures.append(entry)
             offset += failureSize
         }
+        record.lastUnlockBootNanoseconds = Int64(bitPattern: reader.integer(at: unlockOffset, bytes: 8))
+        record.lastUnlockBootID = Array(bytes[(unlockOffset + 8)..<(unlockOffset + 24)])
+        let sessionLength = Int(reader.integer(at: unlockOffset + 25, bytes: 1))
+        switch reader.integer(at: unlockOffset + 24, bytes: 1) {
+        case 0: record.lastUnlockMethod = nil
+        case 1: record.lastUnlockMethod = .biometry
+        case 2: record.lastUnlockMethod = .passcode
+        default: return .failure(RecordDamageError(.malformed))
+        }
+        guard sessionLength <= maxSessionLength else { return .failure(RecordDamageError(.malformed)) }
+        record.lastUnlockSession = Array(bytes[(unlockOffset + 26)..<(unlockOffset + 26 + sessionLength)])
         return .success(record)
     }
 

@@ -522,12 +522,15 @@ extension Syscalls {
     }
 
     /// Turns echo and signal characters off on a terminal (Ctrl-C then
-    /// arrives as a byte); returns what to restore, nil when not a terminal.
+    /// arrives as a byte) and line editing on (Backspace edits the
+    /// password, whatever mode the terminal was in); returns what to
+    /// restore, nil when not a terminal.
     public static func quietTerminal(_ fd: Int32) -> TerminalSettings? {
         var saved = termios()
         guard tcgetattr(fd, &saved) == 0 else { return nil }
         var quiet = saved
         quiet.c_lflag &= ~tcflag_t(ECHO | ISIG)
+        quiet.c_lflag |= tcflag_t(ICANON)
         _ = tcsetattr(fd, TCSAFLUSH, &quiet)
         return TerminalSettings(saved: saved)
     }
@@ -552,12 +555,19 @@ extension Syscalls {
     public static func lineTerminal(_ fd: Int32, from settings: TerminalSettings) {
         var line = settings.saved
         line.c_lflag &= ~tcflag_t(ECHO | ISIG)
+        line.c_lflag |= tcflag_t(ICANON)
         _ = tcsetattr(fd, TCSANOW, &line)
     }
 
     public static func restoreTerminal(_ fd: Int32, _ settings: TerminalSettings) {
         var saved = settings.saved
         _ = tcsetattr(fd, TCSAFLUSH, &saved)
+    }
+
+    /// Makes writes (and reads) on `fd` return at once instead of waiting.
+    public static func setNonBlocking(_ fd: Int32) {
+        let flags = la_fcntl_getfl(fd)
+        if flags >= 0 { _ = la_fcntl_setfl(fd, flags | O_NONBLOCK) }
     }
 
     /// A pipe (read end, write end), both close-on-exec.

@@ -378,12 +378,9 @@ func evaluateCommand(_ arguments: Arguments) throws -> ExitCode {
 
     let verdict: Result<AuthenticationMethod, LAError>
     if arguments.flags.contains("--non-interactive") {
-        request.action = .check
+        request.interactive = false
         var client = HelperClient(prompter: NoConversation())
-        switch try helperVerdict(client.run(request)) {
-        case .success: verdict = .failure(.notInteractive)
-        case .failure(let error): verdict = .failure(error)
-        }
+        verdict = try helperVerdict(client.run(request))
     } else if let terminal = Syscalls.openControllingTerminal() {
         defer { Syscalls.close(terminal) }
         // Keys arrive one by one and Ctrl-C as a byte: the choices while

@@ -70,8 +70,8 @@ open class LAContext: NSObject, @unchecked Sendable {
     private var _domainState: Data? = nil
     private var _presenter: LAPresenter? = nil
     private var invalidated = false
-    /// The control pipes of the evaluations now running (write ends).
-    private var running: [Int32] = []
+    /// The evaluations now running.
+    private var running: [LAEvaluationControl] = []
 
     public override init() {
         connection = SetuidHelperConnection()
@@ -122,10 +122,11 @@ open class LAContext: NSObject, @unchecked Sendable {
     /// the pending attempt given back when no finger was judged); every
     /// later call fails with `invalidContext`.
     open func invalidate() {
-        locked {
+        let controls: [LAEvaluationControl] = locked {
             invalidated = true
-            for fd in running { try? Syscalls.writeAll(fd, [ControlByte.appCancel]) }
+            return running
         }
+        for control in controls { control.invalidate() }
     }
 
     // MARK: - Work
@@ -152,13 +153,19 @@ open class LAContext: NSObject, @unchecked Sendable {
     }
 
     private func evaluate(_ policy: LAPolicy, reason: String) -> Result<Void, LAError> {
-        let settings = locked { (invalidated, _interactionNotAllowed, _fallbackTitle, _cancelTitle, _presenter) }
+        let settings = locked { (invalidated, _interactionNotAllowed, _fallbackTitle, _cancelTitle, _presenter, _reuseDuration) }
         if settings.0 { return .failure(LAError(.invalidContext)) }
+        var request = HelperRequest()
+        request.service = utf8Bytes(appServiceName)
+        request.reuseSeconds = Int(settings.5.rounded(.down))
         if settings.1 {
-            // Nothing may be shown: what the preflight finds missing, else
-            // notInteractive.
-            if case .failure(let error) = preflight(policy) { return .failure(error) }
-            return .failure(LAError(.notInteractive))
+            // Nothing may be shown: the reuse window, or what is missing,
+            // else notInteractive.
+            request.interactive = false
+            request.presentation = [(literalBytes("policy"), literalBytes(policy.helperName))]
+            let verdict = verdict(of: connection.run(request, conversation: PresenterConversation(presenter: nil), control: nil))
+            if case .success(let state) = verdict { locked { _biometryType = .touchID; _domainState = state ?? _domainState } }
+            return verdict.map { _ in () }
         }
         let presenter: LAPresenter
         if let chosen = settings.4 {
@@ -168,8 +175,6 @@ open class LAContext: NSObject, @unchecked Sendable {
             presenter = TerminalPresenter()
         }
 
-        var request = HelperRequest()
-        request.service = utf8Bytes(appServiceName)
         request.tty = Syscalls.standardInputTerminal()
         request.presentation = [(literalBytes("policy"), literalBytes(policy.helperName)),
                                 (literalBytes("reason"), utf8Bytes(reason))]
@@ -177,31 +182,26 @@ open class LAContext: NSObject, @unchecked Sendable {
         if let cancel = settings.3 { request.presentation.append((literalBytes("cancel_title"), utf8Bytes(cancel))) }
 
         guard let pipe = Syscalls.pipe() else { return .failure(LAError(.systemCancel, message: "Cannot start the evaluation.")) }
+        Syscalls.setNonBlocking(pipe.write)
+        let control = LAEvaluationControl(fd: pipe.write)
         let started: Bool = locked {
             if invalidated { return false }
-            running.append(pipe.write)
+            running.append(control)
             return true
         }
         defer {
-            locked { running.removeAll { $0 == pipe.write } }
+            locked { running.removeAll { $0 === control } }
+            control.end()
             Syscalls.close(pipe.write)
             Syscalls.close(pipe.read)
         }
         guard started else { return .failure(LAError(.invalidContext)) }
-        let control = LAEvaluationControl { [weak self] byte in self?.signalRunning(pipe.write, byte) }
         presenter.begin(reason: reason, cancelTitle: settings.3, fallbackTitle: settings.2, control: control)
         let outcome = connection.run(request, conversation: PresenterConversation(presenter: presenter), control: pipe.read)
         presenter.dismiss()
         let verdict = verdict(of: outcome)
         if case .success(let state) = verdict { locked { _biometryType = .touchID; _domainState = state } }
         return verdict.map { _ in () }
-    }
-
-    /// Writes a control byte to a running evaluation's pipe, if it still runs.
-    private func signalRunning(_ fd: Int32, _ byte: UInt8) {
-        locked {
-            if running.contains(fd) { try? Syscalls.writeAll(fd, [byte]) }
-        }
     }
 
     /// The helper's answer as the app sees it: the domain state on success,

@@ -47,24 +47,43 @@ public enum LASecretAnswer: Sendable {
 /// What a presenter's buttons do while the reader waits for a finger. Safe
 /// to call from any thread; a call after the evaluation ended does nothing.
 public final class LAEvaluationControl: @unchecked Sendable {
-    let send: @Sendable (UInt8) -> Void
+    private let lock = NSLock()
+    /// The write end of the evaluation's control pipe; -1 once it ended.
+    private var fd: Int32
+    private var invalidated = false
 
-    init(send: @escaping @Sendable (UInt8) -> Void) { self.send = send }
+    init(fd: Int32) { self.fd = fd }
 
     /// The cancel button: the evaluation ends with `userCancel`.
-    public func cancel() { send(ControlByte.userCancel) }
+    public func cancel() { send(ClientChoice.userCancel.rawValue) }
 
     /// The fallback button: the password (policy owner) or `userFallback`
     /// (policy biometrics). Before the first failed attempt the fallback is
     /// not offered yet, and choosing it cancels.
-    public func fallback() { send(ControlByte.userFallback) }
-}
+    public func fallback() { send(ClientChoice.userFallback.rawValue) }
 
-/// Bytes on the control pipe between a context and its running evaluation.
-enum ControlByte {
-    static let userCancel: UInt8 = 0x75     // "u"
-    static let userFallback: UInt8 = 0x66   // "f"
-    static let appCancel: UInt8 = 0x61      // "a": invalidate()
+    /// True once the app called `invalidate()`: a presenter that is asking
+    /// for the password stops asking (its answer would be ignored).
+    public var isInvalidated: Bool {
+        lock.lock(); defer { lock.unlock() }
+        return invalidated
+    }
+
+    func invalidate() {
+        lock.lock(); invalidated = true; lock.unlock()
+        send(ClientChoice.appCancel.rawValue)
+    }
+
+    /// The evaluation ended: later presses go nowhere.
+    func end() {
+        lock.lock(); fd = -1; lock.unlock()
+    }
+
+    private func send(_ byte: UInt8) {
+        lock.lock(); defer { lock.unlock() }
+        // Non-blocking: a flood of presses never blocks a caller.
+        if fd >= 0 { try? Syscalls.writeAll(fd, [byte]) }
+    }
 }
 
 /// Shows one evaluation's conversation. The library calls these one at a

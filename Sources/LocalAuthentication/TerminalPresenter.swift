@@ -18,7 +18,12 @@ public final class TerminalPresenter: LAPresenter, @unchecked Sendable {
     private var watching = false
     private var parked = true
     private var ending = false
+    private var exited = true
     private var watcher: Thread? = nil
+
+    /// The longest time a password prompt waits (the helper's own limit is
+    /// at most this).
+    static let answerSeconds: Int64 = 600
 
     public init() {}
 
@@ -40,6 +45,7 @@ public final class TerminalPresenter: LAPresenter, @unchecked Sendable {
         ending = false
         watching = true
         parked = false
+        exited = false
         let thread = Thread { [weak self] in self?.watchKeys() }
         watcher = thread
         thread.start()
@@ -64,7 +70,15 @@ public final class TerminalPresenter: LAPresenter, @unchecked Sendable {
             scratch.deallocate()
         }
         var count = 0
+        let deadline = Syscalls.bootTimeNanoseconds() + TerminalPresenter.answerSeconds * 1_000_000_000
         while true {
+            // invalidate() ends the prompt; so does the longest answer time.
+            guard Syscalls.bootTimeNanoseconds() < deadline, control?.isInvalidated != true else {
+                try? Syscalls.writeAll(terminal, [0x0A])
+                return .cancel
+            }
+            guard let ready = Syscalls.poll([PollRequest(fd: terminal, events: PollRequest.readable)], timeoutMilliseconds: 200),
+                  ready[0] != 0 else { continue }
             guard let byte = Syscalls.readByte(terminal) else { return .cancel }
             if byte == 0x03 || byte == 0x04 {
                 try? Syscalls.writeAll(terminal, [0x0A])
@@ -85,7 +99,7 @@ public final class TerminalPresenter: LAPresenter, @unchecked Sendable {
         ending = true
         if let wake { try? Syscalls.writeAll(wake.write, [0]) }
         condition.broadcast()
-        while watcher != nil && !parked { condition.wait() }
+        while watcher != nil && !exited { condition.wait() }
         watcher = nil
         if terminal >= 0 {
             if let saved { Syscalls.restoreTerminal(terminal, saved) }
@@ -128,6 +142,7 @@ public final class TerminalPresenter: LAPresenter, @unchecked Sendable {
             }
             if ending {
                 parked = true
+                exited = true
                 condition.broadcast()
                 condition.unlock()
                 return

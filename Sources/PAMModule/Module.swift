@@ -41,8 +41,9 @@ public func localauthAuthenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc
         handle.setMarker(uid: target.uid)
     }
     let mode = options.mode ?? ((Syscalls.isControllingTerminal(tty) && Syscalls.threadCount() == 1) ? .terminal : .prompt)
-    let request = Request(scope: scope, userName: userName, user: user, service: service, tty: tty, remoteHost: remoteHost,
+    var request = Request(scope: scope, userName: userName, user: user, service: service, tty: tty, remoteHost: remoteHost,
                           mode: mode, silent: flags & PAMValue.silentFlag != 0)
+    request.session = LogindSession.callerSession()
     var engine = makeSystemEngine(options, RequestFacts(mode: mode, tty: tty, remoteHost: remoteHost, requestingUser: requestingUser),
                                   prompter: PAMPrompter(handle: handle), log: log)
     let passcode = SecretBuffer()

@@ -274,11 +274,15 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
             _ = bus.call(destination: fprintdName, path: device, interface: deviceInterface, member: literalBytes("VerifyStop"))
             events.armed = false
             drain()
-            return .stoppedAfterPossibleScan(reason, unproven: .unanswered)
+            return .stoppedAfterPossibleScan(reason, unproven: .notAttempted)
         }
         let beforeProbe = clock.bootNanoseconds()
         let sent = bus.send(probeCall, probe.handler) && bus.send(stopCall, stopHandler)
         let sendGap = clock.bootNanoseconds() - beforeProbe
+        if !sent {
+            // The stop may not have left: make sure the verify ends.
+            _ = bus.call(destination: fprintdName, path: device, interface: deviceInterface, member: literalBytes("VerifyStop"))
+        }
         let readUntil = clock.bootNanoseconds() + 5_000_000_000
         let complete = sent && bus.wait(until: { probe.answered && stopAnswered },
                                         remainingMilliseconds: { (readUntil - clock.bootNanoseconds()) / 1_000_000 })

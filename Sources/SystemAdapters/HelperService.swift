@@ -89,8 +89,12 @@ struct ChannelPrompter: Prompter {
         case .success(let frame):
             switch frame.type {
             case .reply: return secret.isEmpty ? .empty : .entered
-            case .noAnswer, .userCancel: return .failed
-            case .userFallback: return .fallback
+            case .noAnswer, .userCancel, .userFallback:
+                guard frame.payload.isEmpty else {
+                    state.violation = .outOfOrder(frame.type)
+                    return .failed
+                }
+                return frame.type == .userFallback ? .fallback : .failed
             case .cancel:
                 state.cancelled = true
                 return .failed
@@ -110,8 +114,14 @@ struct ChannelPrompter: Prompter {
     /// other frame break the conversation.
     mutating func takeChoice() -> WaitChoice? {
         guard state.violation == nil, !state.cancelled else { return nil }
-        switch channel.receive(deadline: Syscalls.bootTimeNanoseconds() + 1_000_000) {
+        // The wait ended because the channel was readable: a whole frame or
+        // its end is there; anything else breaks the conversation.
+        switch channel.receive(deadline: Syscalls.bootTimeNanoseconds() + 100_000_000) {
         case .success(let frame):
+            if frame.type == .userCancel || frame.type == .userFallback || frame.type == .cancel, !frame.payload.isEmpty {
+                state.violation = .outOfOrder(frame.type)
+                return nil
+            }
             switch frame.type {
             case .userCancel: return .cancel
             case .userFallback: return .fallback
@@ -122,7 +132,6 @@ struct ChannelPrompter: Prompter {
                 state.violation = .outOfOrder(frame.type)
                 return nil
             }
-        case .failure(.timedOut): return nil
         case .failure(let violation):
             state.violation = violation
             return nil
@@ -227,7 +236,11 @@ struct HelperSession {
         // The preflight never prompts, and `localauth test` is a person
         // testing their own account: neither needs its service listed.
         var scopeOptions = options
-        if request.action == .check || bytesEqual(request.service, "localauth-test") { scopeOptions.services.append(request.service) }
+        // (Apps' preflight follows the service list, so that turning apps
+        // off turns off their canEvaluatePolicy too.)
+        if (request.action == .check && !bytesEqual(request.service, "localauth-app")) || bytesEqual(request.service, "localauth-test") {
+            scopeOptions.services.append(request.service)
+        }
         let scope = Scope.decide(facts, options: scopeOptions)
         if case .outOfScope = scope {
             log.log(.debug, "out of scope for service \(printableText(request.service)); ignoring")
@@ -248,8 +261,26 @@ struct HelperSession {
                 return finish(HelperResult(status: .evaluated, pamCode: ResultTable.pamCode(for: error).rawValue, error: error), &log)
             }
         case .evaluate:
-            let evaluation = Request(scope: .inScope, userName: target.name, user: target, service: request.service,
+            let session = LogindSession.callerSession()
+            // An app's reuse window: a recent success of this account in
+            // this session stands in for a prompt (never for PAM services).
+            if request.reuseSeconds > 0 && bytesEqual(request.service, "localauth-app"),
+               let method = engine.ledger.recentUnlock(target, session: session, withinSeconds: request.reuseSeconds) {
+                log.log(.notice, "uid \(target.uid): a success in this session within \(request.reuseSeconds) s stands in for localauth-app")
+                return finish(HelperResult(status: .evaluated, pamCode: PAMCode.success.rawValue, method: method), &log)
+            }
+            if !request.interactive {
+                // Nothing may be shown: what is missing, else notInteractive.
+                let error: LAError
+                switch engine.canEvaluate(options.policy, user: target) {
+                case .success: error = .notInteractive
+                case .failure(let missing): error = missing
+                }
+                return finish(HelperResult(status: .evaluated, pamCode: ResultTable.pamCode(for: error).rawValue, error: error), &log)
+            }
+            var evaluation = Request(scope: .inScope, userName: target.name, user: target, service: request.service,
                                      tty: request.tty, mode: .prompt, silent: false)
+            evaluation.session = session
             let passcode = SecretBuffer()
             defer { passcode.wipe() }
             let result = engine.evaluate(evaluation, policy: options.policy, passcode: passcode)

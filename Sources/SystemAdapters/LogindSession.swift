@@ -13,4 +13,13 @@ public enum LogindSession {
         let remote = sd_session_is_remote(name)
         return remote < 0 ? nil : remote > 0
     }
+
+    /// The logind session this process belongs to (by its cgroup, which a
+    /// process cannot leave for another session's); empty without one.
+    public static func callerSession() -> [UInt8] {
+        var session: UnsafeMutablePointer<CChar>? = nil
+        guard sd_pid_get_session(0, &session) >= 0, let name = session else { return [] }
+        defer { Syscalls.release(name) }
+        return Syscalls.bytes(ofCString: name, limit: 64)
+    }
 }

@@ -4,7 +4,7 @@
 // test can act at the moment it chooses: SIGUSR1 calls invalidate(),
 // SIGUSR2 presses the cancel button, SIGWINCH the fallback button.
 //   la-app-probe [--policy owner|biometrics] [--reason TEXT] [--answer A]...
-//                [--fallback-title T] [--non-interactive] [--preflight]
+//                [--fallback-title T] [--non-interactive] [--preflight] [--reuse SECONDS]
 // An answer "<fallback>" or "<cancel>" presses that button at the prompt.
 // The last line is "result: success" or "result: <name> <code>".
 import Foundation
@@ -52,6 +52,7 @@ var answers: [String] = []
 var fallbackTitle: String? = nil
 var nonInteractive = false
 var preflightOnly = false
+var reuse: TimeInterval = 0
 while !arguments.isEmpty {
     let name = arguments.removeFirst()
     switch name {
@@ -61,6 +62,7 @@ while !arguments.isEmpty {
     case "--fallback-title": fallbackTitle = arguments.removeFirst()
     case "--non-interactive": nonInteractive = true
     case "--preflight": preflightOnly = true
+    case "--reuse": reuse = TimeInterval(arguments.removeFirst()) ?? 0
     default:
         FileHandle.standardError.write(Data("la-app-probe: unknown argument \(name)\n".utf8))
         exit(2)
@@ -72,6 +74,7 @@ let presenter = ScriptedPresenter(answers: answers)
 context.presenter = presenter
 context.localizedFallbackTitle = fallbackTitle
 context.interactionNotAllowed = nonInteractive
+context.touchIDAuthenticationAllowableReuseDuration = reuse
 
 func name(_ error: Error?) -> String {
     guard let error = error as? LAError else { return "other \(String(describing: error))" }

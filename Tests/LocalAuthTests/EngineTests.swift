@@ -683,4 +683,43 @@ final class EngineTests: XCTestCase {
         XCTAssertEqual(w.store.record?.fingerprintFailures, 5)
         XCTAssertTrue(w.log.has(.error, "cannot reset"))
     }
+
+    // MARK: An app's reuse window
+
+    /// A success stands in for an app's prompt only in the same logind
+    /// session and boot, within the window on the boot clock, with no
+    /// failure since; the wall clock changes nothing.
+    func testTheReuseWindowNeedsARecentSuccessInTheSameSession() {
+        let w = World()
+        XCTAssertEqual(w.prompt(script: [.match], session: "3").outcome, .success(.biometry))
+        var ledger = w.engine().ledger
+        XCTAssertEqual(ledger.recentUnlock(alice, session: bytes("3"), withinSeconds: 60), .biometry)
+        XCTAssertNil(ledger.recentUnlock(alice, session: bytes("4"), withinSeconds: 60), "another session")
+        XCTAssertNil(ledger.recentUnlock(alice, session: [], withinSeconds: 60), "no session")
+        XCTAssertNil(ledger.recentUnlock(alice, session: bytes("3"), withinSeconds: 0), "no window")
+
+        w.clock.advance(seconds: 61)
+        XCTAssertNil(ledger.recentUnlock(alice, session: bytes("3"), withinSeconds: 60), "the window passed")
+        XCTAssertEqual(ledger.recentUnlock(alice, session: bytes("3"), withinSeconds: 300), .biometry)
+        w.clock.wall += 30 * 86_400
+        XCTAssertEqual(ledger.recentUnlock(alice, session: bytes("3"), withinSeconds: 300), .biometry, "wall clock forward")
+        w.clock.wall -= 60 * 86_400
+        XCTAssertEqual(ledger.recentUnlock(alice, session: bytes("3"), withinSeconds: 300), .biometry, "wall clock back")
+        w.clock.boot -= 3_600_000_000_000
+        XCTAssertNil(ledger.recentUnlock(alice, session: bytes("3"), withinSeconds: 300), "a success in the future")
+        w.clock.boot += 3_600_000_000_000
+
+        let savedBoot = w.clock.bootIdentifier
+        w.clock.bootIdentifier = [UInt8](repeating: 9, count: 16)
+        XCTAssertNil(ledger.recentUnlock(alice, session: bytes("3"), withinSeconds: 300), "another boot")
+        w.clock.bootIdentifier = savedBoot
+
+        // A failure since the success ends the window.
+        _ = w.prompt(answers: [wrongAnswer], script: [.noMatch, .noMatch, .noMatch], session: "3")
+        XCTAssertNil(ledger.recentUnlock(alice, session: bytes("3"), withinSeconds: 300), "a failure since")
+        // A password success in another session moves it there.
+        XCTAssertEqual(w.prompt(answers: [rightAnswer], script: [.noMatch, .noMatch], session: "c7").outcome, .success(.passcode))
+        XCTAssertEqual(ledger.recentUnlock(alice, session: bytes("c7"), withinSeconds: 10), .passcode)
+        XCTAssertNil(ledger.recentUnlock(alice, session: bytes("3"), withinSeconds: 300))
+    }
 }

@@ -359,20 +359,23 @@ final class World {
     }
 
     func request(_ user: UserIdentity = alice, mode: InteractionMode = .terminal, silent: Bool = false,
-                 scope: ScopeDecision = .inScope, service: String = "sudo") -> Request {
-        Request(scope: scope, userName: user.name, user: scope == .inScope ? user : nil, service: bytes(service),
-                tty: bytes("/dev/pts/3"), remoteHost: [], mode: mode, silent: silent)
+                 scope: ScopeDecision = .inScope, service: String = "sudo", session: String = "") -> Request {
+        var request = Request(scope: scope, userName: user.name, user: scope == .inScope ? user : nil, service: bytes(service),
+                              tty: bytes("/dev/pts/3"), remoteHost: [], mode: mode, silent: silent)
+        request.session = bytes(session)
+        return request
     }
 
     /// One prompt (one `pam_sm_authenticate`): a fresh engine over the same fakes.
     @discardableResult
     func prompt(_ user: UserIdentity = alice, policy: LAPolicy = .owner, mode: InteractionMode = .terminal, silent: Bool = false,
                 scope: ScopeDecision = .inScope, service: String = "sudo", answers: [Answer] = [], script: [SensorStep] = [],
-                passcode: SecretBuffer = SecretBuffer()) -> EvaluationResult {
+                passcode: SecretBuffer = SecretBuffer(), session: String = "") -> EvaluationResult {
         prompter.answers.append(contentsOf: answers)
         sensor.script.append(contentsOf: script)
         var engine = engine()
-        return engine.evaluate(request(user, mode: mode, silent: silent, scope: scope, service: service), policy: policy, passcode: passcode)
+        return engine.evaluate(request(user, mode: mode, silent: silent, scope: scope, service: service, session: session),
+                               policy: policy, passcode: passcode)
     }
 }
 

@@ -45,6 +45,18 @@ final class HelperProtocolTests: XCTestCase {
         request.tty = bytes(":0")
         request.presentation = [(bytes("reason"), bytes("Unlock = now")), (bytes("fallback_title"), [])]
         XCTAssertEqual(HelperRequest.decode(request.encoded()), .success(request))
+        request.reuseSeconds = 300
+        request.interactive = false
+        XCTAssertEqual(HelperRequest.decode(request.encoded()), .success(request))
+    }
+
+    func testReuseAndInteractiveAcceptOnlyTheirValues() {
+        for bad in ["reuse=301", "reuse=-1", "reuse=", "reuse=1e2", "reuse=0300", "reuse=99999", "interactive=maybe", "interactive="] {
+            XCTAssertEqual(HelperRequest.decode(bytes("service=localauth-app\0\(bad)")), .failure(.malformed), bad)
+        }
+        XCTAssertEqual(try HelperRequest.decode(bytes("service=localauth-app\0reuse=0")).get().reuseSeconds, 0)
+        XCTAssertEqual(try HelperRequest.decode(bytes("service=localauth-app\0reuse=42")).get().reuseSeconds, 42)
+        XCTAssertEqual(try HelperRequest.decode(bytes("service=localauth-app\0interactive=yes")).get().interactive, true)
     }
 
     func testRequestRefusesEverySecurityKeyAndNonsense() {

@@ -68,6 +68,29 @@ final class RecordTests: XCTestCase {
         XCTAssertEqual(RecordFormat.encode(record), data)
     }
 
+    func testTheLastUnlockRoundTripsAndIsAbsentInOlderRecords() {
+        var record = fullRecord()
+        record.lastUnlockBootNanoseconds = 123_456_789_000
+        record.lastUnlockBootID = [UInt8](repeating: 0xAB, count: 16)
+        record.lastUnlockMethod = .passcode
+        record.lastUnlockSession = bytes("c12")
+        var data = RecordFormat.encode(record)
+        XCTAssertEqual(decode(data), .success(record))
+        // A record written before the block existed has zeros there: none.
+        for index in 1632..<(1632 + 26 + 3) { data[index] = 0 }
+        reseal(&data)
+        let older = try? decode(data).get()
+        XCTAssertNil(older?.lastUnlockMethod)
+        XCTAssertEqual(older?.lastUnlockSession, [])
+        // A method or a session length out of range is damage.
+        for (index, value) in [(1632 + 24, UInt8(3)), (1632 + 25, UInt8(65))] {
+            var bad = RecordFormat.encode(record)
+            bad[index] = value
+            reseal(&bad)
+            XCTAssertEqual(decode(bad), .failure(RecordDamageError(.malformed)))
+        }
+    }
+
     func testSettledEntriesRoundTrip() {
         var record = fullRecord()
         record.settleFailures()

@@ -200,14 +200,21 @@ final class LAContextTests: XCTestCase {
 
     func testInteractionNotAllowedNeverShowsAnything() {
         let presenter = RecordingPresenter()
-        let connection = ScriptedConnection(answer: evaluated(.success, method: .biometry))
+        let connection = ScriptedConnection { request, conversation, control in
+            XCTAssertNil(control)
+            let secret = SecretBuffer()
+            XCTAssertEqual(conversation.ask("any prompt", into: secret), .failed)   // no presenter behind it
+            return evaluated(.conversationError, .notInteractive)
+        }
         let context = context(connection, presenter: presenter)
         context.interactionNotAllowed = true
         let (success, error, _) = evaluate(context)
         XCTAssertFalse(success)
         XCTAssertEqual((error as? LAError)?.code, .notInteractive)
-        XCTAssertEqual(connection.requests.map(\.action), [.check])
+        XCTAssertEqual(connection.requests.map(\.action), [.evaluate])
+        XCTAssertEqual(connection.requests.map(\.interactive), [false])
         XCTAssertEqual(presenter.began, 0)
+        XCTAssertTrue(presenter.shown.isEmpty && presenter.asked.isEmpty)
     }
 
     func testInteractionNotAllowedStillReportsWhatIsMissing() {
@@ -308,6 +315,20 @@ final class LAContextTests: XCTestCase {
         }
         let (_, error, _) = evaluate(context(connection, presenter: presenter))
         XCTAssertEqual((error as? LAError)?.code, .authenticationFailed)
+    }
+
+    func testTheReuseWindowGoesToTheHelperInWholeSeconds() {
+        let connection = ScriptedConnection(answer: evaluated(.success, method: .passcode))
+        let context = context(connection)
+        _ = evaluate(context)
+        context.touchIDAuthenticationAllowableReuseDuration = 90.7
+        _ = evaluate(context)
+        context.touchIDAuthenticationAllowableReuseDuration = 1000
+        context.interactionNotAllowed = true
+        let (success, _, _) = evaluate(context)
+        XCTAssertTrue(success)                       // the helper found a recent unlock
+        XCTAssertEqual(connection.requests.map(\.reuseSeconds), [0, 90, 300])
+        XCTAssertEqual(connection.requests.map(\.interactive), [true, true, false])
     }
 
     func testTheReuseDurationIsCappedAtFiveMinutes() {

@@ -52,6 +52,8 @@ static inline int la_s_ischr(unsigned mode) { return S_ISCHR(mode); }
 static inline int la_s_issock(unsigned mode) { return S_ISSOCK(mode); }
 static inline int la_fd_flags(int fd) { return fcntl(fd, F_GETFD); }
 static inline int la_set_fd_flags(int fd, int flags) { return fcntl(fd, F_SETFD, flags); }
+static inline int la_fcntl_getfl(int fd) { return fcntl(fd, F_GETFL); }
+static inline int la_fcntl_setfl(int fd, int flags) { return fcntl(fd, F_SETFL, flags); }
 
 
 /* Where the setuid helper is installed; the module and the command-line
