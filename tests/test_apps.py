@@ -252,6 +252,18 @@ def test_the_fallback_button_after_a_miss_runs_the_system_password(w, rig):
     assert w.counts(UID) == (0, 0)
 
 
+def test_a_match_gives_the_app_the_domain_state_the_preflight_reports(w, rig):
+    rig.feed([MATCH])
+    code, lines, err = finish(probe(w, "--answer", ""), [])
+    assert rig.feed_wait(timeout=30).ok
+    assert code == 0 and lines[-1] == "result: success", (lines, err)
+    domain = lines[-2].removeprefix("domain: ")
+    assert re.fullmatch(r"[0-9a-f]{64}", domain), lines
+    check = subprocess.run(w.argv(localauth_command(), "check", "--json", uid=UID), env=w.env(USER), capture_output=True,
+                           text=True, timeout=60)
+    assert json.loads(check.stdout)["domain_state"] == domain
+
+
 def test_a_fallback_at_the_first_prompt_is_user_fallback_for_biometrics(w):
     proc = probe(w, "--policy", "biometrics", "--answer", "<fallback>")
     code, lines, err = finish(proc, [])

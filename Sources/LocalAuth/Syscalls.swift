@@ -570,6 +570,20 @@ extension Syscalls {
         if flags >= 0 { _ = la_fcntl_setfl(fd, flags | O_NONBLOCK) }
     }
 
+    /// Runs `body` with this thread at the lowest real-time priority where
+    /// the process may (root), so that no ordinary process — the bus daemon
+    /// that the first of two sends wakes, or a busy machine's load — takes
+    /// the processor between two sends that must leave close together.
+    /// `body` must be short and never wait. The former scheduling is
+    /// restored before returning; without the privilege `body` simply runs.
+    public static func withUrgentScheduling<R>(_ body: () -> R) -> R {
+        var former = sched_param()
+        let policy = la_urgent_scheduling(&former)
+        let result = body()
+        la_restore_scheduling(policy, &former)
+        return result
+    }
+
     /// A pipe (read end, write end), both close-on-exec.
     public static func pipe() -> (read: Int32, write: Int32)? {
         var fds: [Int32] = [-1, -1]

@@ -84,6 +84,11 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
         return .opened(scanType())
     }
 
+    /// How long a Ctrl-C (or a client's cancel) that came before the reader
+    /// asked for a finger waits for it to ask, so that the stop can prove
+    /// no finger was judged; it is never longer on a working reader.
+    static var askGraceNanoseconds: Int64 { 1_000_000_000 }
+
     public mutating func verifyAttempt(deadline: Int64, onHint: (RetryHint) -> Void) -> AttemptEnd {
         guard let bus, let events, claimed else { return .deviceError }
         if verifying { finishVerifying() }
@@ -98,6 +103,11 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
         verifying = true
         var handled = 0
         var interrupted = false
+        // Whether fprintd said the reader waits for a finger: a stop before
+        // that can prove nothing (the probe would find it not waiting), so
+        // a Ctrl-C that comes first waits, briefly, for it.
+        var readerAsked = false
+        var askGraceEnds: Int64 = 0
         while true {
             // Dispatch what is there, but never past the deadline: a flood
             // of bus traffic must not keep the prompt here.
@@ -117,6 +127,7 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
             while handled < events.log.count {
                 let signal = events.log[handled]
                 handled += 1
+                if signal.kind == .fingerNeeded(true) { readerAsked = true }
                 guard case .status(let result) = signal.kind else { continue }
                 switch result {
                 case .hint(let hint): onHint(hint)
@@ -129,17 +140,24 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
             if events.vanished { verifying = false; events.armed = false; return .vanished }
             // A Ctrl-C counts only after every verdict already received was
             // handled, and the stop then reads what fprintd sent before it.
-            if interrupted { return settle(after: .interrupted, unread: handled) }
             let now = clock.bootNanoseconds()
+            if interrupted && (readerAsked || now >= askGraceEnds || now >= deadline) {
+                return settle(after: .interrupted, unread: handled)
+            }
             if now >= deadline { return settle(after: .timeout, unread: handled) }
-            let waitMilliseconds = Int32(min((deadline - now) / 1_000_000 + 1, 1000))
+            let waitUntil = interrupted ? min(askGraceEnds, deadline) : deadline
+            let waitMilliseconds = Int32(min((waitUntil - now) / 1_000_000 + 1, 1000))
             guard let busRequest = bus.pollRequest else { return settle(after: .deviceError, unread: handled) }
             var requests = [busRequest]
-            if let interruptRequest = interrupt.pollRequest { requests.append(interruptRequest) }
+            // Once interrupted only the bus matters (the interrupt stays readable).
+            if !interrupted, let interruptRequest = interrupt.pollRequest { requests.append(interruptRequest) }
             guard let ready = Syscalls.poll(requests, timeoutMilliseconds: waitMilliseconds) else {
                 return settle(after: .deviceError, unread: handled)
             }
-            if ready.count > 1 && ready[1] != 0 { interrupted = true }
+            if !interrupted && ready.count > 1 && ready[1] != 0 {
+                interrupted = true
+                askGraceEnds = clock.bootNanoseconds() + FprintdSensor.askGraceNanoseconds
+            }
         }
     }
 
@@ -276,9 +294,14 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
             drain()
             return .stoppedAfterPossibleScan(reason, unproven: .notAttempted)
         }
-        let beforeProbe = clock.bootNanoseconds()
-        let sent = bus.send(probeCall, probe.handler) && bus.send(stopCall, stopHandler)
-        let sendGap = clock.bootNanoseconds() - beforeProbe
+        // The first send wakes the bus daemon, which on a busy machine may
+        // take the processor before the second: both go out as one urgent,
+        // bounded step (two non-blocking writes).
+        let (sent, sendGap) = Syscalls.withUrgentScheduling { () -> (Bool, Int64) in
+            let beforeProbe = clock.bootNanoseconds()
+            let sent = bus.send(probeCall, probe.handler) && bus.send(stopCall, stopHandler)
+            return (sent, clock.bootNanoseconds() - beforeProbe)
+        }
         if !sent {
             // The stop may not have left: make sure the verify ends.
             _ = bus.call(destination: fprintdName, path: device, interface: deviceInterface, member: literalBytes("VerifyStop"))

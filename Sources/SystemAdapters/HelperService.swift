@@ -299,7 +299,13 @@ struct HelperSession {
                 }
             }
             if case .failure = outcome, state.cancelled { outcome = .failure(.appCancel) }
-            return finish(HelperResult(status: .evaluated, outcome: outcome, failDelay: result.failDelay), &log)
+            var answer = HelperResult(status: .evaluated, outcome: outcome, failDelay: result.failDelay)
+            if case .success = outcome, bytesEqual(request.service, "localauth-app"),
+               case .success(let domainState) = engine.canEvaluate(options.policy, user: target) {
+                // An app reads evaluatedPolicyDomainState after a success.
+                answer.domainState = Array(domainState.prefix(HelperResult.maxDomainState))
+            }
+            return finish(answer, &log)
         }
     }
 

@@ -110,6 +110,10 @@ let done = DispatchSemaphore(value: 0)
 nonisolated(unsafe) var succeeded = false
 context.evaluatePolicy(policy, localizedReason: reason) { success, error in
     succeeded = success
+    if success {
+        let state = context.evaluatedPolicyDomainState.map { $0.map { String(format: "%02x", $0) }.joined() } ?? "none"
+        presenter.say("domain: \(state)")
+    }
     presenter.say(success ? "result: success" : "result: \(name(error))")
     done.signal()
 }

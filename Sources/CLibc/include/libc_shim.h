@@ -67,6 +67,18 @@ static inline int la_normal_scheduling(void) {
     struct sched_param param = {0};
     return sched_setscheduler(0, SCHED_OTHER, &param);
 }
+/* The calling thread to the lowest real-time priority, unless it already
+   runs real-time; returns its former policy (for la_restore_scheduling) or
+   -1 when it was left as it was. */
+static inline int la_urgent_scheduling(struct sched_param *former) {
+    int policy = sched_getscheduler(0);
+    if (policy < 0 || policy == SCHED_FIFO || policy == SCHED_RR || sched_getparam(0, former) != 0) return -1;
+    struct sched_param urgent = { .sched_priority = 1 };
+    return sched_setscheduler(0, SCHED_FIFO, &urgent) == 0 ? policy : -1;
+}
+static inline void la_restore_scheduling(int policy, const struct sched_param *former) {
+    if (policy >= 0) (void)sched_setscheduler(0, policy, former);
+}
 /* syslog is variadic; the message is always data, never a format. */
 static inline void la_syslog(int priority, const char *message) { syslog(priority, "%s", message); }
 static inline void la_openlog(const char *ident) { openlog(ident, LOG_PID, LOG_AUTHPRIV); }
