@@ -145,6 +145,7 @@ def test_reason_and_fallback_title_are_shown(pam, rig):
     assert result.prompts() == [FIRST_PROMPT, "Use Passcode: "]
 
 
+@pytest.mark.stop_proof
 def test_timeout_ends_the_phase_uncharged(pam, rig):
     pam.write_owner_stack(args="timeout=1")
     started = time.monotonic()
@@ -223,6 +224,7 @@ def run_with_ctrl_c(pam, rig, answers, feed, wait_for, args="mode=terminal"):
     return parse_run("".join(lines) + rest, err)
 
 
+@pytest.mark.stop_proof
 def test_ctrl_c_before_the_first_failure_cancels_and_stays_pending(pam, rig):
     result = run_with_ctrl_c(pam, rig, [ALICE], [], "fingerprint reader")
     assert result.code == PAM_CONV_ERR
@@ -231,6 +233,7 @@ def test_ctrl_c_before_the_first_failure_cancels_and_stays_pending(pam, rig):
     assert pam.record().F == 0
 
 
+@pytest.mark.stop_proof
 def test_ctrl_c_after_a_failure_chooses_the_fallback(pam, rig):
     result = run_with_ctrl_c(pam, rig, [ALICE], [MISS], "Press Ctrl-C to Enter Password")
     assert result.code == PAM_SUCCESS
@@ -239,6 +242,7 @@ def test_ctrl_c_after_a_failure_chooses_the_fallback(pam, rig):
     assert (pam.record().F, pam.record().P) == (0, 0)
 
 
+@pytest.mark.stop_proof
 def test_ctrl_c_with_an_empty_fallback_title_cancels(pam, rig):
     result = run_with_ctrl_c(pam, rig, [ALICE], [MISS], "Fingerprint not recognized", args="mode=terminal fallback_title=")
     assert result.code == PAM_CONV_ERR
@@ -274,6 +278,7 @@ def test_biometrics_tries_used_up(pam, rig):
     assert pam.record().F == 3
 
 
+@pytest.mark.stop_proof
 def test_biometrics_locked_not_enrolled_timeout_disconnect(pam, rig):
     bio(pam, rig, [""], [MISS] * 3)
     bio(pam, rig, [""], [MISS] * 2)
@@ -507,6 +512,7 @@ def test_biometrics_unplug_absent_fprintd_busy_device_and_remote_host(pam, rig):
     assert pam.record().F == 0
 
 
+@pytest.mark.stop_proof
 def test_biometrics_ctrl_c_cancels_before_a_failure_and_falls_back_after(pam, rig):
     args = "policy=biometrics services=sudo mode=terminal"
     cancel = run_with_ctrl_c(pam, rig, [], [], "fingerprint reader", args=args)
@@ -587,6 +593,7 @@ def virtual_scan(rig, command):
     return scan
 
 
+@pytest.mark.stop_proof
 @pytest.mark.parametrize("trial", range(3))
 def test_a_judged_miss_behind_a_flood_stays_counted(pam, rig, trial):
     verdicts, result = stop_flood_scan_interrupt(pam, rig, virtual_scan(rig, MISS))
@@ -622,6 +629,7 @@ def test_ctrl_c_with_a_finger_on_the_reader_stays_counted(pam, rig):
     assert pam.record().F == 1
 
 
+@pytest.mark.stop_proof
 def test_a_forged_name_owner_changed_never_ends_an_attempt(pam, rig):
     """Anyone may send a signal named NameOwnerChanged saying fprintd left;
     only the bus driver's counts. Believing a forged one ended the attempt

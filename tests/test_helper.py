@@ -298,6 +298,7 @@ def test_locker_killed_mid_prompt_loses_no_charge(w, rig, misses):
     rig.wait_until_claimable(USER, timeout=10)
 
 
+@pytest.mark.stop_proof
 def test_locker_stopped_mid_prompt_holds_nothing_and_gains_nothing(w, rig):
     """SIGSTOP of the locker while the helper waits for a finger (the stack
     line shortens the wait to 2 s): the miss stays counted, the untouched

@@ -43,6 +43,7 @@ def test_a_judged_match_on_an_image_reader_succeeds(pam, rig, fingers):
     assert result.code == PAM_SUCCESS, result.stdout
 
 
+@pytest.mark.stop_proof
 def test_ctrl_c_while_an_image_reader_waits_costs_nothing(pam, rig):
     result = run_with_ctrl_c(pam, rig, [ALICE], [], "fingerprint reader")
     assert result.code == PAM_CONV_ERR and result.interrupts_delivered == 1

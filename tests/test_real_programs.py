@@ -448,6 +448,7 @@ def test_sudo_lockout_persists_into_the_next_sudo_until_the_password(w, rig, ter
     assert again.text == transcript(INSTRUCTION, ID_ROOT)
 
 
+@pytest.mark.stop_proof
 def test_sudo_ctrl_c_before_the_first_failure_cancels_uncharged(w, rig, term):
     """The instruction is shown once the sensor is claimed and SIGINT blocked:
     Ctrl-C from then on is the module's. Before any failure it cancels
@@ -462,6 +463,7 @@ def test_sudo_ctrl_c_before_the_first_failure_cancels_uncharged(w, rig, term):
     assert w.counts() == (0, 0)
 
 
+@pytest.mark.stop_proof
 def test_sudo_ctrl_c_after_a_failure_chooses_the_password(w, rig, term):
     rig.feed([MISS])
     t = sudo_id(term)
