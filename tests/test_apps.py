@@ -99,6 +99,26 @@ def watcher(rig):
     return listener, seen
 
 
+def miss_then_ctrl_c(rig, session):
+    """On `session`'s first prompt: Enter, one miss, and Ctrl-C once the
+    reader waits again (the fallback is offered then). -> the session."""
+    listener, seen = watcher(rig)
+    rig.feed([MISS])
+    try:
+        session.expect(FIRST_PROMPT)
+        session.send("\r")
+        session.expect("Fingerprint not recognized. Try again.")
+        assert rig.feed_wait(timeout=30).ok
+        assert listener.pump(lambda: sum(m == "VerifyFingerSelected" for m, _ in seen) >= 2, 20)
+        session.send("\x03")
+    except BaseException:
+        session.close()
+        raise
+    finally:
+        listener.close()
+    return session
+
+
 def sudo_as_root(w, answers):
     """sudo's stack (the module in-process as root) for the same user."""
     proc = subprocess.run(w.argv(HARNESS, "-s", "sudo", "-u", USER, *sum((["-a", a] for a in answers), [])),
@@ -166,23 +186,14 @@ def test_payment_wrong_password_is_counted_like_sudos(w, rig):
 def test_unlock_miss_then_fallback_hands_over_to_the_apps_password(w, rig):
     """Policy biometrics: after a miss Ctrl-C chooses the fallback, the app
     gets userFallback and asks its own password; the miss stays counted."""
-    listener, seen = watcher(rig)
-    rig.feed([MISS])
-    session = terminal(w, program("localauth-example-unlock"))
+    session = miss_then_ctrl_c(rig, terminal(w, program("localauth-example-unlock")))
     try:
-        session.expect(FIRST_PROMPT)
-        session.send("\r")
-        session.expect("Fingerprint not recognized. Try again.")
-        assert rig.feed_wait(timeout=30).ok
-        assert listener.pump(lambda: sum(m == "VerifyFingerSelected" for m, _ in seen) >= 2, 20)
-        session.send("\x03")
         session.expect("Vault password:")
         session.send("open sesame\r")
         session.expect("Vault unlocked with its password.")
         assert session.wait() == 0, session.text
     finally:
         session.close()
-        listener.close()
     assert w.counts(UID) in ((1, 0), (2, 0)), w.counts(UID)   # the pending attempt: refunded unless unprovable
 
 
@@ -485,21 +496,12 @@ def test_evaluate_on_a_terminal_match_and_json(w, rig):
 
 
 def test_evaluate_biometrics_fallback_exits_16(w, rig):
-    listener, seen = watcher(rig)
-    rig.feed([MISS])
-    session = terminal(w, localauth_command(), "evaluate", "--policy", "biometrics")
+    session = miss_then_ctrl_c(rig, terminal(w, localauth_command(), "evaluate", "--policy", "biometrics"))
     try:
-        session.expect(FIRST_PROMPT)
-        session.send("\r")
-        session.expect("Fingerprint not recognized. Try again.")
-        assert rig.feed_wait(timeout=30).ok
-        assert listener.pump(lambda: sum(m == "VerifyFingerSelected" for m, _ in seen) >= 2, 20)
-        session.send("\x03")
         session.expect("not authenticated: userFallback (-3)")
         assert session.wait() == 16
     finally:
         session.close()
-        listener.close()
 
 
 def test_evaluate_no_reader_is_biometry_not_available(w, rig):
