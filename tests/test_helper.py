@@ -272,6 +272,7 @@ def test_locker_finger_works_during_the_password_backoff(w, rig):
     assert w.counts(UID) == (0, 0)
 
 
+@pytest.mark.stop_proof
 @pytest.mark.parametrize("misses", [0, 1])
 def test_locker_killed_mid_prompt_loses_no_charge(w, rig, misses):
     """The locker dies while the helper waits for a finger: the helper sees

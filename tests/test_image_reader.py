@@ -29,6 +29,7 @@ def image_scan(rig, image):
     return lambda: rig.send_image(image)
 
 
+@pytest.mark.stop_proof
 @pytest.mark.parametrize("trial", range(3))
 def test_a_judged_miss_on_an_image_reader_stays_counted(pam, rig, fingers, trial):
     verdicts, result = stop_flood_scan_interrupt(pam, rig, image_scan(rig, fingers[1]))
