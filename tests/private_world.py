@@ -14,10 +14,12 @@ that is this world's own syslog socket, so the tests read what the helper
 and the module tell the administrator. The host's files are never changed.
 """
 import os
+import re
 import shutil
 import socket
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 from pamenv import BUILD, MODULE, ROOT, parse_record
@@ -74,6 +76,20 @@ class SystemLog:
     def since(self, mark=0):
         with self.lock:
             return list(self.lines[mark:])
+
+    STOP_DELAY = re.compile(r"it stays counted \(the stop followed the probe after (\d+) us\)")
+
+    def charged_only_by_the_stops_delay(self, mark, timeout=5.0):
+        """Whether the attempts kept charged since `mark` were kept, each one,
+        only because the stop left more than 1 ms after the probe (the one
+        denial that load causes), as the log says."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            gaps = [int(m.group(1)) for line in self.since(mark) for m in [self.STOP_DELAY.search(line)] if m]
+            if gaps:
+                return all(gap > 1000 for gap in gaps)
+            time.sleep(0.02)
+        return False
 
     def close(self):
         self.running = False

@@ -15,7 +15,6 @@ it must not be, no charge was lost and the reader was released.
 """
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -171,9 +170,6 @@ def wait_counts(w, wanted, timeout=15):
         time.sleep(0.01)
 
 
-SEND_GAP = re.compile(r"it stays counted \(the stop followed the probe after (\d+) us\)")
-
-
 def given_back(w, scenario, tries=3):
     """Runs `scenario`, a fingerprint wait ended before any finger, until its
     attempt is given back, at most `tries` times. The refund needs proof
@@ -188,12 +184,7 @@ def given_back(w, scenario, tries=3):
         if w.counts(UID) == (0, 0):
             return
         assert w.counts(UID) == (1, 0), w.counts(UID)
-        gaps = []
-        deadline = time.monotonic() + 5
-        while not gaps and time.monotonic() < deadline:
-            gaps = [int(m.group(1)) for line in w.syslog.since(mark) for m in [SEND_GAP.search(line)] if m]
-            time.sleep(0.01)
-        assert gaps and all(gap > 1000 for gap in gaps), w.syslog.since(mark)
+        assert w.syslog.charged_only_by_the_stops_delay(mark), w.syslog.since(mark)
         w.clear_state()
     pytest.fail(f"the attempt stayed charged in all {tries} tries, each time for the stop's delay")
 
