@@ -130,11 +130,13 @@ public enum VerifyStopRule {
     /// produced the messages after the probe; nil when the proof holds.
     static func refundDenial(_ log: [FprintdSignal], probe: ReaderProbe?, stopReplySerial: UInt64?,
                              sendGapNanoseconds: Int64) -> RefundDenial? {
+        // A finger seen is the most telling reason, whatever else failed.
+        if log.contains(where: { $0.kind == .fingerPresent(true) }) { return .fingerPresent }
         guard let probe, let reply = stopReplySerial else { return .unanswered }
+        guard !probe.fingerPresent else { return .fingerPresent }
         guard sendGapNanoseconds >= 0, sendGapNanoseconds <= maximumSendGapNanoseconds else {
             return .sendGap(sendGapNanoseconds)
         }
-        guard !probe.fingerPresent, !log.contains(where: { $0.kind == .fingerPresent(true) }) else { return .fingerPresent }
         guard probe.fingerNeeded else { return .readerNotWaiting }
         // No verdict before the probe (hints are not verdicts).
         let verdictBefore = log.contains { signal in
