@@ -139,6 +139,50 @@ public struct NoSensor: FingerprintSensor {
     public mutating func close() {}
 }
 
+/// logind's view of a prompt: the caller's session and the lid. Asked
+/// before the reader is used, never while holding anything.
+public protocol SeatObserver {
+    /// What logind says now about the caller's session and the machine.
+    mutating func observe() -> SeatObservation
+}
+
+/// What logind said.
+public enum SeatObservation: Equatable {
+    /// logind is not on the bus: the rules about whose touch it is do not apply.
+    case noLogind
+    /// logind is there but gave no usable answer.
+    case unanswered
+    /// logind answered. `session` is nil when the caller is in no session.
+    case seen(session: SessionFacts?, lidClosed: Bool)
+}
+
+/// One logind session, as the rules about whose touch it is need it.
+public struct SessionFacts: Equatable {
+    public var id: [UInt8]
+    public var uid: UInt32
+    public var active: Bool
+    public var remote: Bool
+    /// The seat's name; empty for a session on no seat (ssh, cron).
+    public var seat: [UInt8]
+    /// `LockedHint`: the session's screen is locked.
+    public var locked: Bool
+
+    public init(id: [UInt8], uid: UInt32, active: Bool, remote: Bool, seat: [UInt8], locked: Bool) {
+        self.id = id
+        self.uid = uid
+        self.active = active
+        self.remote = remote
+        self.seat = seat
+        self.locked = locked
+    }
+}
+
+/// A machine without logind: the rules about whose touch it is do not apply.
+public struct NoLogind: SeatObserver {
+    public init() {}
+    public mutating func observe() -> SeatObservation { .noLogind }
+}
+
 /// The verdict of one passcode check.
 public enum PasscodeVerdict: Equatable {
     case correct

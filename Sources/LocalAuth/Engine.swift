@@ -44,6 +44,14 @@ public struct Request: Equatable {
 }
 
 /// What the adapter must do after an evaluation.
+extension Engine where Seat == NoLogind {
+    /// An engine for a machine without logind (and for the unit tests).
+    public init(options: Options, sensor: Sensor, verifier: Verifier, prompter: Conversation, store: Store, clock: Time, log: Log) {
+        self.init(options: options, sensor: sensor, verifier: verifier, prompter: prompter, store: store, clock: clock, log: log,
+                  seat: NoLogind())
+    }
+}
+
 public struct EvaluationResult: Equatable {
     public var outcome: Outcome
     /// Ask for the application's failure delay (a charged wrong passcode).
@@ -57,10 +65,12 @@ public struct EvaluationResult: Equatable {
 }
 
 public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conversation: Prompter,
-                     Store: StateStore, Time: Clock, Log: EventLog> {
+                     Store: StateStore, Time: Clock, Log: EventLog, Seat: SeatObserver> {
     public var sensor: Sensor
     public var verifier: Verifier
     public var prompter: Conversation
+    /// logind: whose touch the reader would take.
+    public var seat: Seat
     /// Every read and write of the attempt state.
     public var ledger: Ledger<Store, Time, Log>
 
@@ -69,14 +79,30 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         set { ledger.options = newValue }
     }
 
-    public init(options: Options, sensor: Sensor, verifier: Verifier, prompter: Conversation, store: Store, clock: Time, log: Log) {
+    public init(options: Options, sensor: Sensor, verifier: Verifier, prompter: Conversation, store: Store, clock: Time, log: Log,
+                seat: Seat) {
         self.sensor = sensor
         self.verifier = verifier
         self.prompter = prompter
+        self.seat = seat
         self.ledger = Ledger(options: options, store: store, clock: clock, log: log)
     }
 
     // MARK: - Evaluation
+
+    /// What keeps a working, enrolled reader out of a prompt of `service`
+    /// for `user` now: a password requirement first (it outlasts the
+    /// prompt), then logind's answer; nil when the finger may be used.
+    public mutating func biometryBlock(_ user: UserIdentity, record: StateRecord, domainState: [UInt8],
+                                       service: [UInt8]) -> BiometryBlock? {
+        if let requirement = BiometryRules.passcodeRequirement(record, moment: ledger.now(), domainState: domainState, options: options) {
+            return .passcodeRequired(requirement)
+        }
+        if let denial = BiometryRules.touchDenial(seat.observe(), user: user, service: service, options: options) {
+            return .touch(denial)
+        }
+        return nil
+    }
 
     /// Runs one prompt. `passcode` receives whatever the person types; the
     /// caller wipes it, after using it as `PAM_AUTHTOK` on passcode success.
@@ -105,6 +131,12 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         if biometryError == nil && record.fingerprintFailures >= options.lockout {
             biometryError = .biometryLockout
             say(UserText.locked, .error, request)
+        }
+        if biometryError == nil, let block = biometryBlock(user, record: record, domainState: domainState, service: request.service) {
+            biometryError = block.error
+            say(UserText.blocked(block, request), .error, request)
+            ledger.log.log(.notice, "no fingerprint for \(printableText(user.name)) (uid \(user.uid)) from service "
+                           + "\(printableText(request.service)): \(block.statusText)")
         }
 
         if policy == .biometrics {
@@ -347,16 +379,32 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
 
     /// `canEvaluatePolicy`: never prompts, never charges. The success value is
     /// the domain state (empty when biometrics are not in use).
-    public mutating func canEvaluate(_ policy: LAPolicy, user: UserIdentity) -> Result<[UInt8], LAError> {
+    public mutating func canEvaluate(_ policy: LAPolicy, user: UserIdentity, service: [UInt8] = []) -> Result<[UInt8], LAError> {
+        canEvaluateExplained(policy, user: user, service: service).result
+    }
+
+    /// `canEvaluate`, with what keeps a working reader out (for `check`).
+    public mutating func canEvaluateExplained(_ policy: LAPolicy, user: UserIdentity,
+                                              service: [UInt8]) -> (result: Result<[UInt8], LAError>, block: BiometryBlock?) {
         defer { sensor.close() }
-        guard let record = ledger.snapshot(user) else { return .failure(.invalidContext) }
+        guard let record = ledger.snapshot(user) else { return (.failure(.invalidContext), nil) }
         var biometry: Result<[UInt8], LAError>
+        var block: BiometryBlock? = nil
         switch sensor.availability(userName: user.name) {
         case .available(let state): biometry = .success(state)
         case .notEnrolled: biometry = .failure(.biometryNotEnrolled)
         case .noDevice, .unreachable: biometry = .failure(.biometryNotAvailable)
         }
         if case .success = biometry, record.fingerprintFailures >= options.lockout { biometry = .failure(.biometryLockout) }
+        if case .success(let state) = biometry, let found = biometryBlock(user, record: record, domainState: state, service: service) {
+            block = found
+            biometry = .failure(found.error)
+        }
+        return (canEvaluateResult(policy, user: user, biometry: biometry), block)
+    }
+
+    mutating func canEvaluateResult(_ policy: LAPolicy, user: UserIdentity,
+                                    biometry: Result<[UInt8], LAError>) -> Result<[UInt8], LAError> {
         if policy == .biometrics { return biometry }
         if case .success = biometry { return biometry }
         guard verifier.begin(userName: user.name) else { return .failure(.passcodeNotSet) }

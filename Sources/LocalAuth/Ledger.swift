@@ -8,6 +8,12 @@ public struct Moment: Equatable {
     public var boot: Int64
     public var wall: Int64
     public var bootID: [UInt8]
+
+    public init(boot: Int64, wall: Int64, bootID: [UInt8]) {
+        self.boot = boot
+        self.wall = wall
+        self.bootID = bootID
+    }
 }
 
 public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
@@ -49,7 +55,29 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
 
     /// R11: the password module of a biometrics-policy stack succeeded for
     /// this user after this module's own prompt: reset `F` and `P`.
-    public mutating func resetAfterPasswordSuccess(_ user: UserIdentity) -> Bool {
+    /// It is a correct password too: the rules that ask for the password
+    /// (after a boot, after long disuse, after an enrollment change) are
+    /// satisfied by it, with `domainState` as the enrollment it saw.
+    public mutating func resetAfterPasswordSuccess(_ user: UserIdentity, domainState: [UInt8]) -> Bool {
+        transaction(user, "reset the record of") { record, _, _, moment -> Bool in
+            var current = record ?? StateRecord(uid: user.uid, userName: user.name, createdWallSeconds: moment.wall)
+            current.fingerprintFailures = 0
+            current.passcodeFailures = 0
+            current.backoffRemainingMilliseconds = 0
+            current.settleFailures()
+            current.notePasscodeSuccess(moment, domainState: domainState)
+            current.lastUnlockBootNanoseconds = moment.boot
+            current.lastUnlockBootID = moment.bootID
+            current.lastUnlockMethod = .passcode
+            current.lastUnlockSession = []
+            record = current
+            return true
+        } ?? false
+    }
+
+    /// `localauth reset`: the counts and the wait go; nothing else (it is no
+    /// password, so the rules that ask for one stay as they are).
+    public mutating func resetCounts(_ user: UserIdentity) -> Bool {
         transaction(user, "reset the record of") { record, status, _, moment -> Bool in
             guard record != nil || status != .absent else { return true }
             var current = record ?? StateRecord(uid: user.uid, userName: user.name, createdWallSeconds: moment.wall)
@@ -192,12 +220,10 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
             switch method {
             case .biometry:
                 current.lastFingerprintSuccessWallSeconds = moment.wall
+                current.lastFingerprintSuccessBootNanoseconds = moment.boot
+                current.lastFingerprintSuccessBootID = moment.bootID
             case .passcode:
-                current.lastPasscodeSuccessWallSeconds = moment.wall
-                current.lastPasscodeSuccessBootID = moment.bootID
-                var digest = RecordFormat.zeroDigest
-                for index in 0..<min(digest.count, domainState.count) { digest[index] = domainState[index] }
-                current.lastPasscodeSuccessDigest = digest
+                current.notePasscodeSuccess(moment, domainState: domainState)
             }
             record = current
         }

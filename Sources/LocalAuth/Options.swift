@@ -60,6 +60,33 @@ public struct Options: Equatable {
     public func wantsInstructionInPrompt(service: [UInt8]) -> Bool {
         instructionInPrompt ?? bytesEqual(service, "xscreensaver")
     }
+    /// The first prompt of a boot goes to the password (no correct password
+    /// since this boot: the fingerprint is not enough).
+    public var passcodeAfterBoot = true
+    /// No unlock of any kind for this long: the password is required.
+    public var unlockIntervalSeconds = 48 * 3600
+    /// No correct password for `passcodeIntervalSeconds` and no fingerprint
+    /// match for `fingerprintIntervalSeconds`: the password is required.
+    public var passcodeIntervalSeconds = 156 * 3600
+    public var fingerprintIntervalSeconds = 4 * 3600
+    /// The services that may use the reader while the seat's session is
+    /// locked; nil: the screen lockers among `services`.
+    public var lockerServices: [[UInt8]]? = nil
+    /// No fingerprint while logind reports the lid closed.
+    public var skipWhenLidClosed = true
+
+    /// The screen lockers localauth knows, for the `locker_services` default.
+    public static var knownLockers: [[UInt8]] { [
+        literalBytes("swaylock"), literalBytes("i3lock"), literalBytes("xscreensaver"), literalBytes("xsecurelock"),
+        literalBytes("hyprlock"), literalBytes("vlock"),
+    ] }
+
+    /// Whether `service` may use the reader while the screen is locked.
+    public func isLockerService(_ service: [UInt8]) -> Bool {
+        if let lockerServices { return lockerServices.contains(service) }
+        return covers(service: service) && Options.knownLockers.contains(service)
+    }
+
     /// The R11 action: reset the counters after the password module succeeded.
     public var authsucc = false
     /// `conf=`: another configuration file (module arguments only).
@@ -198,6 +225,9 @@ public struct OptionParser {
         options.fallbackAfter = clamp(options.fallbackAfter, 0, 10, "fallback_after")
         options.maxBackoffSeconds = clamp(options.maxBackoffSeconds, 1, 86_400, "max_backoff")
         options.answerTimeoutSeconds = clamp(options.answerTimeoutSeconds, 5, 600, "answer_timeout")
+        options.unlockIntervalSeconds = clamp(options.unlockIntervalSeconds, 60, 864_000, "unlock_interval")
+        options.passcodeIntervalSeconds = clamp(options.passcodeIntervalSeconds, 60, 864_000, "passcode_interval")
+        options.fingerprintIntervalSeconds = clamp(options.fingerprintIntervalSeconds, 60, 864_000, "fingerprint_interval")
     }
 
     /// Records a problem with an input.
@@ -227,9 +257,11 @@ public struct OptionParser {
             return
         }
         if bytesEqual(key, "even_deny_root") || bytesEqual(key, "debug") || bytesEqual(key, "silent") || bytesEqual(key, "authsucc")
-            || bytesEqual(key, "instruction_in_prompt") {
+            || bytesEqual(key, "instruction_in_prompt") || bytesEqual(key, "passcode_after_boot") || bytesEqual(key, "skip_when_lid_closed") {
             guard let flag = parseFlag(value) else { return reject(key, location, "expected no value, yes or no") }
             if bytesEqual(key, "even_deny_root") { options.evenDenyRoot = flag }
+            else if bytesEqual(key, "passcode_after_boot") { options.passcodeAfterBoot = flag }
+            else if bytesEqual(key, "skip_when_lid_closed") { options.skipWhenLidClosed = flag }
             else if bytesEqual(key, "instruction_in_prompt") { options.instructionInPrompt = flag }
             else if bytesEqual(key, "debug") { options.debug = flag }
             else if bytesEqual(key, "silent") { options.silent = flag }
@@ -253,6 +285,19 @@ public struct OptionParser {
                 list.append(Array(name))
             }
             options.services = list
+        } else if bytesEqual(key, "locker_services") {
+            var list: [[UInt8]] = []
+            for piece in splitBytes(value, on: 0x2C) {
+                let name = trimmedSpaces(piece)
+                guard isServiceName(name), list.count < 64 else { return reject(key, location, "expected a comma list of service names") }
+                list.append(Array(name))
+            }
+            options.lockerServices = list
+        } else if bytesEqual(key, "unlock_interval") || bytesEqual(key, "passcode_interval") || bytesEqual(key, "fingerprint_interval") {
+            guard let seconds = parseDuration(value) else { return reject(key, location, "expected a duration such as 48h") }
+            if bytesEqual(key, "unlock_interval") { options.unlockIntervalSeconds = seconds }
+            else if bytesEqual(key, "passcode_interval") { options.passcodeIntervalSeconds = seconds }
+            else { options.fingerprintIntervalSeconds = seconds }
         } else if bytesEqual(key, "passcode_service") {
             guard isServiceName(value) else { return reject(key, location, "expected a service name") }
             options.passcodeService = Array(value)
@@ -303,7 +348,8 @@ func isValueKey(_ key: ArraySlice<UInt8>) -> Bool {
         || bytesEqual(key, "max_tries") || bytesEqual(key, "lockout") || bytesEqual(key, "timeout")
         || bytesEqual(key, "fallback_after") || bytesEqual(key, "max_backoff") || bytesEqual(key, "passcode_backoff")
         || bytesEqual(key, "fallback_title") || bytesEqual(key, "reason") || bytesEqual(key, "state_dir") || bytesEqual(key, "conf")
-        || bytesEqual(key, "cancel_title") || bytesEqual(key, "answer_timeout")
+        || bytesEqual(key, "cancel_title") || bytesEqual(key, "answer_timeout") || bytesEqual(key, "locker_services")
+        || bytesEqual(key, "unlock_interval") || bytesEqual(key, "passcode_interval") || bytesEqual(key, "fingerprint_interval")
 }
 
 /// A flag given bare, or with yes/no, true/false, on/off, 1/0.

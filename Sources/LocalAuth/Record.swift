@@ -47,6 +47,13 @@ public struct StateRecord: Equatable {
     public var lastPasscodeSuccessBootID: [UInt8] = RecordFormat.zeroID
     public var lastPasscodeSuccessDigest: [UInt8] = RecordFormat.zeroDigest
     public var lastFingerprintSuccessWallSeconds: Int64 = 0
+    /// The boot-clock times of the last correct passcode (in boot
+    /// `lastPasscodeSuccessBootID`) and the last match (in boot
+    /// `lastFingerprintSuccessBootID`): what the passcode-required rules
+    /// measure, never the wall clock.
+    public var lastPasscodeSuccessBootNanoseconds: Int64 = 0
+    public var lastFingerprintSuccessBootNanoseconds: Int64 = 0
+    public var lastFingerprintSuccessBootID: [UInt8] = RecordFormat.zeroID
     public var nextSequence: UInt64 = 1
     /// The last success (any service) on the boot clock of boot
     /// `lastUnlockBootID`, the method that won it, and the logind session
@@ -71,6 +78,16 @@ public struct StateRecord: Equatable {
         recentFailures.append(FailureEntry(sequence: sequence, wallSeconds: wallSeconds, kind: kind, service: service, tty: tty, remoteHost: remoteHost))
         if recentFailures.count > RecordFormat.maxFailures { recentFailures.removeFirst(recentFailures.count - RecordFormat.maxFailures) }
         return sequence
+    }
+
+    /// A correct password at `moment`, with the enrollment it saw.
+    public mutating func notePasscodeSuccess(_ moment: Moment, domainState: [UInt8]) {
+        lastPasscodeSuccessWallSeconds = moment.wall
+        lastPasscodeSuccessBootID = moment.bootID
+        lastPasscodeSuccessBootNanoseconds = moment.boot
+        var digest = RecordFormat.zeroDigest
+        for index in 0..<min(digest.count, domainState.count) { digest[index] = domainState[index] }
+        lastPasscodeSuccessDigest = digest
     }
 
     /// Removes the failure entry of a refunded or won attempt.
@@ -138,6 +155,9 @@ public enum RecordFormat {
     /// before it existed, which reads as "none").
     static let unlockOffset = 1632
     public static let maxSessionLength = 64
+    /// After the last unlock: the boot-clock times of the last passcode and
+    /// the last match (zero in older records: "at the start of that boot").
+    static let successClockOffset = 1728
     static let checksumOffset = size - 8
 
     public static func encode(_ record: StateRecord) -> [UInt8] {
@@ -188,6 +208,9 @@ public enum RecordFormat {
         let session = record.lastUnlockSession.count <= maxSessionLength ? record.lastUnlockSession : []
         writer.putInteger(UInt64(session.count), bytes: 1, at: unlockOffset + 25)
         writer.put(session, at: unlockOffset + 26)
+        writer.putInteger(UInt64(bitPattern: record.lastPasscodeSuccessBootNanoseconds), bytes: 8, at: successClockOffset)
+        writer.putInteger(UInt64(bitPattern: record.lastFingerprintSuccessBootNanoseconds), bytes: 8, at: successClockOffset + 8)
+        writer.put(record.lastFingerprintSuccessBootID, at: successClockOffset + 16)
         writer.putInteger(checksum(writer.bytes[0..<checksumOffset]), bytes: 8, at: checksumOffset)
         return writer.bytes
     }
@@ -260,6 +283,9 @@ public enum RecordFormat {
         }
         guard sessionLength <= maxSessionLength else { return .failure(RecordDamageError(.malformed)) }
         record.lastUnlockSession = Array(bytes[(unlockOffset + 26)..<(unlockOffset + 26 + sessionLength)])
+        record.lastPasscodeSuccessBootNanoseconds = Int64(bitPattern: reader.integer(at: successClockOffset, bytes: 8))
+        record.lastFingerprintSuccessBootNanoseconds = Int64(bitPattern: reader.integer(at: successClockOffset + 8, bytes: 8))
+        record.lastFingerprintSuccessBootID = Array(bytes[(successClockOffset + 16)..<(successClockOffset + 32)])
         return .success(record)
     }
 

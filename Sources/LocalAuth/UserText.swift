@@ -23,6 +23,29 @@ public enum UserText {
         "Too many failed fingerprint attempts. Fingerprint is locked until you enter your password."
     }
 
+    /// Why the fingerprint is not used in this prompt although it works.
+    public static func blocked(_ block: BiometryBlock, _ request: Request) -> String {
+        switch block {
+        case .passcodeRequired(.afterRestart):
+            return "Your password is required after a restart."
+        case .passcodeRequired(.noUnlockFor(let seconds)):
+            return "Your password is required: you have not unlocked for \(hoursText(seconds))."
+        case .passcodeRequired(.passcodeUnusedFor(let seconds)):
+            return "Your password is required: it has not been used for \(hoursText(seconds))."
+        case .passcodeRequired(.enrollmentChanged):
+            return "Your password is required: the enrolled fingerprints changed."
+        case .touch(.lidClosed):
+            return "The lid is closed: the fingerprint reader is not used."
+        case .touch(.screenLocked):
+            return "The screen is locked: the fingerprint reader is kept for unlocking it; "
+                + printableText(request.service, limit: 32) + " needs your password."
+        case .touch(.notActiveSession):
+            return "The fingerprint reader is used only from your active session at this computer."
+        case .touch(.logindUnanswered):
+            return "The fingerprint reader is not used: the session manager did not answer."
+        }
+    }
+
     public static var readerBusy: String { "The fingerprint reader is in use by another prompt." }
     public static var notRecognized: String { "Fingerprint not recognized." }
     public static var timedOut: String { "Timed out waiting for a fingerprint." }

@@ -20,6 +20,13 @@ struct StatusReport {
     var locked: Bool
     var lockReason: String?
     var remainingBackoffMilliseconds: Int64
+    /// The rule that asks for the password before the finger (nil: none;
+    /// unknown when the record is not readable).
+    var passcodeRequirement: PasscodeRequirement?
+    /// What logind says about the caller's session and the lid.
+    var seat: SeatObservation
+    /// Whose-touch verdict for a service that is no screen locker.
+    var touchDenial: TouchDenial?
     /// (key, value, where it came from)
     var configuration: [(String, String, String)]
     var problems: [String]
@@ -64,13 +71,24 @@ func statusReport(user: UserIdentity, _ configuration: LoadedConfiguration) -> S
     } else if locked {
         lockReason = "\(fingerprintFailures) consecutive failed fingerprint attempts (lockout \(options.lockout))"
     }
+    var requirement: PasscodeRequirement? = nil
+    if inspection != nil, recordStatus != "damaged" {
+        var clock = SystemClock()
+        let moment = Moment(boot: clock.bootNanoseconds(), wall: clock.wallSeconds(), bootID: clock.bootID())
+        let current = record ?? StateRecord(uid: user.uid, userName: user.name, createdWallSeconds: moment.wall)
+        requirement = BiometryRules.passcodeRequirement(current, moment: moment, domainState: domainState ?? [], options: options)
+    }
+    var logind = LogindSeat()
+    let seat = logind.observe()
+    let denial = BiometryRules.touchDenial(seat, user: user, service: literalBytes("localauth-test"), options: options)
     let rows = configurationRows(options).map { key, value in
         (key, value, configuration.keysFromFile.contains(key) ? printableText(configuration.path) : "default")
     }
     return StatusReport(user: user, availability: availability, device: sensor.device, fingers: sensor.fingers, domainState: domainState,
                         readable: inspection != nil, recordStatus: recordStatus, damage: damage, record: record,
                         fingerprintFailures: fingerprintFailures, lockout: options.lockout, locked: locked, lockReason: lockReason,
-                        remainingBackoffMilliseconds: inspection?.remainingBackoffMilliseconds ?? 0, configuration: rows,
+                        remainingBackoffMilliseconds: inspection?.remainingBackoffMilliseconds ?? 0,
+                        passcodeRequirement: requirement, seat: seat, touchDenial: denial, configuration: rows,
                         problems: configuration.problems)
 }
 
@@ -106,6 +124,35 @@ func statusJSON(_ report: StatusReport) -> String {
             json.field("failures", record.map { Int64($0.passcodeFailures) } ?? (report.readable ? 0 : nil))
             json.field("backoff_remaining_ms", report.readable ? report.remainingBackoffMilliseconds : nil)
             json.field("last_success", (record?.lastPasscodeSuccessWallSeconds).flatMap { $0 > 0 ? $0 : nil })
+        }
+        json.field("passcode_required", report.readable ? (report.passcodeRequirement?.statusText ?? "no") : nil)
+        json.key("logind")
+        json.object {
+            switch report.seat {
+            case .noLogind:
+                json.field("present", false)
+            case .unanswered:
+                json.field("present", true)
+                json.field("answered", false)
+            case .seen(let session, let lidClosed):
+                json.field("present", true)
+                json.field("answered", true)
+                json.field("lid_closed", lidClosed)
+                json.key("session")
+                if let session {
+                    json.object {
+                        json.field("id", printableText(session.id))
+                        json.field("uid", Int64(session.uid))
+                        json.field("active", session.active)
+                        json.field("remote", session.remote)
+                        json.field("seat", session.seat.isEmpty ? nil : printableText(session.seat))
+                        json.field("locked", session.locked)
+                    }
+                } else {
+                    json.value(nil as String?)
+                }
+            }
+            json.field("fingerprint_blocked", report.touchDenial?.statusText)
         }
         json.key("recent_failures")
         json.array {
@@ -153,6 +200,7 @@ func statusText(_ report: StatusReport) -> String {
         let remaining = report.remainingBackoffMilliseconds
         let waitText = remaining > 0 ? "wait \(durationText(remaining)) before the next entry" : "no wait"
         lines.append("password: \(record?.passcodeFailures ?? 0) consecutive wrong, \(waitText)")
+        lines.append(report.passcodeRequirement?.statusText ?? "password required: no")
         if let seconds = record?.lastPasscodeSuccessWallSeconds, seconds > 0 { lines.append("last password success: \(utcTimestamp(seconds))") }
         if let seconds = record?.lastFingerprintSuccessWallSeconds, seconds > 0 {
             lines.append("last fingerprint success: \(utcTimestamp(seconds))")
@@ -166,11 +214,34 @@ func statusText(_ report: StatusReport) -> String {
             lines.append("  \(utcTimestamp(entry.wallSeconds))  \(kind)  service=\(printableText(entry.service))  tty=\(tty)  rhost=\(host)")
         }
     }
+    lines.append(seatText(report.seat, denial: report.touchDenial))
     lines.append("configuration:")
     for (key, value, source) in report.configuration { lines.append("  \(key) = \(value)  (\(source))") }
     for problem in report.problems { lines.append("  note: \(problem)") }
     lines.append("  (module arguments in the PAM stack may override these per service)")
     return lines.joined(separator: "\n") + "\n"
+}
+
+/// logind's answer in one line.
+func seatText(_ seat: SeatObservation, denial: TouchDenial?) -> String {
+    switch seat {
+    case .noLogind:
+        return "logind: not on the system bus; the session, screen-lock and lid rules do not apply"
+    case .unanswered:
+        return "logind: did not answer; the fingerprint is not used until it does"
+    case .seen(let session, let lidClosed):
+        var text = "logind: "
+        if let session {
+            text += "session \(printableText(session.id)) of uid \(session.uid), " + (session.active ? "active" : "not active")
+                + (session.remote ? ", remote" : ", local")
+                + (session.seat.isEmpty ? ", on no seat" : ", seat \(printableText(session.seat))")
+                + (session.locked ? ", locked" : ", not locked")
+        } else {
+            text += "this command is in no session"
+        }
+        text += lidClosed ? "; lid closed" : "; lid open"
+        return text + (denial.map { "; \($0.statusText)" } ?? "")
+    }
 }
 
 func configurationRows(_ options: Options) -> [(String, String)] {
@@ -188,6 +259,12 @@ func configurationRows(_ options: Options) -> [(String, String)] {
         ("passcode_backoff", options.backoff.map { "\($0.failures):\($0.seconds)s" }.joined(separator: ",")),
         ("max_backoff", "\(options.maxBackoffSeconds)s"),
         ("even_deny_root", options.evenDenyRoot ? "yes" : "no"),
+        ("passcode_after_boot", options.passcodeAfterBoot ? "yes" : "no"),
+        ("unlock_interval", "\(options.unlockIntervalSeconds)s"),
+        ("passcode_interval", "\(options.passcodeIntervalSeconds)s"),
+        ("fingerprint_interval", "\(options.fingerprintIntervalSeconds)s"),
+        ("locker_services", options.services.filter { options.isLockerService($0) }.map { printableText($0) }.joined(separator: ",")),
+        ("skip_when_lid_closed", options.skipWhenLidClosed ? "yes" : "no"),
         ("state_dir", printableText(options.stateDir)),
         ("debug", options.debug ? "yes" : "no"),
         ("silent", options.silent ? "yes" : "no"),
@@ -212,10 +289,11 @@ func checkCommand(_ arguments: Arguments) throws -> ExitCode {
     let configuration = try loadConfiguration(arguments)
     let options = configuration.options
     let result: Result<[UInt8], LAError>
+    var block: BiometryBlock? = nil
     let log = StandardErrorLog(verbose: options.debug)
     if Syscalls.realUserID() == 0 && Syscalls.effectiveUserID() == 0 {
         var engine = makeSystemEngine(options, RequestFacts(mode: .prompt), prompter: NoConversation(), log: log)
-        result = engine.canEvaluate(policy, user: user)
+        (result, block) = engine.canEvaluateExplained(policy, user: user, service: literalBytes("localauth-test"))
     } else {
         // A user asking about themselves: the helper reads the record too.
         var request = HelperRequest()
@@ -245,12 +323,14 @@ func checkCommand(_ arguments: Arguments) throws -> ExitCode {
             json.field("error", errorName)
             json.field("error_code", errorName == nil ? nil : Int64(resultErrorCode(result)))
             json.field("domain_state", domainState.flatMap { $0.isEmpty ? nil : hex($0) })
+            json.field("fingerprint_blocked", block?.statusText)
         }
         print(json.text)
     } else if errorName == nil {
         print("\(policy.name): can evaluate for \(printableText(user.name))")
+        if let block { print(block.statusText) }
     }
-    if let errorName { standardError("\(errorName)\n") }
+    if let errorName { standardError(errorName + (block.map { " (\($0.statusText))" } ?? "") + "\n") }
     return code
 }
 
@@ -290,7 +370,7 @@ func resetCommand(_ arguments: Arguments) throws -> ExitCode {
     let configuration = try loadConfiguration(arguments)
     var ledger = makeSystemLedger(configuration.options, log: StandardErrorLog(verbose: configuration.options.debug))
     let before = ledger.inspect(user)
-    guard ledger.resetAfterPasswordSuccess(user) else { throw CLIError("cannot write the record of \(printableText(user.name))") }
+    guard ledger.resetCounts(user) else { throw CLIError("cannot write the record of \(printableText(user.name))") }
     let record = before?.record
     print("reset \(printableText(user.name)) (uid \(user.uid)): fingerprint failures \(record?.fingerprintFailures ?? 0) -> 0, password failures \(record?.passcodeFailures ?? 0) -> 0, wait cleared")
     return .success

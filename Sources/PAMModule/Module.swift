@@ -181,7 +181,8 @@ func resetAfterPasswordModule(_ handle: PAMHandle, options: Options, log: PAMLog
         return PAMCode.ignore.rawValue
     }
     var ledger = makeSystemLedger(options, log: log)
-    return ledger.resetAfterPasswordSuccess(UserIdentity(uid: target.uid, name: target.name))
+    return ledger.resetAfterPasswordSuccess(UserIdentity(uid: target.uid, name: target.name),
+                                            domainState: currentDomainState(userName: target.name))
         ? PAMCode.success.rawValue : PAMCode.ignore.rawValue
 }
 

@@ -252,7 +252,7 @@ struct HelperSession {
 
         switch request.action {
         case .check:
-            let answer = engine.canEvaluate(options.policy, user: target)
+            let answer = engine.canEvaluate(options.policy, user: target, service: request.service)
             switch answer {
             case .success(let domainState):
                 return finish(HelperResult(status: .evaluated, pamCode: PAMCode.success.rawValue, method: .biometry,
@@ -272,7 +272,7 @@ struct HelperSession {
             if !request.interactive {
                 // Nothing may be shown: what is missing, else notInteractive.
                 let error: LAError
-                switch engine.canEvaluate(options.policy, user: target) {
+                switch engine.canEvaluate(options.policy, user: target, service: request.service) {
                 case .success: error = .notInteractive
                 case .failure(let missing): error = missing
                 }
@@ -301,7 +301,7 @@ struct HelperSession {
             if case .failure = outcome, state.cancelled { outcome = .failure(.appCancel) }
             var answer = HelperResult(status: .evaluated, outcome: outcome, failDelay: result.failDelay)
             if case .success = outcome, bytesEqual(request.service, "localauth-app"),
-               case .success(let domainState) = engine.canEvaluate(options.policy, user: target) {
+               case .success(let domainState) = engine.canEvaluate(options.policy, user: target, service: request.service) {
                 // An app reads evaluatedPolicyDomainState after a success.
                 answer.domainState = Array(domainState.prefix(HelperResult.maxDomainState))
             }

@@ -78,6 +78,56 @@ struct BusMessage {
                 Syscalls.bytes(ofCString: c, limit: limit))
     }
 
+    /// An object path (`o`), as `GetSession` answers.
+    func readObjectPath(limit: Int) -> [UInt8]? {
+        var value: UnsafePointer<CChar>? = nil
+        guard la_bus_read_o(raw, &value) >= 0, let value else { return nil }
+        return Syscalls.bytes(ofCString: value, limit: limit)
+    }
+
+    /// A variant holding a boolean (a `Properties.Get` reply).
+    func readVariantFlag() -> Bool? {
+        var value: Int32 = 0
+        guard la_bus_read_variant_b(raw, &value) >= 0 else { return nil }
+        return value != 0
+    }
+
+    /// The properties of a property dictionary (`a{sv}`) that are booleans
+    /// named in `flags`, a `(so)` pair named `namedPath` (its string) or a
+    /// `(uo)` pair named `numberedPath` (its number); others are skipped.
+    func readProperties(flags: [[UInt8]], namedPath: [UInt8], numberedPath: [UInt8])
+        -> (flags: [(name: [UInt8], value: Bool)], name: [UInt8]?, number: UInt32?)? {
+        guard sd_bus_message_enter_container(raw, typeCode("a"), "{sv}") > 0 else { return nil }
+        var found: [(name: [UInt8], value: Bool)] = []
+        var name: [UInt8]? = nil
+        var number: UInt32? = nil
+        var entries = 0
+        while entries < 128, sd_bus_message_enter_container(raw, typeCode("e"), "sv") > 0 {
+            entries += 1
+            var key: UnsafePointer<CChar>? = nil
+            guard sd_bus_message_read_basic(raw, typeCode("s"), &key) >= 0, let key else { return nil }
+            let property = Syscalls.bytes(ofCString: key, limit: 64)
+            if flags.contains(property) {
+                var value: Int32 = 0
+                guard la_bus_read_variant_b(raw, &value) >= 0 else { return nil }
+                found.append((property, value != 0))
+            } else if property == namedPath {
+                var text: UnsafePointer<CChar>? = nil, path: UnsafePointer<CChar>? = nil
+                guard la_bus_read_variant_so(raw, &text, &path) >= 0, let text else { return nil }
+                name = Syscalls.bytes(ofCString: text, limit: 256)
+            } else if property == numberedPath {
+                var value: UInt32 = 0
+                var path: UnsafePointer<CChar>? = nil
+                guard la_bus_read_variant_uo(raw, &value, &path) >= 0 else { return nil }
+                number = value
+            } else if sd_bus_message_skip(raw, "v") < 0 {
+                return nil
+            }
+            _ = sd_bus_message_exit_container(raw)
+        }
+        return (found, name, number)
+    }
+
     /// Whether this is an error reply.
     var isError: Bool { sd_bus_message_is_method_error(raw, nil) > 0 }
 

@@ -6,7 +6,7 @@ import LocalAuth
 /// The engine over the real dependencies, with the caller's conversation,
 /// store and log.
 public typealias SystemEngine<Conversation: Prompter, Store: StateStore, Log: EventLog> =
-    Engine<FprintdSensor<SystemClock>, PAMPasscodeVerifier, Conversation, Store, SystemClock, Log>
+    Engine<FprintdSensor<SystemClock>, PAMPasscodeVerifier, Conversation, Store, SystemClock, Log, LogindSeat>
 
 /// The ledger over the real state store and clocks.
 public typealias SystemLedger<Log: EventLog> = Ledger<FileStateStore, SystemClock, Log>
@@ -40,7 +40,7 @@ public func makeSystemEngine<Conversation: Prompter, Store: StateStore, Log: Eve
                                           clock: SystemClock()),
            verifier: PAMPasscodeVerifier(service: options.passcodeService, tty: facts.tty, remoteHost: facts.remoteHost,
                                          requestingUser: facts.requestingUser),
-           prompter: prompter, store: store, clock: SystemClock(), log: log)
+           prompter: prompter, store: store, clock: SystemClock(), log: log, seat: LogindSeat())
 }
 
 public func makeSystemEngine<Conversation: Prompter, Log: EventLog>(
@@ -52,4 +52,14 @@ public func makeSystemEngine<Conversation: Prompter, Log: EventLog>(
 /// The ledger alone, for what only reads or resets counts (authsucc, reset, status).
 public func makeSystemLedger<Log: EventLog>(_ options: Options, log: Log) -> SystemLedger<Log> {
     Ledger(options: options, store: FileStateStore(directoryPath: options.stateDir), clock: SystemClock(), log: log)
+}
+
+/// The user's enrollment as fprintd reports it now (the domain state), or
+/// nothing when fprintd cannot say: what a correct password checked by
+/// another module is recorded with.
+public func currentDomainState(userName: [UInt8]) -> [UInt8] {
+    var sensor = FprintdSensor(interruption: .none, clock: SystemClock())
+    defer { sensor.close() }
+    if case .available(let state) = sensor.availability(userName: userName) { return state }
+    return []
 }

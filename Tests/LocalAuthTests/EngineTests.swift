@@ -46,7 +46,7 @@ final class EngineTests: XCTestCase {
     // MARK: R16 prompt mode for conversations that hold messages
 
     func testInstructionInPromptSendsNoMessageBeforeTheWait() {
-        var options = Options()
+        var options = unitOptions
         options.instructionInPrompt = true
         let w = World(options: options)
         let result = w.prompt(mode: .prompt, service: "xscreensaver", answers: [.empty], script: [.noMatch, .match])
@@ -58,7 +58,7 @@ final class EngineTests: XCTestCase {
         byDefault.prompt(mode: .prompt, service: "xscreensaver", answers: [.empty], script: [.match])
         XCTAssertEqual(byDefault.prompter.asked, ["xscreensaver needs to confirm your identity (alice). " + Text.firstPrompt],
                        "on by default for xscreensaver")
-        var off = Options()
+        var off = unitOptions
         off.instructionInPrompt = false
         let plain = World(options: off)
         plain.prompt(mode: .prompt, service: "xscreensaver", answers: [.empty], script: [.match])
@@ -77,7 +77,7 @@ final class EngineTests: XCTestCase {
         XCTAssertEqual(w.sensor.openCalls, 0)
         XCTAssertEqual(w.prompter.count(Text.locked), 3)
         var engine = w.engine()
-        XCTAssertTrue(engine.ledger.resetAfterPasswordSuccess(alice))
+        XCTAssertTrue(engine.ledger.resetAfterPasswordSuccess(alice, domainState: [0xD0, 0x0D]))
         XCTAssertEqual(w.prompt(policy: .biometrics, script: [.match]).outcome, .success(.biometry))
         XCTAssertEqual(w.sensor.openCalls, 1)
     }
@@ -147,7 +147,7 @@ final class EngineTests: XCTestCase {
     }
 
     func testMaxBackoffCapsTheSchedule() {
-        var options = Options()
+        var options = unitOptions
         options.maxBackoffSeconds = 600
         let w = World(options: options, sensor: FakeSensor(.unreachable), store: FakeStore(storedRecord(p: 8)))
         w.prompt(answers: [wrongAnswer])
@@ -166,7 +166,7 @@ final class EngineTests: XCTestCase {
     /// the owner is never kept out longer than max_backoff (R12, R13).
     func testAStoredWaitNeverOutlastsMaxBackoff() {
         for (stored, maxBackoff) in [(Int64(1) << 62, 3600), (Int64(3_600_000), 120)] {
-            var options = Options()
+            var options = unitOptions
             options.maxBackoffSeconds = maxBackoff
             let clock = ManualClock()
             var record = storedRecord(p: 5)
@@ -211,7 +211,7 @@ final class EngineTests: XCTestCase {
     }
 
     func testEvenDenyRootMakesRootWait() {
-        var options = Options()
+        var options = unitOptions
         options.evenDenyRoot = true
         let w = World(options: options, sensor: FakeSensor(.unreachable))
         for _ in 1...5 { w.prompt(rootUser, answers: [wrongAnswer]) }
@@ -312,7 +312,7 @@ final class EngineTests: XCTestCase {
     /// R13: a refused prompt saves the wait's progress, so a reboot resumes
     /// from what was left then, not from the full wait.
     func testARebootResumesFromTheLastSavedProgress() {
-        var options = Options()
+        var options = unitOptions
         options.backoff = [BackoffStep(failures: 5, seconds: 3600)]
         let w = World(options: options, sensor: FakeSensor(.unreachable), store: FakeStore(storedRecord(p: 4)))
         w.prompt(answers: [wrongAnswer])
@@ -350,7 +350,7 @@ final class EngineTests: XCTestCase {
     }
 
     func testTheFingerprintPhaseHasOneDeadline() {
-        var options = Options()
+        var options = unitOptions
         options.timeoutSeconds = 12
         let w = World(options: options)
         let start = w.clock.boot
@@ -580,7 +580,7 @@ final class EngineTests: XCTestCase {
     // MARK: Text
 
     func testReasonExpandsUserAndServiceAndNeutralisesControlBytes() {
-        var options = Options()
+        var options = unitOptions
         options.reason = bytes("Unlock %s for %u at 100%")
         let w = World(options: options)
         w.prompt(service: "swaylock", script: [.match])
@@ -656,7 +656,7 @@ final class EngineTests: XCTestCase {
         record.backoffAnchorBootNanoseconds = ManualClock().boot
         let w = World(store: FakeStore(record))
         var engine = w.engine()
-        XCTAssertTrue(engine.ledger.resetAfterPasswordSuccess(alice))
+        XCTAssertTrue(engine.ledger.resetAfterPasswordSuccess(alice, domainState: [0xD0, 0x0D]))
         XCTAssertEqual(w.store.record?.fingerprintFailures, 0)
         XCTAssertEqual(w.store.record?.passcodeFailures, 0)
         XCTAssertEqual(w.store.record?.backoffRemainingMilliseconds, 0)
@@ -667,10 +667,21 @@ final class EngineTests: XCTestCase {
         XCTAssertEqual(w.sensor.verifyCalls, 3, "unlocked: 3 attempts again")
     }
 
-    func testResetOfAnAbsentRecordWritesNothing() {
+    func testThePasswordModulesSuccessIsRecordedAsACorrectPasswordEvenWithoutARecord() {
+        let w = World(options: Options())
+        var engine = w.engine()
+        XCTAssertTrue(engine.ledger.resetAfterPasswordSuccess(alice, domainState: [0xD0, 0x0D]))
+        XCTAssertEqual(w.store.writes, 1)
+        XCTAssertEqual(w.store.record?.lastPasscodeSuccessBootID, w.clock.bootIdentifier)
+        XCTAssertEqual(w.store.record?.lastUnlockMethod, .passcode)
+        // The boot rule is satisfied by it: the finger works in the next prompt.
+        XCTAssertEqual(w.prompt(policy: .biometrics, script: [.match]).outcome, .success(.biometry))
+    }
+
+    func testLocalauthResetOfAnAbsentRecordWritesNothing() {
         let w = World()
         var engine = w.engine()
-        XCTAssertTrue(engine.ledger.resetAfterPasswordSuccess(alice))
+        XCTAssertTrue(engine.ledger.resetCounts(alice))
         XCTAssertEqual(w.store.writes, 0)
         XCTAssertNil(w.store.record)
     }
@@ -679,7 +690,7 @@ final class EngineTests: XCTestCase {
         let w = World(store: FakeStore(storedRecord(f: 5, p: 1)))
         w.store.failWrites = true
         var engine = w.engine()
-        XCTAssertFalse(engine.ledger.resetAfterPasswordSuccess(alice))
+        XCTAssertFalse(engine.ledger.resetAfterPasswordSuccess(alice, domainState: [0xD0, 0x0D]))
         XCTAssertEqual(w.store.record?.fingerprintFailures, 5)
         XCTAssertTrue(w.log.has(.error, "cannot reset"))
     }

@@ -308,7 +308,18 @@ final class RecordingLog: EventLog {
 
 // MARK: - Harness
 
-typealias TestEngine = Engine<FakeSensor, FakeVerifier, FakePrompter, FakeStore, ManualClock, RecordingLog>
+typealias TestEngine = Engine<FakeSensor, FakeVerifier, FakePrompter, FakeStore, ManualClock, RecordingLog, FakeSeat>
+
+/// logind as a test sets it; no logind unless told.
+final class FakeSeat: SeatObserver {
+    var observation: SeatObservation = .noLogind
+    private(set) var observeCalls = 0
+    init(_ observation: SeatObservation = .noLogind) { self.observation = observation }
+    func observe() -> SeatObservation {
+        observeCalls += 1
+        return observation
+    }
+}
 
 var alice: UserIdentity { UserIdentity(uid: 1000, name: bytes("alice")) }
 var rootUser: UserIdentity { UserIdentity(uid: 0, name: bytes("root")) }
@@ -329,6 +340,17 @@ enum Text {
     static let waitPrefix = "Too many wrong passwords. Try again in "
 }
 
+/// The options the engine's tests start from: the defaults, except that the
+/// first prompt of a boot is not sent to the password, so that the other
+/// rules can be tested from a fresh record. The boot rule and the other
+/// password-required rules have their own table (BiometryRulesTests) with
+/// the defaults as shipped.
+var unitOptions: Options {
+    var options = Options()
+    options.passcodeAfterBoot = false
+    return options
+}
+
 /// One set of fakes shared by the prompts of a test.
 final class World {
     var options: Options
@@ -338,10 +360,12 @@ final class World {
     let store: FakeStore
     let clock: ManualClock
     let log: RecordingLog
+    let seat: FakeSeat
 
-    init(options: Options = Options(), sensor: FakeSensor = FakeSensor(), verifier: FakeVerifier = FakeVerifier(),
+    init(options: Options = unitOptions, sensor: FakeSensor = FakeSensor(), verifier: FakeVerifier = FakeVerifier(),
          prompter: FakePrompter = FakePrompter(), store: FakeStore = FakeStore(), clock: ManualClock = ManualClock(),
-         log: RecordingLog = RecordingLog()) {
+         log: RecordingLog = RecordingLog(), seat: FakeSeat = FakeSeat()) {
+        self.seat = seat
         self.options = options
         self.sensor = sensor
         self.verifier = verifier
@@ -355,7 +379,7 @@ final class World {
     }
 
     func engine() -> TestEngine {
-        Engine(options: options, sensor: sensor, verifier: verifier, prompter: prompter, store: store, clock: clock, log: log)
+        Engine(options: options, sensor: sensor, verifier: verifier, prompter: prompter, store: store, clock: clock, log: log, seat: seat)
     }
 
     func request(_ user: UserIdentity = alice, mode: InteractionMode = .terminal, silent: Bool = false,

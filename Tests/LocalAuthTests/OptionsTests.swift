@@ -108,6 +108,36 @@ final class OptionsTests: XCTestCase {
         assertIgnored("debug=", "expected no value, yes or no")
     }
 
+    func testTheRulesThatAskForThePasswordOrKeepTheReaderOut() {
+        let defaults = Options()
+        XCTAssertTrue(defaults.passcodeAfterBoot)
+        XCTAssertEqual([defaults.unlockIntervalSeconds, defaults.passcodeIntervalSeconds, defaults.fingerprintIntervalSeconds],
+                       [48 * 3600, 156 * 3600, 4 * 3600])
+        XCTAssertTrue(defaults.skipWhenLidClosed)
+        XCTAssertTrue(defaults.isLockerService(bytes("i3lock")))
+        XCTAssertFalse(defaults.isLockerService(bytes("sudo")))
+        XCTAssertFalse(defaults.isLockerService(bytes("localauth-app")))
+        let parsed = parse(["passcode_after_boot=no", "unlock_interval=24h", "passcode_interval=100h", "fingerprint_interval=90m",
+                            "locker_services=swaylock, mylocker", "skip_when_lid_closed=off"]).options
+        XCTAssertFalse(parsed.passcodeAfterBoot)
+        XCTAssertEqual([parsed.unlockIntervalSeconds, parsed.passcodeIntervalSeconds, parsed.fingerprintIntervalSeconds],
+                       [24 * 3600, 100 * 3600, 5400])
+        XCTAssertEqual(parsed.lockerServices, [bytes("swaylock"), bytes("mylocker")])
+        XCTAssertTrue(parsed.isLockerService(bytes("mylocker")))
+        XCTAssertFalse(parsed.isLockerService(bytes("i3lock")))
+        XCTAssertFalse(parsed.skipWhenLidClosed)
+        let clamped = parse(["unlock_interval=10s"])
+        XCTAssertEqual(clamped.options.unlockIntervalSeconds, 60)
+        XCTAssertTrue(clamped.diagnostics.contains { $0.contains("unlock_interval") })
+        assertIgnored("unlock_interval=forever", "expected a duration")
+        assertIgnored("passcode_after_boot=maybe", "expected no value, yes or no")
+        assertIgnored("locker_services=a b", "expected a comma list")
+        // Only presentation keys reach the helper from a caller.
+        for key in ["passcode_after_boot", "unlock_interval", "locker_services", "skip_when_lid_closed"] {
+            XCTAssertFalse(HelperRequest.isPresentationKey(bytes(key)), key)
+        }
+    }
+
     func testDurations() {
         XCTAssertEqual(parse(["timeout=90"]).options.timeoutSeconds, 90)
         XCTAssertEqual(parse(["timeout=90s"]).options.timeoutSeconds, 90)

@@ -912,7 +912,7 @@ final class ScenarioTests: XCTestCase {
         guard let expectedOutcome = s.outcome, let expectedCode = s.code else {
             return XCTFail("\(label): no expected outcome")
         }
-        var options = Options()
+        var options = unitOptions
         s.configure(&options)
         let clock = ManualClock()
         let store: FakeStore

@@ -123,7 +123,7 @@ final class StoreTests: XCTestCase {
     func testADamagedRecordIsReplacedThroughTheEngine() throws {
         writeFile("1000.rec", [UInt8](repeating: 0x41, count: RecordFormat.size))
         let log = RecordingLog()
-        var engine = Engine(options: Options(), sensor: FakeSensor(), verifier: FakeVerifier(), prompter: FakePrompter(),
+        var engine = Engine(options: unitOptions, sensor: FakeSensor(), verifier: FakeVerifier(), prompter: FakePrompter(),
                             store: store(), clock: ManualClock(), log: log)
         let snapshot = engine.ledger.snapshot(alice)
         XCTAssertEqual(snapshot?.fingerprintFailures, 5)
@@ -139,7 +139,7 @@ final class StoreTests: XCTestCase {
         XCTAssertThrowsError(try s.withRecord(uid: 1000, userName: bytes("alice")) { stored, _ in stored = storedRecord() })
         XCTAssertNil(readFile("1000.rec"))
         let w = World()
-        var engine = Engine(options: Options(), sensor: w.sensor, verifier: w.verifier, prompter: w.prompter, store: store(),
+        var engine = Engine(options: unitOptions, sensor: w.sensor, verifier: w.verifier, prompter: w.prompter, store: store(),
                             clock: w.clock, log: w.log)
         let result = engine.evaluate(w.request(), policy: .owner, passcode: SecretBuffer())
         XCTAssertEqual(result.pamCode, .systemError)

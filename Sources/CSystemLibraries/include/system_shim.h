@@ -45,6 +45,18 @@ static inline int la_bus_read_variant_s(sd_bus_message *message, const char **va
 static inline int la_bus_read_s(sd_bus_message *message, const char **value) {
     return sd_bus_message_read(message, "s", value);
 }
+static inline int la_bus_read_o(sd_bus_message *message, const char **value) {
+    return sd_bus_message_read(message, "o", value);
+}
+static inline int la_bus_read_variant_b(sd_bus_message *message, int *value) {
+    return sd_bus_message_read(message, "v", "b", value);
+}
+static inline int la_bus_read_variant_so(sd_bus_message *message, const char **name, const char **path) {
+    return sd_bus_message_read(message, "v", "(so)", name, path);
+}
+static inline int la_bus_read_variant_uo(sd_bus_message *message, uint32_t *number, const char **path) {
+    return sd_bus_message_read(message, "v", "(uo)", number, path);
+}
 static inline int la_bus_read_sb(sd_bus_message *message, const char **text, int *flag) {
     return sd_bus_message_read(message, "sb", text, flag);
 }

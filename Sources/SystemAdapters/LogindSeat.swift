@@ -1,0 +1,73 @@
+// logind on the system bus: the caller's session (found by its cgroup) and
+// the lid, for the rules about whose touch the reader would take. Asked
+// once per prompt, before the reader is claimed.
+import LocalAuth
+
+public struct LogindSeat: SeatObserver {
+    static let name = literalBytes("org.freedesktop.login1")
+    static let managerPath = literalBytes("/org/freedesktop/login1")
+    static let managerInterface = literalBytes("org.freedesktop.login1.Manager")
+    static let sessionInterface = literalBytes("org.freedesktop.login1.Session")
+    static let properties = literalBytes("org.freedesktop.DBus.Properties")
+    /// logind answers in microseconds; a logind that does not answer
+    /// within this keeps the reader out, it does not hold the prompt.
+    static let callTimeoutMicroseconds: UInt64 = 2_000_000
+
+    /// The session whose facts are asked for; nil: the caller's own.
+    let sessionID: [UInt8]?
+
+    public init(sessionID: [UInt8]? = nil) {
+        self.sessionID = sessionID
+    }
+
+    public mutating func observe() -> SeatObservation {
+        guard let bus = SystemBus(callTimeoutMicroseconds: LogindSeat.callTimeoutMicroseconds) else { return .noLogind }
+        defer { bus.close() }
+        let lid = bus.call(destination: LogindSeat.name, path: LogindSeat.managerPath, interface: LogindSeat.properties,
+                           member: literalBytes("Get"), arguments: [LogindSeat.managerInterface, literalBytes("LidClosed")])
+        var lidClosed = false
+        if lid.succeeded {
+            guard let closed = lid.message?.readVariantFlag() else { return .unanswered }
+            lidClosed = closed
+        } else if LogindSeat.isAbsent(lid.errorName) {
+            return .noLogind
+        } else if !LogindSeat.isMissingProperty(lid.errorName) {
+            return .unanswered
+        }
+        let id = sessionID ?? LogindSession.callerSession()
+        guard !id.isEmpty else { return .seen(session: nil, lidClosed: lidClosed) }
+        let found = bus.call(destination: LogindSeat.name, path: LogindSeat.managerPath, interface: LogindSeat.managerInterface,
+                             member: literalBytes("GetSession"), arguments: [id])
+        guard found.succeeded else {
+            // logind knows no such session: the caller is in none it manages.
+            return found.errorName.isEmpty ? .unanswered : .seen(session: nil, lidClosed: lidClosed)
+        }
+        guard let path = found.message?.readObjectPath(limit: 256) else { return .unanswered }
+        let all = bus.call(destination: LogindSeat.name, path: path, interface: LogindSeat.properties, member: literalBytes("GetAll"),
+                           arguments: [LogindSeat.sessionInterface])
+        guard all.succeeded else { return all.errorName.isEmpty ? .unanswered : .seen(session: nil, lidClosed: lidClosed) }
+        let flagNames = [literalBytes("Active"), literalBytes("Remote"), literalBytes("LockedHint")]
+        guard let read = all.message?.readProperties(flags: flagNames, namedPath: literalBytes("Seat"),
+                                                     numberedPath: literalBytes("User")),
+              let uid = read.number else { return .unanswered }
+        func flag(_ name: StaticString) -> Bool? { read.flags.first { bytesEqual($0.name, name) }?.value }
+        // A session whose activity or remoteness is not stated is not
+        // taken for an active local one.
+        let session = SessionFacts(id: id, uid: uid, active: flag("Active") ?? false, remote: flag("Remote") ?? true,
+                                   seat: read.name ?? [], locked: flag("LockedHint") ?? false)
+        return .seen(session: session, lidClosed: lidClosed)
+    }
+
+    /// Nobody owns logind's name on this bus.
+    static func isAbsent(_ errorName: [UInt8]) -> Bool {
+        bytesEqual(errorName, "org.freedesktop.DBus.Error.ServiceUnknown")
+            || bytesEqual(errorName, "org.freedesktop.DBus.Error.NameHasNoOwner")
+    }
+
+    /// A logind without the lid property (a machine without a lid switch
+    /// reports it false; an older logind may not have it).
+    static func isMissingProperty(_ errorName: [UInt8]) -> Bool {
+        bytesEqual(errorName, "org.freedesktop.DBus.Error.UnknownProperty")
+            || bytesEqual(errorName, "org.freedesktop.DBus.Error.InvalidArgs")
+    }
+}
