@@ -243,6 +243,18 @@ class PamEnv:
                        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
         return [parse_run((out / f"{i}.out").read_text()) for i in range(count)]
 
+    def password_entered(self, user="alice", rig=None):
+        """`user` typed the password once this boot (see password_entered)."""
+        password_entered(self.state, USERS[user], user, rig.bus_address if rig else None)
+        self.seeded = self.state_contents()
+
+    def state_contents(self):
+        return {p.name: p.read_bytes() for p in sorted(self.state.iterdir()) if p.is_file()}
+
+    def state_untouched(self):
+        """Nothing written since the test began (its seed, or nothing)."""
+        return self.state_contents() == getattr(self, "seeded", {})
+
     def record_path(self, user="alice") -> Path:
         return self.state / f"{USERS[user]}.rec"
 
@@ -317,6 +329,18 @@ def localauth_command() -> Path:
 
 def store_probe() -> Path:
     return swift_bin() / "la-store-probe"
+
+
+def password_entered(state_dir, uid: int, name: str, bus_address=None):
+    """Leaves in the record what a correct password accepted by the password
+    module leaves (the product's authsucc path, with the enrollment fprintd
+    on `bus_address` reports): the state after the first password of this
+    boot, from which the finger is enough. Tests about the fingerprint start
+    here; the tests of the boot rule start from nothing."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    env["DBUS_SYSTEM_BUS_ADDRESS"] = bus_address or f"unix:path={state_dir}/no-system-bus"
+    subprocess.run([str(store_probe()), "password-entered", str(state_dir), str(uid), name], env=env, check=True,
+                   capture_output=True, timeout=30)
 
 
 def run_in_terminal(command, env, answers=()):

@@ -22,6 +22,7 @@ import pytest
 
 from fprint_rig import FPRINT_NAME, FprintRig, _Client
 from helper_wire import CLIENT_HELLO, HELLO, REQUEST, converse, frame, read_frame, request
+from logind_mock import CGROUP_ROOT, Session
 from pamenv import HARNESS, ROOT, later_boot_clock, localauth_command, parse_run, swift_bin
 from private_world import HELPER_PATH, PrivateWorld
 from terminal import TerminalSession
@@ -55,6 +56,7 @@ def world(rig, tmp_path_factory):
 @pytest.fixture
 def w(world, rig):
     world.clear_state()
+    world.password_entered()  # the first password of this boot: the finger is enough now
     yield world
     rig.wait_until_claimable(USER, timeout=10)
 
@@ -231,6 +233,7 @@ def test_an_action_while_the_reader_waits_releases_it_and_charges_nothing(w, rig
             return
         assert w.counts(UID) == (1, 0) and w.syslog.charged_only_by_the_stops_delay(mark), (w.counts(UID), w.syslog.since(mark))
         w.clear_state()
+        w.password_entered()
     pytest.fail("charged in every try")
 
 
@@ -275,7 +278,7 @@ def test_interaction_not_allowed_shows_nothing_and_counts_nothing(w):
     proc = probe(w, "--non-interactive")
     code, lines, err = finish(proc, [])
     assert lines == ["ready", "result: notInteractive -1004"], (lines, err)
-    assert f"{UID}.rec" not in w.state_files() and w.counts(UID) == (0, 0)
+    assert w.record_untouched(UID) and w.counts(UID) == (0, 0)
 
 
 def test_preflight_finds_the_reader_and_a_user_without_fingers(w):
@@ -292,7 +295,7 @@ def test_an_empty_reason_stops_the_app_before_anything_happens(w):
     code, lines, err = finish(proc, [])
     assert code < 0 or code >= 128, (code, lines, err)           # a trap, like Apple's exception
     assert "Non-empty localizedReason must be provided." in err
-    assert lines == ["ready"] and w.state_files() == []
+    assert lines == ["ready"] and w.state_untouched()
 
 
 # ---------------------------------------------------------------- the same counters as sudo
@@ -336,31 +339,6 @@ def test_an_app_cannot_evaluate_for_another_user(w):
 
 
 # ---------------------------------------------------------------- the reuse window
-
-CGROUP_ROOT = Path("/sys/fs/cgroup/unified")
-
-
-class Session:
-    """A logind session as sd-login sees it: a cgroup named
-    session-NAME.scope (the unified hierarchy, or cgroup2 at the root)."""
-
-    def __init__(self, name):
-        self.path = CGROUP_ROOT / "localauth-test.slice" / f"session-{name}.scope"
-
-    def create(self):
-        self.path.mkdir(parents=True, exist_ok=True)
-
-    def enter(self):
-        (self.path / "cgroup.procs").write_text(str(os.getpid()))
-
-    def remove(self):
-        for _ in range(100):
-            try:
-                self.path.rmdir()
-                return
-            except OSError:
-                time.sleep(0.05)      # its last process is still exiting
-
 
 @pytest.fixture
 def sessions():
@@ -454,7 +432,7 @@ def test_evaluate_non_interactive_json_says_what_is_missing(w):
                                               "error_code": -1004, "exit_code": 21}, out
     code, out, _ = evaluate(w, "--non-interactive", "--json", "--policy", "biometrics", uid=BARE_UID, user=BARE)
     assert code == 12 and json.loads(out)["error"] == "biometryNotEnrolled", out
-    assert f"{UID}.rec" not in w.state_files() and w.counts(UID) == (0, 0)
+    assert w.record_untouched(UID) and w.counts(UID) == (0, 0)
 
 
 def test_evaluate_without_a_terminal_is_not_interactive(w):

@@ -121,7 +121,7 @@ def test_check_exit_codes_without_a_sensor(pam, tool):
     assert bio.returncode == 11 and bio.stderr == "biometryNotAvailable\n"
     data = json.loads(bio.stdout)
     assert data == {"user": "alice", "policy": "biometrics", "can_evaluate": False, "error": "biometryNotAvailable",
-                    "error_code": -6, "domain_state": None}
+                    "error_code": -6, "domain_state": None, "fingerprint_blocked": None}
     assert not pam.record_path().exists()  # the preflight charges nothing
 
 
@@ -129,6 +129,17 @@ def test_check_and_status_with_the_virtual_sensor(pam, tool):
     with FprintRig() as rig:
         rig.enroll("alice")
         env = rig.env()
+        # The first prompt of a boot asks for the password: the check says so.
+        first = tool("check", "--user", "alice", "--policy", "biometrics", "--json", env=env)
+        assert first.returncode == 13 and first.stderr == "biometryLockout (password required: after restart)\n", first.stderr
+        assert json.loads(first.stdout)["fingerprint_blocked"] == "password required: after restart"
+        before = json.loads(tool("status", "--user", "alice", "--json", env=env).stdout)
+        assert before["passcode_required"] == "password required: after restart"
+        assert before["logind"] == {"present": False, "fingerprint_blocked": None}, before["logind"]
+        assert "logind: not on the system bus; the session, screen-lock and lid rules do not apply" in \
+            tool("status", "--user", "alice", env=env).stdout
+        pam.password_entered("alice", rig)
+        assert json.loads(tool("status", "--user", "alice", "--json", env=env).stdout)["passcode_required"] == "no"
         ok = tool("check", "--user", "alice", "--policy", "biometrics", "--json", env=env)
         assert ok.returncode == 0, ok.stderr
         assert len(json.loads(ok.stdout)["domain_state"]) == 64
@@ -162,6 +173,7 @@ def test_reset_clears_counters_and_is_root_only(pam, tool):
 def test_test_verb_runs_a_real_evaluation(pam, tool, cli):
     with FprintRig() as rig:
         rig.enroll("alice")
+        pam.password_entered("alice", rig)  # the first password of this boot: the finger is enough now
         command = [str(cli), "test", "--user", "alice", "--conf", str(pam.conf), "--reason", "Trying localauth"]
         rig.feed(["SCAN finger-alice"])
         code, output = run_in_terminal(command, pam.env(rig.env()), [])

@@ -69,9 +69,10 @@ def write_reference(pam):
 
 
 @pytest.fixture
-def rig():
+def rig(pam):
     with FprintRig() as rig:
         rig.enroll("alice")
+        pam.password_entered("alice", rig)  # the first password of this boot: the finger is enough now
         yield rig
 
 

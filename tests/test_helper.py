@@ -69,6 +69,7 @@ def world(rig, tmp_path_factory):
 @pytest.fixture
 def w(world, rig):
     world.clear_state()
+    world.password_entered()  # the first password of this boot: the finger is enough now
     world.install_helper(HELPER)
     for extra in ("fake-mode",):
         (world.helper.parent / extra).unlink(missing_ok=True)
@@ -186,6 +187,7 @@ def given_back(w, scenario, tries=3):
         assert w.counts(UID) == (1, 0), w.counts(UID)
         assert w.syslog.charged_only_by_the_stops_delay(mark), w.syslog.since(mark)
         w.clear_state()
+        w.password_entered()
     pytest.fail(f"the attempt stayed charged in all {tries} tries, each time for the stop's delay")
 
 
@@ -329,7 +331,7 @@ def test_locker_other_users_name_is_out_of_scope(w):
     # PAM_IGNORE from the module; pam_unix (as the user) cannot check another account.
     assert run.code != PAM_SUCCESS
     assert FIRST_PROMPT not in run.prompts()
-    assert w.state_files() == []
+    assert w.state_untouched()
 
 
 # ---------------------------------------------------------------- a helper that cannot be used
@@ -340,7 +342,7 @@ def test_helper_missing_leaves_the_decision_to_the_password_line(w):
     assert run.code == PAM_SUCCESS, run               # pam_unix's own prompt and check
     assert run.prompts() == ["Password: "]
     assert "localauth-helper cannot be used" in run.stderr and "not installed" in run.stderr
-    assert w.state_files() == []
+    assert w.state_untouched()
 
 
 def test_helper_not_setuid_is_not_started(w):
@@ -349,7 +351,7 @@ def test_helper_not_setuid_is_not_started(w):
     assert run.code == PAM_AUTH_ERR, run
     assert run.prompts() == ["Password: "]
     assert "not setuid root" in run.stderr
-    assert w.state_files() == []
+    assert w.state_untouched()
 
 
 def test_helper_without_privilege_says_so_and_decides_nothing(w):
@@ -360,7 +362,7 @@ def test_helper_without_privilege_says_so_and_decides_nothing(w):
     assert run.code == PAM_AUTH_ERR, run
     assert run.prompts() == ["Password: "]
     assert "does not run as root" in run.stderr
-    assert w.state_files() == []
+    assert w.state_untouched()
 
 
 @pytest.mark.parametrize("mode, code, log", [
@@ -397,7 +399,7 @@ def test_helper_run_from_a_shell_explains_and_does_nothing(w):
                           env=w.env(USER), timeout=30)
     assert proc.returncode == 2
     assert "talks to pam_localauth.so and localauth over a socket" in proc.stderr
-    assert w.state_files() == []
+    assert w.state_untouched()
 
 
 def test_helper_directly_is_a_normal_prompt_for_ones_own_account(w, helpers):
@@ -417,7 +419,7 @@ def test_helper_refuses_another_users_name(w, helpers):
     assert messages == [(ERROR_TEXT, "localauth-helper: only your own account can be authenticated here")]
     assert result["status"] == STATUS_REFUSED and result["pam"] == PAM_SYSTEM_ERR and result["error"] == INVALID_CONTEXT
     assert h.wait() == 1
-    assert w.state_files() == []
+    assert w.state_untouched()
 
 
 @pytest.mark.parametrize("key, value", [
@@ -433,7 +435,7 @@ def test_helper_refuses_security_options_from_the_caller(w, helpers, key, value)
                                      "(in the configuration file)")]
     assert result["status"] == STATUS_REFUSED and result["pam"] != PAM_SUCCESS
     assert h.wait() == 1
-    assert w.state_files() == []
+    assert w.state_untouched()
     assert not os.path.exists("/tmp/localauth-attack-state")
 
 
@@ -548,7 +550,7 @@ def test_helper_started_as_a_process_group_leader_refuses(w):
     sock.close()
     assert proc.returncode == 2
     assert "cannot leave the caller's session" in proc.stderr
-    assert w.state_files() == []
+    assert w.state_untouched()
 
 
 def test_helper_runs_at_most_four_prompts_per_user(w, helpers):
@@ -601,7 +603,7 @@ def test_helper_bad_frames_end_it_with_nothing_granted(w, helpers, name):
         pass
     assert all(kind != RESULT for kind, _ in got), got
     assert h.wait() == 3
-    assert w.state_files() == []
+    assert w.state_untouched()
 
 
 def test_helper_oversized_reply_at_the_prompt_charges_nothing(w, helpers):

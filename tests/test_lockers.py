@@ -69,6 +69,7 @@ def locker(request, world, rig, x):
     if not LOCKERS[request.param]:
         pytest.skip(f"{request.param} is not installed")
     world.clear_state()
+    world.password_entered()  # the first password of this boot: the finger is enough now
     started = []
 
     def start():

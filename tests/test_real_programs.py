@@ -52,7 +52,8 @@ from pathlib import Path
 import pytest
 
 from fprint_rig import FprintRig, RigError
-from pamenv import MODULE, ROOT, parse_record
+from logind_mock import LogindMock, Session
+from pamenv import MODULE, ROOT, parse_record, password_entered
 
 USER, UID = "latest", 4242
 OTHER, OTHER_UID = "other", 4243
@@ -196,8 +197,23 @@ class World:
         return sorted(p.name for p in self.state.iterdir())
 
     def clear_state(self):
+        self.seeded = {}
         for p in self.state.iterdir():
             p.unlink()
+
+    def password_entered(self, uid=UID, name=USER):
+        """The user typed the password once this boot (pamenv.password_entered)."""
+        password_entered(self.state, uid, name, self.rig.bus_address)
+        self.seeded = {p.name: p.read_bytes() for p in sorted(self.state.iterdir())}
+
+    def record_untouched(self, uid):
+        """The record of `uid` is as the test began (seeded, or absent)."""
+        path = self.state / f"{uid}.rec"
+        return (path.read_bytes() if path.exists() else None) == getattr(self, "seeded", {}).get(path.name)
+
+    def state_untouched(self):
+        """Nothing written since the test began (its seed, or nothing)."""
+        return {p.name: p.read_bytes() for p in sorted(self.state.iterdir())} == getattr(self, "seeded", {})
 
 
 # ---------------------------------------------------------------- a terminal
@@ -332,6 +348,7 @@ def world(rig, tmp_path_factory):
 @pytest.fixture
 def w(world, rig):
     world.clear_state()
+    world.password_entered()  # the first password of this boot: the finger is enough now
     yield world
     try:  # a test that failed half-way must not leave its feeder running
         rig.feed_wait(timeout=1)
@@ -343,9 +360,9 @@ def w(world, rig):
 def term(w):
     terms = []
 
-    def start(*command, as_user=True, uid=UID):
+    def start(*command, as_user=True, uid=UID, prefix=()):
         name = {UID: USER, OTHER_UID: OTHER}[uid] if as_user else "root"
-        t = Terminal(w.argv(*command, as_user=as_user, uid=uid), w.env(name))
+        t = Terminal(list(prefix) + w.argv(*command, as_user=as_user, uid=uid), w.env(name))
         terms.append(t)
         return t
     yield start
@@ -528,6 +545,42 @@ def test_sudo_without_fprintd_or_without_prints_asks_only_the_password(w, rig, t
     assert w.counts(OTHER_UID) == (0, 0)
 
 
+@pytest.fixture
+def logind(rig):
+    if not Session.available():
+        pytest.skip("no cgroup2 hierarchy at /sys/fs/cgroup/unified to make sessions in")
+    with LogindMock(rig) as mock:
+        yield mock
+
+
+def test_sudo_with_the_lid_closed_asks_the_password_and_the_finger_works_once_it_opens(w, rig, term, logind):
+    session = logind.add_session("lt20", UID, USER)
+    logind.set_lid(True)
+    t = term("sudo", "-k", "/usr/bin/id", prefix=session.prefix())
+    t.expect(PASSCODE_PROMPT)
+    t.type(PASSWORD + "\n")
+    assert t.finish() == 0
+    assert t.text == transcript("The lid is closed: the fingerprint reader is not used.", PASSCODE_PROMPT, "", ID_ROOT)
+    logind.set_lid(False)
+    rig.feed([MATCH])
+    t = term("sudo", "-k", "/usr/bin/id", prefix=session.prefix())
+    assert t.finish() == 0
+    assert fed(rig) == [MATCH]
+    assert t.text == transcript(INSTRUCTION, ID_ROOT)
+
+
+def test_sudo_behind_a_locked_screen_gets_the_password_not_the_lockers_touch(w, rig, term, logind):
+    session = logind.add_session("lt21", UID, USER)
+    logind.set_locked("lt21", True)
+    t = term("sudo", "-k", "/usr/bin/id", prefix=session.prefix())
+    t.expect(PASSCODE_PROMPT)
+    t.type(PASSWORD + "\n")
+    assert t.finish() == 0
+    assert t.text == transcript("The screen is locked: the fingerprint reader is kept for unlocking it; sudo needs your password.",
+                                PASSCODE_PROMPT, "", ID_ROOT)
+    assert w.counts() == (0, 0)
+
+
 def test_sudo_S_password_on_stdin_without_a_terminal(w):
     """No terminal: prompt mode; sudo -S answers the first prompt from stdin."""
     r = run_plain(w, w.argv("sudo", "-S", "-k", "/usr/bin/id"), input=PASSWORD + "\n")
@@ -557,7 +610,7 @@ def test_sudo_without_any_terminal_fails_cleanly(w):
     assert r.stdout == ""
     assert r.stderr == ("sudo: a terminal is required to read the password; either use the -S option to read from "
                         "standard input or configure an askpass helper\nsudo: a password is required\n")
-    assert not (w.state / f"{UID}.rec").exists()
+    assert w.record_untouched(UID)
     r = run_plain(w, w.argv("sudo", "-S", "-k", "/usr/bin/id"), stdin=subprocess.DEVNULL, timeout=20)
     assert r.returncode == 1
     assert r.stderr == FIRST_PROMPT + "\nsudo: no password was provided\nsudo: a password is required\n"
@@ -589,7 +642,7 @@ def test_su_other_user_is_out_of_scope_and_unchanged(w, rig, term):
     bad.type("not-it\n")
     assert bad.finish() == 1
     assert bad.text == "Password: \nsu: Authentication failure\n"
-    assert w.state_files() == []
+    assert w.state_untouched()
 
 
 def test_su_to_self_uses_the_fingerprint(w, rig, term):
@@ -670,7 +723,7 @@ def test_login_unknown_user_looks_like_a_user_without_a_fingerprint(w, rig, term
         seen.append((t.finish(), t.text))
     assert seen[0] == seen[1] == (1, transcript(PASSCODE_PROMPT, "", "pamtester: Authentication failure"))
     assert w.counts(OTHER_UID) == (0, 1)
-    assert f"{UID}.rec" not in w.state_files()  # (an unknown name may get a look-alike record of its own)
+    assert w.record_untouched(UID)  # (an unknown name may get a look-alike record of its own)
 
 
 # ================================================================ the host

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The demonstration: the real pam_localauth.so in real libpam (pam_wrapper)
 against a real fprintd with libfprint's virtual fingerprint device, for the
-test user alice, printing each conversation as a terminal user sees it: a
-match; three misses then the password; the lockout after five misses and
-its unlock by the password; then the password's own back-off; then two
+test user alice, printing each conversation as a terminal user sees it: the
+password first after a boot; a match; three misses then the password; the lockout after five misses and
+its unlock by the password; logind reporting the lid closed and the screen
+locked; then the password's own back-off; then two
 apps over the LocalAuthentication library (Examples/) and `localauth
 evaluate`, run as an unprivileged user through the setuid helper in a
 private mount namespace."""
@@ -15,6 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from fprint_rig import FprintRig  # noqa: E402
+from logind_mock import LogindMock, Session  # noqa: E402
 from pamenv import PASSWORDS, PamEnv, build, localauth_command, swift_bin  # noqa: E402
 from private_world import PrivateWorld  # noqa: E402
 from terminal import TerminalSession  # noqa: E402
@@ -49,6 +51,7 @@ def fingerprint_part(pam, rig):
         return run
 
     print("\n== fingerprint first (sudo in a terminal: mode=terminal) ==")
+    prompt("sudo -v   # restart: the first prompt of a boot asks the password first", [good], [])
     prompt("sudo -v   # alice's finger", [], [match])
     prompt("sudo -v   # three misses, then the password", [good], [miss] * 3)
     prompt("sudo -v   # three misses and a wrong password", ["wrong"], [miss] * 3)
@@ -59,6 +62,27 @@ def fingerprint_part(pam, rig):
     record = pam.record()
     print(f"\n  on disk: F={record.F} P={record.P}")
     prompt("sudo -v   # the finger works again", [], [match])
+
+
+def lid_part(pam, rig):
+    """logind (python-dbusmock's template on the rig's bus) reports the lid."""
+    if not Session.available():
+        print("\n(no cgroup2 hierarchy at /sys/fs/cgroup/unified: the logind part is skipped)")
+        return
+    good = PASSWORDS["alice"]
+    print("\n== whose touch: logind on the system bus (mocked), alice's active session on seat0 ==")
+    with LogindMock(rig) as logind:
+        session = logind.add_session("demo1", 1001, "alice")
+        logind.set_lid(True)
+        show("sudo -v   # lid closed: the password", pam.run(answers=[good], env=rig.env(), wrapper=session.prefix()), [good])
+        logind.set_lid(False)
+        rig.feed(["SCAN finger-alice"])
+        run = pam.run(answers=[], env=rig.env(), wrapper=session.prefix())
+        rig.feed_wait(timeout=30)
+        show("sudo -v   # lid open again: the finger", run, [], ["finger-alice"])
+        logind.set_locked("demo1", True)
+        show("sudo -v   # the screen is locked: the touch is the locker's, sudo gets the password",
+             pam.run(answers=[good], env=rig.env(), wrapper=session.prefix()), [good])
 
 
 def app_part(rig, base):
@@ -101,6 +125,8 @@ def app_part(rig, base):
         print(f"  on disk: F={record.F if record else 0} P={record.P if record else 0}")
 
     print("\n== apps: LocalAuthentication for Linux (Examples/), as appuser through localauth-helper ==")
+    world.password_entered(user)
+    print("  (appuser has typed the password once since this boot, so the finger is enough)")
     try:
         session("localauth-example-payment 12.50   # the finger", [swift_bin() / "localauth-example-payment", "12.50 EUR"],
                 [("fingerprint:", "\r"), ("confirmed", None)], [match])
@@ -139,6 +165,7 @@ def main():
         print("localauth demonstration: service sudo, user alice, policy owner,")
         print("a real fprintd with libfprint's virtual device, the password checked by pam_matrix")
         fingerprint_part(pam, rig)
+        lid_part(pam, rig)
         rig.stop_fprintd()
         print("\n== the password's back-off (fprintd stopped; shortened to 3 s for the demonstration) ==")
         good = PASSWORDS["alice"]

@@ -126,7 +126,10 @@ public enum BiometryRules {
     static func age(_ boot: Int64, _ bootID: [UInt8], _ moment: Moment) -> Int64? {
         guard bootID != RecordFormat.zeroID else { return nil }
         guard bootID == moment.bootID else { return max(moment.boot, 0) }
-        return max(moment.boot - boot, 0)
+        let (difference, overflow) = moment.boot.subtractingReportingOverflow(boot)
+        // A time no clock can give (a damaged field): as old as can be.
+        guard !overflow else { return Int64.max }
+        return max(difference, 0)
     }
 
     static func seconds(_ value: Int) -> Int64 { Int64(value) * 1_000_000_000 }

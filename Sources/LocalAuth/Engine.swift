@@ -263,6 +263,17 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
             prompter = conversation
             switch end {
             case .match:
+                // logind is asked again before a match counts: a screen
+                // locked (or a session switched, a lid closed) during the
+                // wait means the touch was meant for something else. The
+                // finger was right, so nothing stays charged.
+                if let denial = BiometryRules.touchDenial(seat.observe(), user: user, service: request.service, options: options) {
+                    ledger.refund(user, kind: .fingerprint, sequence: sequence)
+                    say(UserText.blocked(.touch(denial), request), .error, request)
+                    ledger.log.log(.notice, "a match for \(printableText(user.name)) (uid \(user.uid)) from service "
+                                   + "\(printableText(request.service)) not used: \(denial.statusText)")
+                    return .ended(.biometryNotAvailable)
+                }
                 ledger.recordSuccess(user, method: .biometry, sequence: sequence, domainState: [], session: request.session)
                 return .success
             case .noMatch:

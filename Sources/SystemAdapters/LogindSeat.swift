@@ -21,7 +21,10 @@ public struct LogindSeat: SeatObserver {
     }
 
     public mutating func observe() -> SeatObservation {
-        guard let bus = SystemBus(callTimeoutMicroseconds: LogindSeat.callTimeoutMicroseconds) else { return .noLogind }
+        // Only logind's own absence turns the rules off; a bus that cannot
+        // be reached (too many open files, a crowded socket) keeps the
+        // reader out.
+        guard let bus = SystemBus(callTimeoutMicroseconds: LogindSeat.callTimeoutMicroseconds) else { return .unanswered }
         defer { bus.close() }
         let lid = bus.call(destination: LogindSeat.name, path: LogindSeat.managerPath, interface: LogindSeat.properties,
                            member: literalBytes("Get"), arguments: [LogindSeat.managerInterface, literalBytes("LidClosed")])
@@ -51,6 +54,8 @@ public struct LogindSeat: SeatObserver {
                                                      numberedPath: literalBytes("User")),
               let uid = read.number else { return .unanswered }
         func flag(_ name: StaticString) -> Bool? { read.flags.first { bytesEqual($0.name, name) }?.value }
+        // A lock state not stated is no answer (never "unlocked").
+        guard flag("LockedHint") != nil else { return .unanswered }
         // A session whose activity or remoteness is not stated is not
         // taken for an active local one.
         let session = SessionFacts(id: id, uid: uid, active: flag("Active") ?? false, remote: flag("Remote") ?? true,

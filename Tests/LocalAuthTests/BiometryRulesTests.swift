@@ -225,6 +225,17 @@ final class BiometryRulesTests: XCTestCase {
         XCTAssertEqual(w.store.fingerprintFailures, 0, "a skipped reader charges nothing")
     }
 
+    func testAScreenLockedDuringTheWaitKeepsTheMatchFromCounting() {
+        let seat = FakeSeat(.seen(session: session(), lidClosed: false))
+        let w = World(seat: seat)
+        w.sensor.onVerify = { seat.observation = .seen(session: self.session(locked: true), lidClosed: false) }
+        XCTAssertEqual(w.prompt(answers: [rightAnswer], script: [.match]).outcome, .success(.passcode))
+        XCTAssertTrue(w.prompter.saw("The screen is locked"), "\(w.prompter.told)")
+        XCTAssertEqual(w.store.fingerprintFailures, 0, "the right finger is refunded, not counted")
+        XCTAssertNotEqual(w.store.record?.lastUnlockMethod, .biometry)
+        XCTAssertTrue(w.log.has(.notice, "not used"))
+    }
+
     func testLogindIsNotAskedWhenTheFingerIsUnusableAnyway() {
         let w = World(sensor: FakeSensor(.notEnrolled), seat: FakeSeat(.unanswered))
         XCTAssertEqual(w.prompt(answers: [rightAnswer]).outcome, .success(.passcode))

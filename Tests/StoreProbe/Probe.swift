@@ -26,6 +26,12 @@
 //   hold STATE_DIR UID NAME SECONDS
 //       Takes the user's lock (inside withRecord), prints "held", sleeps,
 //       releases it by returning without a change.
+//   password-entered STATE_DIR UID NAME
+//       What a correct password accepted by the password module leaves in
+//       the record (Ledger.resetAfterPasswordSuccess, the authsucc path),
+//       with the enrollment fprintd reports now: the state a user is in
+//       after the first password of this boot. Tests that are about the
+//       fingerprint start from it; the tests of the boot rule do not.
 //
 // Exit status: 0 success, 1 failure (message on stderr), 2 usage.
 import Glibc
@@ -63,6 +69,7 @@ func fail(_ message: String) -> Int32 {
 
 let usageText = """
 usage: la-store-probe charge STATE_DIR UID NAME COUNT [passcode|fingerprint] [--progress]
+       la-store-probe password-entered STATE_DIR UID NAME
        la-store-probe show STATE_DIR UID NAME
        la-store-probe inspect STATE_DIR UID NAME
        la-store-probe hold STATE_DIR UID NAME SECONDS
@@ -105,6 +112,7 @@ public func run(arguments: [String]) -> Int32 {
     case "show": return show(rest)
     case "inspect": return inspect(rest)
     case "hold": return hold(rest)
+    case "password-entered": return passwordEntered(rest)
     default: return usage()
     }
 }
@@ -145,6 +153,16 @@ func charge(_ arguments: ArraySlice<String>) -> Int32 {
         }
         if progress { writeText(1, "charged \(done)\n") }
     }
+    return 0
+}
+
+func passwordEntered(_ arguments: ArraySlice<String>) -> Int32 {
+    guard arguments.count == 3, let target = parseTarget(arguments) else { return usage() }
+    var options = Options()
+    options.stateDir = target.store.directoryPath
+    var ledger = makeLedger(target, options: options)
+    let domainState = currentDomainState(userName: target.user.name)
+    guard ledger.resetAfterPasswordSuccess(target.user, domainState: domainState) else { return fail("password-entered: cannot write") }
     return 0
 }
 
