@@ -138,7 +138,28 @@ def reseal_record(data: bytes, **fields) -> bytes:
     return bytes(out)
 
 
-class PamEnv:
+class SeededState:
+    """A test world's state directory (`self.state`) and what it held when
+    the test began: nothing, or the seed of `password_entered`."""
+
+    def state_contents(self):
+        """Every record and lock with its bytes (not the helper's slots)."""
+        return {p.name: p.read_bytes() for p in sorted(self.state.iterdir()) if p.is_file()}
+
+    def note_seed(self):
+        self.seeded = self.state_contents()
+
+    def state_untouched(self):
+        """Nothing written since the test began (its seed, or nothing)."""
+        return self.state_contents() == getattr(self, "seeded", {})
+
+    def record_untouched(self, uid):
+        """The record of `uid` is as the test began (seeded, or absent)."""
+        name = f"{uid}.rec"
+        return self.state_contents().get(name) == getattr(self, "seeded", {}).get(name)
+
+
+class PamEnv(SeededState):
     """One private PAM world: service dir, users, passdb, state dir."""
 
     def __init__(self, base: Path):
@@ -246,14 +267,7 @@ class PamEnv:
     def password_entered(self, user="alice", rig=None):
         """`user` typed the password once this boot (see password_entered)."""
         password_entered(self.state, USERS[user], user, rig.bus_address if rig else None)
-        self.seeded = self.state_contents()
-
-    def state_contents(self):
-        return {p.name: p.read_bytes() for p in sorted(self.state.iterdir()) if p.is_file()}
-
-    def state_untouched(self):
-        """Nothing written since the test began (its seed, or nothing)."""
-        return self.state_contents() == getattr(self, "seeded", {})
+        self.note_seed()
 
     def record_path(self, user="alice") -> Path:
         return self.state / f"{USERS[user]}.rec"

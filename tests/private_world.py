@@ -22,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 
-from pamenv import BUILD, MODULE, ROOT, parse_record
+from pamenv import BUILD, MODULE, ROOT, SeededState, parse_record, password_entered
 
 HELPER = BUILD / "localauth-helper"
 HELPER_PATH = "/usr/libexec/localauth/localauth-helper"
@@ -97,7 +97,7 @@ class SystemLog:
         self.sock.close()
 
 
-class PrivateWorld:
+class PrivateWorld(SeededState):
     """users: {name: (uid, password)}. config: lines of localauth.conf
     (state_dir is always this world's)."""
 
@@ -219,23 +219,9 @@ class PrivateWorld:
     def password_entered(self, *names):
         """These users (default: all) typed the password once this boot: the
         state from which the finger is enough (pamenv.password_entered)."""
-        from pamenv import password_entered
         for name in names or self.users:
             password_entered(self.state, self.users[name][0], name, self.rig.bus_address if self.rig else None)
-        self.seeded = self.state_contents()
-
-    def state_contents(self):
-        """Every record and lock with its bytes (not the helper's slots)."""
-        return {p.name: p.read_bytes() for p in sorted(self.state.iterdir()) if p.is_file()}
-
-    def record_untouched(self, uid):
-        """The record of `uid` is as the test began (seeded, or absent)."""
-        name = f"{uid}.rec"
-        return self.state_contents().get(name) == getattr(self, "seeded", {}).get(name)
-
-    def state_untouched(self):
-        """Nothing written since the test began (its seed, or nothing)."""
-        return self.state_contents() == getattr(self, "seeded", {})
+        self.note_seed()
 
     def clear_state(self):
         self.seeded = {}

@@ -632,14 +632,20 @@ def test_helper_closed_mid_fingerprint_wait_gives_back_the_attempt(w, helpers, r
     given_back(w, scenario)
 
 
+def fingerprint_wait_started(w, helpers):
+    """A helper whose fingerprint wait has started: the attempt charged."""
+    h = helpers()
+    h.ask()
+    assert read_frame(h.sock)[0] == PROMPT_OFF
+    h.sock.sendall(frame(REPLY, b""))
+    assert read_frame(h.sock)[0] == TEXT_INFO
+    wait_counts(w, (1, 0))
+    return h
+
+
 def test_helper_cancel_mid_fingerprint_wait_is_app_cancel(w, helpers, rig):
     def scenario():
-        h = helpers()
-        h.ask()
-        assert read_frame(h.sock)[0] == PROMPT_OFF
-        h.sock.sendall(frame(REPLY, b""))
-        assert read_frame(h.sock)[0] == TEXT_INFO
-        wait_counts(w, (1, 0))
+        h = fingerprint_wait_started(w, helpers)
         h.sock.sendall(frame(CANCEL))
         messages, result = converse(h.sock)
         assert result["pam"] == PAM_CONV_ERR and result["error"] == APP_CANCEL, (messages, result)
@@ -652,12 +658,7 @@ def test_helper_user_cancel_mid_fingerprint_wait_is_user_cancel(w, helpers, rig)
     """An app's cancel button (not the app cancelling): userCancel, the
     pending attempt given back."""
     def scenario():
-        h = helpers()
-        h.ask()
-        assert read_frame(h.sock)[0] == PROMPT_OFF
-        h.sock.sendall(frame(REPLY, b""))
-        assert read_frame(h.sock)[0] == TEXT_INFO
-        wait_counts(w, (1, 0))
+        h = fingerprint_wait_started(w, helpers)
         h.sock.sendall(frame(USER_CANCEL))
         messages, result = converse(h.sock)
         assert result["pam"] == PAM_CONV_ERR and result["error"] == USER_CANCEL_ERROR, (messages, result)

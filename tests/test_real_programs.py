@@ -53,7 +53,7 @@ import pytest
 
 from fprint_rig import FprintRig, RigError
 from logind_mock import LogindMock, Session
-from pamenv import MODULE, ROOT, parse_record, password_entered
+from pamenv import MODULE, ROOT, SeededState, parse_record, password_entered
 
 USER, UID = "latest", 4242
 OTHER, OTHER_UID = "other", 4243
@@ -107,7 +107,7 @@ def host_snapshot():
     return snap
 
 
-class World:
+class World(SeededState):
     """Private copies of what the programs read, and the script that binds them
     over the real paths inside a new mount namespace."""
 
@@ -204,16 +204,7 @@ class World:
     def password_entered(self, uid=UID, name=USER):
         """The user typed the password once this boot (pamenv.password_entered)."""
         password_entered(self.state, uid, name, self.rig.bus_address)
-        self.seeded = {p.name: p.read_bytes() for p in sorted(self.state.iterdir())}
-
-    def record_untouched(self, uid):
-        """The record of `uid` is as the test began (seeded, or absent)."""
-        path = self.state / f"{uid}.rec"
-        return (path.read_bytes() if path.exists() else None) == getattr(self, "seeded", {}).get(path.name)
-
-    def state_untouched(self):
-        """Nothing written since the test began (its seed, or nothing)."""
-        return {p.name: p.read_bytes() for p in sorted(self.state.iterdir())} == getattr(self, "seeded", {})
+        self.note_seed()
 
 
 # ---------------------------------------------------------------- a terminal

@@ -85,7 +85,7 @@ public enum BiometryRules {
         if options.passcodeAfterBoot && (moment.bootID == zero || record.lastPasscodeSuccessBootID != moment.bootID) {
             return .afterRestart
         }
-        if passcodeSeen && !domainState.isEmpty && !digestMatches(record.lastPasscodeSuccessDigest, domainState) {
+        if passcodeSeen && !domainState.isEmpty && record.lastPasscodeSuccessDigest != RecordFormat.storedDigest(domainState) {
             return .enrollmentChanged
         }
         if let age = age(record.lastUnlockBootNanoseconds, record.lastUnlockBootID, moment),
@@ -133,13 +133,6 @@ public enum BiometryRules {
     }
 
     static func seconds(_ value: Int) -> Int64 { Int64(value) * 1_000_000_000 }
-
-    /// The stored digest is the domain state cut or padded to 32 bytes.
-    static func digestMatches(_ stored: [UInt8], _ domainState: [UInt8]) -> Bool {
-        var expected = RecordFormat.zeroDigest
-        for index in 0..<min(expected.count, domainState.count) { expected[index] = domainState[index] }
-        return stored == expected
-    }
 }
 
 /// "48 hours", "1 hour", "90 minutes".

@@ -8,12 +8,6 @@ public struct Moment: Equatable {
     public var boot: Int64
     public var wall: Int64
     public var bootID: [UInt8]
-
-    public init(boot: Int64, wall: Int64, bootID: [UInt8]) {
-        self.boot = boot
-        self.wall = wall
-        self.bootID = bootID
-    }
 }
 
 public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {

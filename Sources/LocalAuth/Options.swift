@@ -277,22 +277,9 @@ public struct OptionParser {
             if bytesEqual(value, "terminal") { options.mode = .terminal }
             else if bytesEqual(value, "prompt") { options.mode = .prompt }
             else { reject(key, location, "expected terminal or prompt") }
-        } else if bytesEqual(key, "services") {
-            var list: [[UInt8]] = []
-            for piece in splitBytes(value, on: 0x2C) {
-                let name = trimmedSpaces(piece)
-                guard isServiceName(name), list.count < 64 else { return reject(key, location, "expected a comma list of service names") }
-                list.append(Array(name))
-            }
-            options.services = list
-        } else if bytesEqual(key, "locker_services") {
-            var list: [[UInt8]] = []
-            for piece in splitBytes(value, on: 0x2C) {
-                let name = trimmedSpaces(piece)
-                guard isServiceName(name), list.count < 64 else { return reject(key, location, "expected a comma list of service names") }
-                list.append(Array(name))
-            }
-            options.lockerServices = list
+        } else if bytesEqual(key, "services") || bytesEqual(key, "locker_services") {
+            guard let list = parseServiceList(value) else { return reject(key, location, "expected a comma list of service names") }
+            if bytesEqual(key, "services") { options.services = list } else { options.lockerServices = list }
         } else if bytesEqual(key, "unlock_interval") || bytesEqual(key, "passcode_interval") || bytesEqual(key, "fingerprint_interval") {
             guard let seconds = parseDuration(value) else { return reject(key, location, "expected a duration such as 48h") }
             if bytesEqual(key, "unlock_interval") { options.unlockIntervalSeconds = seconds }
@@ -350,6 +337,17 @@ func isValueKey(_ key: ArraySlice<UInt8>) -> Bool {
         || bytesEqual(key, "fallback_title") || bytesEqual(key, "reason") || bytesEqual(key, "state_dir") || bytesEqual(key, "conf")
         || bytesEqual(key, "cancel_title") || bytesEqual(key, "answer_timeout") || bytesEqual(key, "locker_services")
         || bytesEqual(key, "unlock_interval") || bytesEqual(key, "passcode_interval") || bytesEqual(key, "fingerprint_interval")
+}
+
+/// At most 64 service names, comma separated (spaces around each allowed).
+func parseServiceList(_ value: ArraySlice<UInt8>) -> [[UInt8]]? {
+    var list: [[UInt8]] = []
+    for piece in splitBytes(value, on: 0x2C) {
+        let name = trimmedSpaces(piece)
+        guard isServiceName(name), list.count < 64 else { return nil }
+        list.append(Array(name))
+    }
+    return list
 }
 
 /// A flag given bare, or with yes/no, true/false, on/off, 1/0.

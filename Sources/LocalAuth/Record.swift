@@ -85,9 +85,7 @@ public struct StateRecord: Equatable {
         lastPasscodeSuccessWallSeconds = moment.wall
         lastPasscodeSuccessBootID = moment.bootID
         lastPasscodeSuccessBootNanoseconds = moment.boot
-        var digest = RecordFormat.zeroDigest
-        for index in 0..<min(digest.count, domainState.count) { digest[index] = domainState[index] }
-        lastPasscodeSuccessDigest = digest
+        lastPasscodeSuccessDigest = RecordFormat.storedDigest(domainState)
     }
 
     /// Removes the failure entry of a refunded or won attempt.
@@ -146,6 +144,12 @@ public enum RecordFormat {
     // Computed, not stored: see Options.defaultServices.
     public static var zeroID: [UInt8] { [UInt8](repeating: 0, count: 16) }
     public static var zeroDigest: [UInt8] { [UInt8](repeating: 0, count: 32) }
+    /// A domain state as the record keeps it: cut or zero-padded to 32 bytes.
+    public static func storedDigest(_ domainState: [UInt8]) -> [UInt8] {
+        var digest = zeroDigest
+        for index in 0..<min(digest.count, domainState.count) { digest[index] = domainState[index] }
+        return digest
+    }
     static let magic: StaticString = "LOCALAUT"
     static let nameOffset = 24
     static let fieldsOffset = 280

@@ -73,8 +73,7 @@ func statusReport(user: UserIdentity, _ configuration: LoadedConfiguration) -> S
     }
     var requirement: PasscodeRequirement? = nil
     if inspection != nil, recordStatus != "damaged" {
-        var clock = SystemClock()
-        let moment = Moment(boot: clock.bootNanoseconds(), wall: clock.wallSeconds(), bootID: clock.bootID())
+        let moment = ledger.now()
         let current = record ?? StateRecord(uid: user.uid, userName: user.name, createdWallSeconds: moment.wall)
         requirement = BiometryRules.passcodeRequirement(current, moment: moment, domainState: domainState ?? [], options: options)
     }

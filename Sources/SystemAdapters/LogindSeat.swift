@@ -15,6 +15,9 @@ public struct LogindSeat: SeatObserver {
 
     /// The session whose facts are asked for; nil: the caller's own.
     let sessionID: [UInt8]?
+    /// One connection for the prompt: logind is asked before the reader is
+    /// claimed and again when a match arrives.
+    private var bus: SystemBus? = nil
 
     public init(sessionID: [UInt8]? = nil) {
         self.sessionID = sessionID
@@ -24,8 +27,8 @@ public struct LogindSeat: SeatObserver {
         // Only logind's own absence turns the rules off; a bus that cannot
         // be reached (too many open files, a crowded socket) keeps the
         // reader out.
-        guard let bus = SystemBus(callTimeoutMicroseconds: LogindSeat.callTimeoutMicroseconds) else { return .unanswered }
-        defer { bus.close() }
+        if bus == nil { bus = SystemBus(callTimeoutMicroseconds: LogindSeat.callTimeoutMicroseconds) }
+        guard let bus else { return .unanswered }
         let lid = bus.call(destination: LogindSeat.name, path: LogindSeat.managerPath, interface: LogindSeat.properties,
                            member: literalBytes("Get"), arguments: [LogindSeat.managerInterface, literalBytes("LidClosed")])
         var lidClosed = false
