@@ -43,7 +43,6 @@ public struct Request: Equatable {
     }
 }
 
-/// What the adapter must do after an evaluation.
 extension Engine where Seat == NoLogind {
     /// An engine for a machine without logind (and for the unit tests).
     public init(options: Options, sensor: Sensor, verifier: Verifier, prompter: Conversation, store: Store, clock: Time, log: Log) {
@@ -52,6 +51,7 @@ extension Engine where Seat == NoLogind {
     }
 }
 
+/// What the adapter must do after an evaluation.
 public struct EvaluationResult: Equatable {
     public var outcome: Outcome
     /// Ask for the application's failure delay (a charged wrong passcode).
