@@ -79,9 +79,9 @@ class Record:
 
 
 def parse_record(data: bytes, uid: int) -> Record:
-    """An independent reader of the record format pinned below."""
-    assert len(data) == RECORD_SIZE, len(data)
-    assert data[:8] == RECORD_MAGIC
+    """An independent reader of the record format pinned below: the
+    current copy of a two-slot file."""
+    data = current_slot(data)
     assert struct.unpack_from("<I", data, OFFSET_UID)[0] == uid
     name_len = struct.unpack_from("<H", data, OFFSET_NAME_LENGTH)[0]
     name = data[OFFSET_NAME:OFFSET_NAME + name_len].decode()
@@ -103,10 +103,13 @@ def later_boot_clock(seconds: int) -> list:
 # The record format (docs/DESIGN.md, "The state store"), pinned on purpose:
 # the tests read and reseal records at these offsets, independently of the
 # Swift code, so that a change of the on-disk format is a visible,
-# deliberate change here too.
-RECORD_SIZE = 2048
+# deliberate change here too. The file holds two copies (slots) of the
+# record; the whole one with the higher generation is current.
+SLOT_SIZE = 2048
+RECORD_SIZE = 2 * SLOT_SIZE # the file
+RECORD_VERSION = 2
 RECORD_MAGIC = b"LOCALAUT"
-OFFSET_VERSION = 8          # u16 version, then u32 size at 12
+OFFSET_VERSION = 8          # u16 version, then u32 slot size at 12
 OFFSET_UID = 16             # u32
 OFFSET_NAME_LENGTH = 20     # u16; the name at 24
 OFFSET_NAME = 24
@@ -116,7 +119,9 @@ OFFSET_LAST_PASSCODE = 328  # i64 wall seconds
 OFFSET_LAST_FINGERPRINT = 384
 OFFSET_NEXT_SEQUENCE = 392  # u64
 OFFSET_FAILURE_COUNT = 400  # u8
-OFFSET_CHECKSUM = RECORD_SIZE - 8   # FNV-1a 64 of everything before it
+OFFSET_GENERATION = 1760    # u64: which copy is newer
+OFFSET_FLAGS = 1768         # u8, bit 0: the writer waited for the disk
+OFFSET_CHECKSUM = SLOT_SIZE - 8   # FNV-1a 64 of everything before it
 
 
 def fnv1a64(data: bytes) -> int:
@@ -126,16 +131,39 @@ def fnv1a64(data: bytes) -> int:
     return value
 
 
-def reseal_record(data: bytes, **fields) -> bytes:
-    """A copy of a record with F, P or backoff_ms replaced and a valid checksum."""
-    out = bytearray(data)
+def slot_is_whole(slot: bytes) -> bool:
+    return (len(slot) == SLOT_SIZE and slot[:8] == RECORD_MAGIC
+            and struct.unpack_from("<HxxI", slot, OFFSET_VERSION) == (RECORD_VERSION, SLOT_SIZE)
+            and struct.unpack_from("<Q", slot, OFFSET_CHECKSUM)[0] == fnv1a64(slot[:OFFSET_CHECKSUM]))
+
+
+def current_slot_index(data: bytes) -> int:
+    """Which slot of a record file is current (asserts that one is whole)."""
+    assert len(data) == RECORD_SIZE, len(data)
+    whole = [i for i in (0, 1) if slot_is_whole(data[i * SLOT_SIZE:(i + 1) * SLOT_SIZE])]
+    assert whole, "no whole slot"
+    return max(whole, key=lambda i: struct.unpack_from("<Q", data, i * SLOT_SIZE + OFFSET_GENERATION)[0])
+
+
+def current_slot(data: bytes) -> bytes:
+    index = current_slot_index(data)
+    return data[index * SLOT_SIZE:(index + 1) * SLOT_SIZE]
+
+
+def reseal_record(data: bytes, patch=None, **fields) -> bytes:
+    """A record file whose two slots both hold the current copy with F, P or
+    backoff_ms replaced (and any `patch` of {offset: bytes} applied), each
+    with a valid checksum: what the module reads whichever slot it picks."""
+    out = bytearray(current_slot(data))
     if "F" in fields or "P" in fields:
         F, P = struct.unpack_from("<II", out, OFFSET_F_P)
         struct.pack_into("<II", out, OFFSET_F_P, fields.get("F", F), fields.get("P", P))
     if "backoff_ms" in fields:
         struct.pack_into("<q", out, OFFSET_BACKOFF_MS, fields["backoff_ms"])
+    for offset, value in (patch or {}).items():
+        out[offset:offset + len(value)] = value
     struct.pack_into("<Q", out, OFFSET_CHECKSUM, fnv1a64(bytes(out[:OFFSET_CHECKSUM])))
-    return bytes(out)
+    return bytes(out) * 2
 
 
 class SeededState:

@@ -15,8 +15,8 @@ import pytest
 
 from fprint_rig import FprintRig
 from logind_mock import LogindMock, Session
-from pamenv import (PAM_AUTHINFO_UNAVAIL, PAM_MATRIX, PAM_SUCCESS, PASSWORDS, USERS, later_boot_clock, localauth_command,
-                    reseal_record)
+from pamenv import (PAM_AUTHINFO_UNAVAIL, PAM_MATRIX, PAM_SUCCESS, PASSWORDS, USERS, current_slot, later_boot_clock,
+                    localauth_command, reseal_record)
 
 ALICE = PASSWORDS["alice"]
 ALICE_UID = USERS["alice"]
@@ -65,7 +65,7 @@ def password_then_finger(pam, rig, message, wrapper=(), match=MATCH):
 
 def test_the_first_prompt_of_a_boot_asks_the_password_then_the_finger_works(pam, rig):
     password_then_finger(pam, rig, AFTER_RESTART)
-    record = pam.record_path().read_bytes()
+    record = current_slot(pam.record_path().read_bytes())
     boot_id = bytes.fromhex(Path("/proc/sys/kernel/random/boot_id").read_text().strip().replace("-", ""))
     assert record[OFFSET_PASSCODE_BOOT_ID:OFFSET_PASSCODE_BOOT_ID + 16] == boot_id
     assert (pam.record().F, pam.record().P) == (0, 0)
@@ -74,8 +74,7 @@ def test_the_first_prompt_of_a_boot_asks_the_password_then_the_finger_works(pam,
 def test_a_restart_asks_the_password_again(pam, rig):
     pam.password_entered("alice", rig)
     record = pam.record_path().read_bytes()
-    rebooted = record[:OFFSET_PASSCODE_BOOT_ID] + bytes(range(1, 17)) + record[OFFSET_PASSCODE_BOOT_ID + 16:]
-    pam.record_path().write_bytes(reseal_record(rebooted))
+    pam.record_path().write_bytes(reseal_record(record, patch={OFFSET_PASSCODE_BOOT_ID: bytes(range(1, 17))}))
     password_then_finger(pam, rig, AFTER_RESTART)
 
 

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from pamenv import (OFFSET_CHECKSUM, OFFSET_F_P, OFFSET_FAILURE_COUNT, OFFSET_NAME, OFFSET_NEXT_SEQUENCE, OFFSET_UID,
-                    OFFSET_VERSION, RECORD_MAGIC, RECORD_SIZE, fnv1a64, store_probe)
+                    OFFSET_VERSION, RECORD_MAGIC, RECORD_SIZE, SLOT_SIZE, current_slot, current_slot_index, fnv1a64,
+                    store_probe)
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCKOUT = 5                 # default `lockout` (L)
@@ -97,11 +98,12 @@ def state(tmp_path) -> Path:
 
 def decode_record(data: bytes, uid=UID, name=NAME) -> dict:
     """Independent reader of the on-disk format (Record.swift): asserts a
-    valid, checksummed record of this uid and name; returns its counts."""
-    assert len(data) == RECORD_SIZE, len(data)
+    record file whose current slot is a valid, checksummed record of this
+    uid and name; returns its counts."""
+    data = current_slot(data)
     assert data[:8] == RECORD_MAGIC
     version, size = struct.unpack_from("<HxxI", data, OFFSET_VERSION)
-    assert (version, size) == (1, RECORD_SIZE)
+    assert (version, size) == (2, SLOT_SIZE)
     assert struct.unpack_from("<Q", data, OFFSET_CHECKSUM)[0] == fnv1a64(data[:OFFSET_CHECKSUM]), "checksum"
     stored_uid, name_length = struct.unpack_from("<IH", data, OFFSET_UID)
     assert stored_uid == uid
@@ -166,7 +168,7 @@ def test_parallel_charges_for_one_user_are_all_counted(probe, state):
     # Every charge's failure entry got its own attempt number: the eight kept
     # are consecutive and end just below the next one (numbers start from the
     # clocks, so only differences are fixed).
-    data = record_path(state).read_bytes()
+    data = current_slot(record_path(state).read_bytes())
     sequences = [struct.unpack_from("<Q", data, 408 + index * 152)[0] for index in range(8)]
     assert sequences == list(range(on_disk["next_sequence"] - 8, on_disk["next_sequence"]))
 
@@ -240,8 +242,12 @@ def test_stale_temporary_file_does_not_break_the_next_write(probe, state, tmp_pa
         temporary.write_bytes(os.urandom(100))
     else:
         temporary.symlink_to(victim)
-    probe.charge_ok(state, 1)
+    probe.charge_ok(state, 1)   # written in place: the leftover is not in the way
     assert probe.show(state)["P"] == 3
+    assert victim.read_bytes() == b"keep me"
+    record_path(state).unlink()
+    probe.charge_ok(state, 1)   # a new file goes through the temporary name, which is cleared first
+    assert probe.show(state)["P"] == 1
     assert victim.read_bytes() == b"keep me"
     assert not os.path.lexists(temporary)
 
@@ -338,9 +344,11 @@ def test_unliftable_file_size_limit_refuses_and_keeps_the_old_record(probe, stat
 # ---------------------------------------------------------------- 4. hostile records -> R12
 
 def _flip(offset):
+    """The same byte flipped in both slots: no whole copy is left."""
     def damage(path: Path, **_):
         data = bytearray(path.read_bytes())
         data[offset] ^= 0x01
+        data[SLOT_SIZE + offset] ^= 0x01
         path.write_bytes(bytes(data))
     return damage
 
@@ -406,7 +414,8 @@ HOSTILE = {
     "reused-uid-other-name": _reused_uid,
     "bad-checksum-count-byte": _flip(292),
     "bad-checksum-name-byte": _flip(24),
-    "bad-checksum-stored-sum": _flip(RECORD_SIZE - 3),
+    "bad-checksum-stored-sum": _flip(SLOT_SIZE - 3),
+    "one-slot-alone": _write(lambda old: current_slot(old)),
     "bad-version": _flip(8),
 }
 
@@ -440,7 +449,7 @@ def test_hostile_record_is_replaced_fail_closed(probe, state, tmp_path, kind):
 
 def test_writes_never_go_through_a_hard_link(probe, state, tmp_path):
     """A second name of the record (a hard link) is a valid record, but the
-    store replaces the name by rename and never writes into the old inode."""
+    store never writes into a file with two names: it replaces the name."""
     probe.charge_ok(state, 2)
     other_name = tmp_path / "hardlink.rec"
     os.link(record_path(state), other_name)

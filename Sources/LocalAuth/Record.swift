@@ -1,6 +1,7 @@
 // The per-user attempt record (docs/DESIGN.md, "The state store"): fixed size, versioned,
-// checksummed. The checksum detects damage; integrity against tampering
-// comes from the store's ownership and mode checks.
+// checksummed, kept twice in one file so that a write in place that is cut
+// short leaves the other copy. The checksum detects damage; integrity
+// against tampering comes from the store's ownership and mode checks.
 
 /// One recent failure, for `localauth status`.
 public struct FailureEntry: Equatable {
@@ -93,6 +94,17 @@ public struct StateRecord: Equatable {
         recentFailures.removeAll { $0.sequence == sequence }
     }
 
+    /// Whether losing this change in a crash could leave less charged than
+    /// was charged, or a shorter wait than was earned (R3): then it must be
+    /// on disk before anything goes on. Every other change (a reset after a
+    /// success, a refund, a wait's progress) only lowers what is owed, and
+    /// losing it leaves a count too high, never too low.
+    public func mustBeDurable(replacing previous: StateRecord) -> Bool {
+        fingerprintFailures > previous.fingerprintFailures || passcodeFailures > previous.passcodeFailures
+            || nextSequence != previous.nextSequence || backoffRemainingMilliseconds > previous.backoffRemainingMilliseconds
+            || uid != previous.uid || userName != previous.userName || createdWallSeconds != previous.createdWallSeconds
+    }
+
     /// After a reset of the counts: attempts still in flight can no longer
     /// be refunded, since their counts are gone.
     public mutating func settleFailures() {
@@ -132,10 +144,15 @@ public enum RecordDamage: Equatable, Sendable {
     }
 }
 
-/// The on-disk layout. All integers little-endian.
+/// The on-disk layout of one copy of the record (a slot). All integers little-endian.
 public enum RecordFormat {
+    /// The size of one slot; the file holds two (`fileSize`).
     public static let size = 2048
-    public static let version: UInt16 = 1
+    public static let fileSize = 2 * size
+    public static let version: UInt16 = 2
+    /// The single-slot file of earlier releases: read, and rewritten in the
+    /// two-slot layout on its first change.
+    public static let legacyVersion: UInt16 = 1
     public static let maxNameLength = 255
     public static let maxFailures = 8
     public static let serviceLength = 32
@@ -162,9 +179,15 @@ public enum RecordFormat {
     /// After the last unlock: the boot-clock times of the last passcode and
     /// the last match (zero in older records: "at the start of that boot").
     static let successClockOffset = 1728
+    /// Which copy is newer, and whether it was synced to disk when written
+    /// (bit 0 of the flags): what the next write in place needs to know.
+    static let generationOffset = 1760
+    static let flagsOffset = 1768
     static let checksumOffset = size - 8
 
-    public static func encode(_ record: StateRecord) -> [UInt8] {
+    /// One slot holding `record`, numbered `generation`; `synced` says the
+    /// writer waits for the disk before it goes on.
+    public static func encode(_ record: StateRecord, generation: UInt64 = 1, synced: Bool = true) -> [UInt8] {
         var writer = ByteWriter(size: size)
         writer.put(literalBytes(magic), at: 0)
         writer.putInteger(UInt64(version), bytes: 2, at: 8)
@@ -215,21 +238,42 @@ public enum RecordFormat {
         writer.putInteger(UInt64(bitPattern: record.lastPasscodeSuccessBootNanoseconds), bytes: 8, at: successClockOffset)
         writer.putInteger(UInt64(bitPattern: record.lastFingerprintSuccessBootNanoseconds), bytes: 8, at: successClockOffset + 8)
         writer.put(record.lastFingerprintSuccessBootID, at: successClockOffset + 16)
+        writer.putInteger(generation, bytes: 8, at: generationOffset)
+        writer.putInteger(synced ? 1 : 0, bytes: 1, at: flagsOffset)
         writer.putInteger(checksum(writer.bytes[0..<checksumOffset]), bytes: 8, at: checksumOffset)
         return writer.bytes
     }
 
-    /// Decodes a record and checks that it belongs to `uid` and `userName`.
-    public static func decode(_ bytes: [UInt8], uid: UInt32, userName: [UInt8]) -> Result<StateRecord, RecordDamageError> {
+    /// What a slot's header says, when the slot is whole: its number and
+    /// whether its writer synced it. Nothing about whose record it is.
+    public struct SlotHeader: Equatable {
+        public var generation: UInt64
+        public var synced: Bool
+        public var version: UInt16
+    }
+
+    /// Checks a slot's magic, version, size and checksum.
+    public static func header(_ bytes: [UInt8]) -> Result<SlotHeader, RecordDamageError> {
         guard bytes.count == size else { return .failure(RecordDamageError(.wrongSize)) }
         guard bytesEqual(bytes[0..<8], magic) else { return .failure(RecordDamageError(.badMagic)) }
         let reader = ByteReader(bytes: bytes)
-        guard reader.integer(at: 8, bytes: 2) == UInt64(version), reader.integer(at: 12, bytes: 4) == UInt64(size) else {
+        let stored = UInt16(truncatingIfNeeded: reader.integer(at: 8, bytes: 2))
+        guard stored == version || stored == legacyVersion, reader.integer(at: 12, bytes: 4) == UInt64(size) else {
             return .failure(RecordDamageError(.unsupportedVersion))
         }
         guard reader.integer(at: checksumOffset, bytes: 8) == checksum(bytes[0..<checksumOffset]) else {
             return .failure(RecordDamageError(.badChecksum))
         }
+        // Version 1 had no slots: its one copy was always synced.
+        guard stored == version else { return .success(SlotHeader(generation: 0, synced: true, version: stored)) }
+        return .success(SlotHeader(generation: reader.integer(at: generationOffset, bytes: 8),
+                                   synced: reader.integer(at: flagsOffset, bytes: 1) & 1 != 0, version: stored))
+    }
+
+    /// Decodes a slot and checks that it belongs to `uid` and `userName`.
+    public static func decode(_ bytes: [UInt8], uid: UInt32, userName: [UInt8]) -> Result<StateRecord, RecordDamageError> {
+        if case .failure(let damage) = header(bytes) { return .failure(damage) }
+        let reader = ByteReader(bytes: bytes)
         let nameLength = Int(reader.integer(at: 20, bytes: 2))
         guard nameLength <= maxNameLength else { return .failure(RecordDamageError(.malformed)) }
         let storedUID = UInt32(truncatingIfNeeded: reader.integer(at: 16, bytes: 4))

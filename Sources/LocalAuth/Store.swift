@@ -1,4 +1,5 @@
-
+// The attempt state on disk (docs/DESIGN.md, "The state store"): one record per uid,
+// locked, checked at every step of the path, written so that a crash never lowers a count.
 /// Why the store could not do its work. The engine refuses the attempt.
 public enum StoreFailure: Error, Equatable {
     /// The state directory is missing and cannot be made, or is unsafe.
@@ -32,15 +33,18 @@ public enum LoadStatus: Equatable {
 /// Persistent attempt state, one record per uid (docs/DESIGN.md, "The state store").
 public protocol StateStore {
     /// Runs `body` on the user's record under that user's exclusive lock and
-    /// durably writes the record back when `body` changed it. `body` gets nil
+    /// writes the record back when `body` changed it: on disk before
+    /// returning whenever losing the change could lower what is charged
+    /// (`StateRecord.mustBeDurable`). `body` gets nil
     /// for an absent or damaged record. The lock is released on return, so
     /// `body` must never wait for a person or a device.
     mutating func withRecord<Result>(uid: UInt32, userName: [UInt8],
                                      _ body: (inout StateRecord?, LoadStatus) -> Result) throws(StoreFailure) -> Result
 }
 
-/// The state store on disk: `<dir>/<uid>.rec` replaced by rename, locked
-/// through `<dir>/<uid>.lock` (never the renamed file), everything opened
+/// The state store on disk: `<dir>/<uid>.rec`, two slots updated in place
+/// (made and replaced whole by rename), locked through `<dir>/<uid>.lock`
+/// (never the record, which a rename can replace), everything opened
 /// relative to the directory with O_NOFOLLOW.
 public struct FileStateStore: StateStore {
     public let directoryPath: [UInt8]
@@ -110,6 +114,19 @@ public struct FileStateStore: StateStore {
 
     public mutating func withRecord<Result>(uid: UInt32, userName: [UInt8],
                                             _ body: (inout StateRecord?, LoadStatus) -> Result) throws(StoreFailure) -> Result {
+        // One transaction for every result type: the body's result is
+        // carried out through a closure, so the store's code exists once.
+        var result: Result? = nil
+        try update(uid: uid, userName: userName) { record, status in result = body(&record, status) }
+        return result!
+    }
+
+    /// The transaction behind `withRecord`. A change to a sound record is
+    /// written in place into the slot that does not hold the newest copy
+    /// on disk; it waits for the disk (`fdatasync`) only when losing it
+    /// could leave less charged than was charged (R3). A new, replaced or
+    /// one-slot record is written whole through a temporary file.
+    mutating func update(uid: UInt32, userName: [UInt8], _ body: (inout StateRecord?, LoadStatus) -> Void) throws(StoreFailure) {
         let directory = try openDirectory()
         defer { Syscalls.close(directory) }
         let lookAlike = uid == FileStateStore.lookAlikeUID
@@ -118,21 +135,28 @@ public struct FileStateStore: StateStore {
         let (lock, lockWasOdd) = try takeLock(directory: directory, name: names.lock)
         defer { Syscalls.close(lock) }
         if lookAlike { names = lookAlikeFiles(userName: userName, key: try lookAlikeKey(directory: directory)) }
-        var (loaded, status) = load(directory: directory, names, uid: uid, userName: userName)
+        let found = load(directory: directory, names, uid: uid, userName: userName)
+        defer { if let fd = found.fd { Syscalls.close(fd) } }
+        var stored = found.record
+        var status = found.status
         // A bucket holding another unknown name's record is this name's fresh start.
         if lookAlike, status == .damaged(.foreign) { status = .absent }
         // Someone other than the store put a file where the lock belongs:
         // the record beside it is not to be trusted either (R12).
         if lockWasOdd, status == .loaded || status == .absent {
-            loaded = nil
+            stored = nil
             status = .damaged(.unsafeLock)
         }
-        var record = loaded
-        let result = body(&record, status)
-        if let changed = record, changed != loaded || status != .loaded {
-            try write(RecordFormat.encode(changed), directory: directory, to: names.record, through: names.temporary)
+        var record = stored
+        body(&record, status)
+        guard let changed = record, changed != stored || status != .loaded else { return }
+        if status == .loaded, let previous = stored, let fd = found.fd, let slots = found.slots, found.writableInPlace {
+            let durable = changed.mustBeDurable(replacing: previous)
+            let bytes = RecordFormat.encode(changed, generation: slots.nextGeneration, synced: durable)
+            try writeInPlace(fd, bytes, at: slots.nextSlot * RecordFormat.size, durable: durable)
+        } else {
+            try write(RecordSlots.newFile(changed), directory: directory, to: names.record, through: names.temporary)
         }
-        return result
     }
 
     /// Opens the state directory, walking from `/` without following
@@ -257,23 +281,86 @@ public struct FileStateStore: StateStore {
         facts.isRegular && facts.owner == trustedOwner && facts.mode & 0o022 == 0
     }
 
-    func load(directory: Int32, _ names: RecordFiles, uid: UInt32, userName: [UInt8]) -> (StateRecord?, LoadStatus) {
+    /// A record as read: the decoded current slot, why it was not
+    /// accepted, and, for a sound file, the open file and its slots for a
+    /// write in place.
+    struct FoundRecord {
+        var record: StateRecord?
+        var status: LoadStatus
+        var fd: Int32? = nil
+        var slots: RecordSlots? = nil
+        var writableInPlace = false
+    }
+
+    func load(directory: Int32, _ names: RecordFiles, uid: UInt32, userName: [UInt8]) -> FoundRecord {
         let fd: Int32
         do {
-            fd = try Syscalls.open(at: directory, names.record, .readFile)
+            fd = try Syscalls.open(at: directory, names.record, .updateFile)
         } catch {
-            if error == .noEntry { return (nil, .absent) }
-            if error == .symlinkLoop { return (nil, .damaged(.unsafeFile)) }
-            return (nil, .damaged(.unreadable))
+            if error == .noEntry { return FoundRecord(record: nil, status: .absent) }
+            if error == .symlinkLoop { return FoundRecord(record: nil, status: .damaged(.unsafeFile)) }
+            return FoundRecord(record: nil, status: .damaged(.unreadable))
         }
-        defer { Syscalls.close(fd) }
-        guard let facts = try? Syscalls.facts(fd) else { return (nil, .damaged(.unreadable)) }
-        guard facts.isRegular, facts.owner == trustedOwner, facts.mode & 0o022 == 0 else { return (nil, .damaged(.unsafeFile)) }
-        guard facts.size == RecordFormat.size else { return (nil, .damaged(.wrongSize)) }
-        guard let bytes = try? Syscalls.readAll(fd, limit: RecordFormat.size) else { return (nil, .damaged(.unreadable)) }
-        switch RecordFormat.decode(bytes, uid: uid, userName: userName) {
-        case .success(let record): return (record, .loaded)
-        case .failure(let error): return (nil, .damaged(error.damage))
+        var found = FoundRecord(record: nil, status: .damaged(.unreadable))
+        if let facts = try? Syscalls.facts(fd) {
+            if !facts.isRegular || facts.owner != trustedOwner || facts.mode & 0o022 != 0 {
+                found.status = .damaged(.unsafeFile)
+            } else if facts.size != RecordFormat.fileSize && facts.size != RecordFormat.size {
+                found.status = .damaged(.wrongSize)
+            } else if let bytes = try? Syscalls.readAll(fd, limit: RecordFormat.fileSize) {
+                let slots = RecordSlots.read(bytes)
+                if let current = slots.current {
+                    let slot = slots.isLegacy ? bytes : RecordSlots.slot(bytes, current)
+                    switch RecordFormat.decode(slot, uid: uid, userName: userName) {
+                    case .success(let record):
+                        // A one-slot file, or one with a second name, is read
+                        // but never written in place: the next change
+                        // replaces the name.
+                        found = FoundRecord(record: record, status: .loaded, fd: fd, slots: slots,
+                                            writableInPlace: !slots.isLegacy && facts.links == 1)
+                    case .failure(let error): found.status = .damaged(error.damage)
+                    }
+                } else {
+                    found.status = .damaged(slots.damage ?? .badChecksum)
+                }
+            }
+        }
+        if found.fd == nil { Syscalls.close(fd) }
+        return found
+    }
+
+    /// Lifts `RLIMIT_FSIZE` so that a write may reach `end`, where the
+    /// caller's limit would stop it; returns the limit to put back after
+    /// the write, or nil when none was changed.
+    func allowWrite(upTo end: Int) throws(StoreFailure) -> (soft: UInt64, hard: UInt64)? {
+        let saved = Syscalls.fileSizeLimit()
+        guard saved.soft < UInt64(end) else { return nil }
+        if !Syscalls.setFileSizeLimit(soft: UInt64.max, hard: UInt64.max) {
+            Syscalls.setFileSizeLimit(soft: saved.hard, hard: saved.hard)
+        }
+        if Syscalls.fileSizeLimit().soft < UInt64(end) {
+            Syscalls.setFileSizeLimit(soft: saved.soft, hard: saved.hard)
+            throw .fileSizeLimited
+        }
+        return saved
+    }
+
+    func restoreLimit(_ saved: (soft: UInt64, hard: UInt64)?) {
+        if let saved { Syscalls.setFileSizeLimit(soft: saved.soft, hard: saved.hard) }
+    }
+
+    /// One slot written in place, and for a durable change its data synced
+    /// before returning.
+    func writeInPlace(_ fd: Int32, _ bytes: [UInt8], at offset: Int, durable: Bool) throws(StoreFailure) {
+        let saved = try allowWrite(upTo: offset + bytes.count)
+        defer { restoreLimit(saved) }
+        do throws(Errno) {
+            try Syscalls.writeAll(fd, bytes, at: offset)
+            #if !LOCALAUTH_BENCHMARK_WITHOUT_SYNC
+            if durable { try Syscalls.syncData(fd) }
+            #endif
+        } catch {
+            throw .writeFailed(error)
         }
     }
 
@@ -281,19 +368,8 @@ public struct FileStateStore: StateStore {
     /// fsyncs the directory, with `RLIMIT_FSIZE` lifted for the write. Odd
     /// entries at either name are replaced first.
     func write(_ bytes: [UInt8], directory: Int32, to name: [UInt8], through temporary: [UInt8]) throws(StoreFailure) {
-        let saved = Syscalls.fileSizeLimit()
-        if saved.soft < UInt64(bytes.count) {
-            if !Syscalls.setFileSizeLimit(soft: UInt64.max, hard: UInt64.max) {
-                Syscalls.setFileSizeLimit(soft: saved.hard, hard: saved.hard)
-            }
-            if Syscalls.fileSizeLimit().soft < UInt64(bytes.count) {
-                Syscalls.setFileSizeLimit(soft: saved.soft, hard: saved.hard)
-                throw .fileSizeLimited
-            }
-        }
-        defer {
-            if saved.soft < UInt64(bytes.count) { Syscalls.setFileSizeLimit(soft: saved.soft, hard: saved.hard) }
-        }
+        let saved = try allowWrite(upTo: bytes.count)
+        defer { restoreLimit(saved) }
         // A leftover temporary file (of a killed write) goes; the record's
         // lock is held, so no other write uses this name. Only something
         // that is not a file (a directory) needs the repair.
@@ -307,7 +383,9 @@ public struct FileStateStore: StateStore {
             let fd = try Syscalls.open(at: directory, temporary, .newFile)
             do throws(Errno) {
                 try Syscalls.writeAll(fd, bytes)
+                #if !LOCALAUTH_BENCHMARK_WITHOUT_SYNC
                 try Syscalls.sync(fd)
+                #endif
             } catch {
                 Syscalls.close(fd)
                 try? Syscalls.unlink(in: directory, temporary)
@@ -327,7 +405,9 @@ public struct FileStateStore: StateStore {
                 }
                 try Syscalls.rename(in: directory, from: temporary, to: name)
             }
+            #if !LOCALAUTH_BENCHMARK_WITHOUT_SYNC
             try Syscalls.sync(directory)
+            #endif
         } catch {
             throw .writeFailed(error)
         }

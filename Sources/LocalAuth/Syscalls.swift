@@ -30,6 +30,8 @@ public enum OpenMode {
     case lockFile
     /// A new file to write (0600); fails when the name exists.
     case newFile
+    /// An existing record, read and written in place; never blocks on a FIFO.
+    case updateFile
 
     var flags: Int32 {
         switch self {
@@ -37,6 +39,7 @@ public enum OpenMode {
         case .readFile: return O_RDONLY | O_NONBLOCK
         case .lockFile: return O_RDWR | O_CREAT | O_NONBLOCK
         case .newFile: return O_WRONLY | O_CREAT | O_EXCL
+        case .updateFile: return O_RDWR | O_NONBLOCK
         }
     }
 }
@@ -69,6 +72,8 @@ public struct FileFacts: Equatable {
     public var size: Int
     public var device: UInt64
     public var inode: UInt64
+    /// How many names the file has.
+    public var links: UInt64
 }
 
 /// Every libc call of the library, in one place. Callers see Swift types and
@@ -108,7 +113,7 @@ public enum Syscalls {
         if fstat(fd, &info) != 0 { throw Errno.current }
         return FileFacts(isRegular: la_s_isreg(info.st_mode) != 0, isDirectory: la_s_isdir(info.st_mode) != 0,
                          owner: info.st_uid, mode: info.st_mode & 0o7777, size: Int(info.st_size),
-                         device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+                         device: UInt64(info.st_dev), inode: UInt64(info.st_ino), links: UInt64(info.st_nlink))
     }
 
     /// Takes an exclusive `flock`, waiting for it; retries on EINTR.
@@ -191,8 +196,29 @@ public enum Syscalls {
         }
     }
 
+    /// Writes all of `bytes` at `offset`, leaving the file offset alone.
+    public static func writeAll(_ fd: Int32, _ bytes: [UInt8], at offset: Int) throws(Errno) {
+        var written = 0
+        while written < bytes.count {
+            let result = bytes.withUnsafeBytes { buffer in
+                CLibc.pwrite(fd, buffer.baseAddress! + written, bytes.count - written, off_t(offset + written))
+            }
+            if result < 0 {
+                if la_errno() == EINTR { continue }
+                throw Errno.current
+            }
+            if result == 0 { throw Errno(EIO) }
+            written += result
+        }
+    }
+
     public static func sync(_ fd: Int32) throws(Errno) {
         if fsync(fd) != 0 { throw Errno.current }
+    }
+
+    /// The file's data on disk (and the metadata needed to read it back).
+    public static func syncData(_ fd: Int32) throws(Errno) {
+        if fdatasync(fd) != 0 { throw Errno.current }
     }
 
     public static func rename(in directory: Int32, from: [UInt8], to: [UInt8]) throws(Errno) {
@@ -229,7 +255,7 @@ public enum Syscalls {
         if result != 0 { throw Errno.current }
         return FileFacts(isRegular: la_s_isreg(info.st_mode) != 0, isDirectory: la_s_isdir(info.st_mode) != 0,
                          owner: info.st_uid, mode: info.st_mode & 0o7777, size: Int(info.st_size),
-                         device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+                         device: UInt64(info.st_dev), inode: UInt64(info.st_ino), links: UInt64(info.st_nlink))
     }
 
     /// Creates the directory `name` below `directory` with `mode`.

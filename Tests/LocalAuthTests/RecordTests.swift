@@ -157,7 +157,7 @@ final class RecordTests: XCTestCase {
 
     func testUnsupportedVersion() {
         var data = RecordFormat.encode(fullRecord())
-        put(2, bytes: 2, at: 8, in: &data)
+        put(3, bytes: 2, at: 8, in: &data)
         reseal(&data)
         XCTAssertEqual(damage(of: data), .unsupportedVersion)
         data = RecordFormat.encode(fullRecord())

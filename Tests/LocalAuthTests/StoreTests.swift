@@ -66,7 +66,7 @@ final class StoreTests: XCTestCase {
         var record = storedRecord(f: 2, p: 1)
         _ = record.appendFailure(kind: .fingerprint, wallSeconds: 5, service: bytes("sudo"), tty: [], remoteHost: [])
         try s.withRecord(uid: 1000, userName: bytes("alice")) { stored, _ in stored = record }
-        XCTAssertEqual(readFile("1000.rec"), RecordFormat.encode(record))
+        XCTAssertTrue(readFile("1000.rec") == RecordSlots.newFile(record), "a new file: the record in its first slot")
         var info = stat()
         XCTAssertEqual(stat(path("1000.rec"), &info), 0)
         XCTAssertEqual(info.st_mode & 0o777, 0o600)
@@ -89,6 +89,43 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(before.st_ino, after.st_ino, "not replaced")
     }
 
+    /// Changes after the first go into the file in place, into the slot the
+    /// newest synced copy is not in; a one-slot file of an earlier release
+    /// is read and rewritten whole in the two-slot layout.
+    func testChangesAreWrittenInPlaceAndAnOldFileIsRewrittenOnce() throws {
+        var s = store()
+        try s.withRecord(uid: 1000, userName: bytes("alice")) { stored, _ in stored = storedRecord(f: 1) }
+        var first = stat()
+        stat(path("1000.rec"), &first)
+        XCTAssertEqual(first.st_size, 4096)
+        let charge: (inout StateRecord?, LoadStatus) -> Void = { stored, _ in
+            stored!.fingerprintFailures += 1
+            _ = stored!.appendFailure(kind: .fingerprint, wallSeconds: 9, service: bytes("sudo"), tty: [], remoteHost: [])
+        }
+        try s.withRecord(uid: 1000, userName: bytes("alice"), charge)
+        try s.withRecord(uid: 1000, userName: bytes("alice")) { stored, _ in stored!.fingerprintFailures = 0 }
+        var after = stat()
+        stat(path("1000.rec"), &after)
+        XCTAssertEqual(first.st_ino, after.st_ino, "written in place, not replaced")
+        let file = readFile("1000.rec") ?? []
+        let headers = [0, 1].map { try? RecordFormat.header(RecordSlots.slot(file, $0)).get() }
+        XCTAssertEqual(headers[1]?.generation, 2, "the charge went to the other slot")
+        XCTAssertEqual(headers[1]?.synced, true)
+        XCTAssertEqual(headers[0]?.generation, 3, "the reset over the first copy")
+        XCTAssertEqual(headers[0]?.synced, false, "a reset does not wait for the disk")
+        XCTAssertEqual(peek()?.0?.fingerprintFailures, 0)
+
+        var legacy = RecordFormat.encode(storedRecord(f: 4), generation: 0)
+        legacy[8] = 1
+        legacy[(RecordFormat.size - 8)..<RecordFormat.size] = ArraySlice(littleEndian(fnv(legacy)))
+        writeFile("1000.rec", legacy)
+        XCTAssertEqual(peek()?.1, .loaded)
+        XCTAssertEqual(peek()?.0?.fingerprintFailures, 4)
+        try s.withRecord(uid: 1000, userName: bytes("alice"), charge)
+        XCTAssertEqual(readFile("1000.rec")?.count, 4096)
+        XCTAssertEqual(peek()?.0?.fingerprintFailures, 5)
+    }
+
     func testRecordsArePerUID() throws {
         var s = store()
         try s.withRecord(uid: 1000, userName: bytes("alice")) { stored, _ in stored = storedRecord(f: 3) }
@@ -100,7 +137,7 @@ final class StoreTests: XCTestCase {
     }
 
     func testDamagedFilesAreReported() throws {
-        let good = RecordFormat.encode(storedRecord(f: 1))
+        let good = RecordSlots.newFile(storedRecord(f: 1))
         writeFile("1000.rec", Array(good.dropLast()))
         XCTAssertEqual(peek()?.1, .damaged(.wrongSize))
         var flipped = good
