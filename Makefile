@@ -14,6 +14,8 @@ BUILD := .build/module
 PAMDIR ?= $(shell d=$$(pkg-config --variable=securedir pam 2>/dev/null); \
 	[ -n "$$d" ] || d=$$(pkg-config --variable=libdir pam 2>/dev/null)/security; echo $$d)
 SYSCONFDIR ?= /etc
+# Only the benchmark sets this (a build without sync, never installed).
+SWIFT_DEFINES ?=
 
 # The module is Embedded Swift, built over the same module graph as
 # Package.swift: LocalAuth (the policy library, libc only), SystemAdapters
@@ -57,7 +59,7 @@ module: $(BUILD)/pam_localauth.so $(BUILD)/localauth-helper
 # change is compiled again.
 $(BUILD)/LocalAuth.o: $(LIBRARY_SOURCES) $(C_HEADERS)
 	@mkdir -p $(MODULES)
-	$(SWIFTC) $(EMBEDDED_FLAGS) -module-name LocalAuth -emit-module -emit-module-path $(MODULES)/LocalAuth.swiftmodule \
+	$(SWIFTC) $(EMBEDDED_FLAGS) $(SWIFT_DEFINES) -module-name LocalAuth -emit-module -emit-module-path $(MODULES)/LocalAuth.swiftmodule \
 		-c $(LIBRARY_SOURCES) -o $@
 	@touch $@
 
@@ -178,5 +180,16 @@ clean:
 	rm -rf .build
 
 .PHONY: bench
-bench: module $(BUILD)/pamharness
-	$(PYTHON) tools/bench.py
+# The benchmark: ratios against pam_fprintd and pam_faillock, written to
+# docs/PERFORMANCE.md. Besides the module it builds a copy that never waits
+# for the disk (to show what durability costs; never installed), the
+# loader timer and a release build of the store probe.
+BENCH_BUILD := .build/bench
+bench: module $(BUILD)/pamharness $(BENCH_BUILD)/loadtime
+	$(MAKE) BUILD=.build/bench-nosync SWIFT_DEFINES=-DLOCALAUTH_BENCHMARK_WITHOUT_SYNC .build/bench-nosync/pam_localauth.so
+	swift build -c release --product la-store-probe --scratch-path .build/bench-probe
+	$(PYTHON) tools/bench.py --write docs/PERFORMANCE.md $(BENCH_ARGS)
+
+$(BENCH_BUILD)/loadtime: tools/loadtime.c
+	@mkdir -p $(BENCH_BUILD)
+	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -lpam -ldl

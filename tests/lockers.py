@@ -356,7 +356,18 @@ class Vlock(Locker):
         wait_for(ready, what="vlock's next question")
 
     def close(self):
+        """Kills the session and waits until everything in its pane is gone
+        (tmux returns before its pane's processes have died)."""
+        panes = self.tmux("list-panes", "-t", self.session, "-F", "#{pane_pid}").stdout.split()
+        tree = [int(pid) for pid in panes if pid.isdigit()]
+        tree += [child for pid in list(tree) for child in descendants(pid)]
         self.tmux("kill-session", "-t", self.session)
+        for pid in tree:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        wait_for(lambda: all(gone(pid) for pid in tree), what="vlock's processes gone")
 
 
 class Xsecurelock(Locker):

@@ -8,6 +8,7 @@ packages=(
     libpam-modules libpam-runtime        # pam_unix, pam_deny, pam_exec, ...
     libpam-wrapper libnss-wrapper        # real libpam with private service files and users
     pamtester python3 python3-pytest openssl dbus-bin  # test drivers
+    valgrind strace                      # the benchmark's instruction counts and breakdown
     libfaketime                          # a wall clock moved for one prompt (it must decide nothing)
     sudo login passwd                    # the real programs of the end-to-end tests
     fprintd libfprint-2-2 dbus-daemon python3-dbusmock python3-gi python3-dbus  # the virtual-sensor rig

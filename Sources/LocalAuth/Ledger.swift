@@ -37,13 +37,26 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
     /// followed by `consequence`, and gives nil.
     mutating func transaction<Result>(_ user: UserIdentity, _ action: String, consequence: String = "", level: LogLevel = .error,
                                       _ body: (inout StateRecord?, LoadStatus, RecordRules, Moment) -> Result) -> Result? {
+        // The result is carried out through a closure, so that the
+        // transaction's code exists once rather than once per result type.
+        var result: Result? = nil
+        let done = transact(user, action, consequence: consequence, level: level) { record, status, rules, moment in
+            result = body(&record, status, rules, moment)
+        }
+        return done ? result : nil
+    }
+
+    /// The transaction behind `transaction`; false when the store failed.
+    mutating func transact(_ user: UserIdentity, _ action: String, consequence: String, level: LogLevel,
+                           _ body: (inout StateRecord?, LoadStatus, RecordRules, Moment) -> Void) -> Bool {
         let moment = now()
         let rules = RecordRules(options: options, backoffApplies: backoffApplies(user))
         do {
-            return try store.withRecord(uid: user.uid, userName: user.name) { record, status in body(&record, status, rules, moment) }
+            try store.withRecord(uid: user.uid, userName: user.name) { record, status in body(&record, status, rules, moment) }
+            return true
         } catch {
             log.log(level, "cannot \(action) uid \(user.uid): \(storeFailureText(error, directory: options.stateDir))\(consequence)")
-            return nil
+            return false
         }
     }
 
