@@ -111,6 +111,9 @@ public enum RefundDenial: Equatable {
 
 /// The fingerprint reader.
 public protocol FingerprintSensor {
+    /// Starts what the first question will need (a connection) without
+    /// waiting for it, so that its setup overlaps the store's work.
+    mutating func prepare()
     /// Preflight; never prompts and never claims the device.
     mutating func availability(userName: [UInt8]) -> SensorAvailability
     /// Claims the device for the user for one prompt.
@@ -126,6 +129,7 @@ public protocol FingerprintSensor {
 }
 
 extension FingerprintSensor {
+    public mutating func prepare() {}
     public mutating func consumeInterrupt() {}
 }
 

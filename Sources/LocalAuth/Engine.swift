@@ -109,6 +109,14 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
     /// The sensor is closed on every path before this returns.
     public mutating func evaluate(_ request: Request, policy: LAPolicy, passcode: SecretBuffer) -> EvaluationResult {
         defer { sensor.close() }
+        // Known and unknown names alike (R14): the reader's connection is
+        // set up while the record is read.
+        switch request.scope {
+        case .outOfScope:
+            return EvaluationResult(.outOfScope)
+        case .unknownUser, .inScope:
+            sensor.prepare()
+        }
         switch request.scope {
         case .outOfScope:
             return EvaluationResult(.outOfScope)

@@ -12,13 +12,13 @@ final class FprintdEvents {
     /// fprintd left the bus (NameOwnerChanged with an empty new owner).
     var vanished = false
     /// fprintd's unique bus name: signals from anyone else are ignored.
-    let owner: [UInt8]
+    /// Empty until the bus has answered (nothing is accepted before).
+    var owner: [UInt8] = []
     /// Set from just before our VerifyStart until every message fprintd sent
     /// before answering our VerifyStop has been read: fprintd broadcasts
     /// every session's statuses, and only these are ours.
     var armed = false
 
-    init(owner: [UInt8]) { self.owner = owner }
 }
 
 private var fprintdName: [UInt8] { literalBytes("net.reactivated.Fprint") }
@@ -34,17 +34,22 @@ private var fingerPresent: [UInt8] { literalBytes("finger-present") }
 /// The fingerprint reader through fprintd.
 public struct FprintdSensor<Time: Clock>: FingerprintSensor {
     private var clock: Time
+    /// The prompt's connection, shared with logind.
+    private let line: SharedSystemBus
     private var bus: SystemBus? = nil
     private var device: [UInt8] = []
+    /// The user whose prints `device` was chosen for on this connection.
+    private var deviceUser: [UInt8]? = nil
     private var claimed = false
     private var verifying = false
     private var events: FprintdEvents? = nil
     /// What ends a wait besides a verdict or the deadline.
     private var interrupt: TerminalInterrupt
 
-    public init(interruption: WaitInterruption, clock: Time) {
+    public init(interruption: WaitInterruption, clock: Time, bus line: SharedSystemBus = SharedSystemBus()) {
         self.interrupt = TerminalInterrupt(interruption)
         self.clock = clock
+        self.line = line
     }
 
     /// For `localauth status`: the device holding the user's prints and the
@@ -58,6 +63,12 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
 
     // MARK: FingerprintSensor
 
+    /// Connects: sd-bus sends its greeting at once, and the bus daemon's
+    /// answer arrives while the record is read.
+    public mutating func prepare() {
+        _ = connect()
+    }
+
     public mutating func availability(userName: [UInt8]) -> SensorAvailability {
         guard connect() else { return .unreachable }
         return chooseDevice(userName)
@@ -65,23 +76,44 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
 
     public mutating func open(userName: [UInt8]) -> SensorSession {
         guard connect(), let bus else { return .failed }
-        guard case .available = chooseDevice(userName), !device.isEmpty else { return .failed }
-        guard let owner = nameOwner() else { return .failed }
-        let events = FprintdEvents(owner: owner)
+        // The device the availability check of this prompt chose, or a new choice.
+        if device.isEmpty || deviceUser != userName {
+            guard case .available = chooseDevice(userName), !device.isEmpty else { return .failed }
+        }
+        let events = FprintdEvents()
         self.events = events
-        guard subscribe(events) else { close(); return .failed }
-        let claim = bus.call(destination: fprintdName, path: device, interface: deviceInterface, member: literalBytes("Claim"),
-                             arguments: [userName])
-        guard claim.succeeded else {
+        // Everything the claim needs goes out at once and is answered in
+        // order, in one round trip: the watch on fprintd leaving, its unique
+        // name (signals from anyone else are ignored), the claim and the
+        // scan type. No signal counts before the claim is answered.
+        guard watchOwner(events),
+              let owner = bus.start(destination: busName, path: busPath, interface: busName, member: literalBytes("GetNameOwner"),
+                                    arguments: [fprintdName]),
+              let claim = bus.start(destination: fprintdName, path: device, interface: deviceInterface, member: literalBytes("Claim"),
+                                    arguments: [userName]),
+              // Properties.Get: the name has a dash, which sd-bus refuses as a member name.
+              let scan = bus.start(destination: fprintdName, path: device, interface: propertiesInterface, member: literalBytes("Get"),
+                                   arguments: [deviceInterface, literalBytes("scan-type")]) else {
+            close()
+            return .failed
+        }
+        let answered = bus.wait(for: [owner, claim, scan], milliseconds: Int64(SharedSystemBus.callTimeoutMicroseconds / 1000))
+        claimed = claim.succeeded
+        guard answered, claim.succeeded, let name = owner.message?.readString(limit: 256), !name.isEmpty else {
             close()
             return bytesEqual(claim.errorName, "net.reactivated.Fprint.Error.AlreadyInUse") ? .busy : .failed
         }
-        claimed = true
+        events.owner = name
+        guard subscribeStatuses(events) else {
+            close()
+            return .failed
+        }
         // Anything fprintd sent before the claim was answered belongs to
         // another session (statuses are broadcast): drop it.
         drain()
         _ = interrupt.begin()
-        return .opened(scanType())
+        let scanType = scan.message?.readVariantString(limit: 16).map { bytesEqual($0, "swipe") ? ScanType.swipe : .press } ?? .press
+        return .opened(scanType)
     }
 
     /// How long a Ctrl-C (or a client's cancel) that came before the reader
@@ -131,7 +163,9 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
                 guard case .status(let result) = signal.kind else { continue }
                 switch result {
                 case .hint(let hint): onHint(hint)
-                case .match: finishVerifying(); return .match
+                // After a match nothing follows: close() sends the stop
+                // together with the release, one round trip for both.
+                case .match: events.armed = false; return .match
                 case .noMatch: finishVerifying(); return .noMatch
                 case .disconnected: finishVerifying(); return .disconnected
                 case .unknownError: finishVerifying(); return .deviceError
@@ -167,14 +201,27 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
 
     public mutating func close() {
         if let bus {
-            if verifying { finishVerifying() }
-            if claimed {
-                _ = bus.call(destination: fprintdName, path: device, interface: deviceInterface, member: literalBytes("Release"))
-                claimed = false
+            // The stop of a verification that gave its verdict and the
+            // release go out together; the prompt ends when both are
+            // answered, so the next prompt finds the reader free.
+            var pending: [PendingReply] = []
+            if verifying, let stop = bus.start(destination: fprintdName, path: device, interface: deviceInterface,
+                                               member: literalBytes("VerifyStop")) {
+                pending.append(stop)
             }
-            bus.close()
+            verifying = false
+            if claimed, let release = bus.start(destination: fprintdName, path: device, interface: deviceInterface,
+                                                member: literalBytes("Release")) {
+                pending.append(release)
+            }
+            claimed = false
+            if !pending.isEmpty { _ = bus.wait(for: pending, milliseconds: Int64(SharedSystemBus.callTimeoutMicroseconds / 1000)) }
+            events?.armed = false
+            line.close()
             self.bus = nil
         }
+        device = []
+        deviceUser = nil
         interrupt.end()
         events = nil
     }
@@ -183,8 +230,7 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
 
     private mutating func connect() -> Bool {
         if bus != nil { return true }
-        // No call may hang the prompt: fprintd answers in milliseconds.
-        bus = SystemBus(callTimeoutMicroseconds: 5_000_000)
+        bus = line.connection()
         return bus != nil
     }
 
@@ -199,11 +245,13 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
             let fingers = enrolledFingers(on: candidate, userName)
             if !fingers.isEmpty {
                 device = candidate
+                deviceUser = userName
                 return .available(domainState: EnrollmentDigest.compute(
                     device: candidate, fingers: fingers, userName: userName, printRoot: literalBytes(EnrollmentDigest.defaultPrintRoot)))
             }
         }
         device = []
+        deviceUser = nil
         return .notEnrolled
     }
 
@@ -215,16 +263,25 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
         return reply.message?.readStrings(limit: 64) ?? []
     }
 
-    /// fprintd's unique name, so that signals from anyone else are ignored.
-    private func nameOwner() -> [UInt8]? {
-        guard let bus else { return nil }
-        let reply = bus.call(destination: busName, path: busPath, interface: busName, member: literalBytes("GetNameOwner"),
-                             arguments: [fprintdName])
-        guard reply.succeeded else { return nil }
-        return reply.message?.readString(limit: 256)
+    /// Watches for fprintd leaving the bus. Only the bus driver can say
+    /// that: anyone may send a signal named NameOwnerChanged, and sd-bus
+    /// does not check the sender of a match on a well-known name. A forged
+    /// one would end the attempt without the stop rule.
+    private func watchOwner(_ events: FprintdEvents) -> Bool {
+        guard let bus else { return false }
+        let owners = BusSignalHandler { message in
+            guard message.sender == busName, let (name, old, new) = message.readThreeStrings(limit: 256) else { return }
+            if name == fprintdName && !old.isEmpty && old == events.owner && new.isEmpty { events.vanished = true }
+        }
+        return bus.subscribeWithoutWaiting(sender: busName, path: busPath, interface: busName, member: literalBytes("NameOwnerChanged"), owners)
     }
 
-    private func subscribe(_ events: FprintdEvents) -> Bool {
+    /// Takes the reader's statuses and properties from fprintd's unique
+    /// name only. The match names that sender, so sd-bus itself drops what
+    /// anyone else sends straight to this connection, and each handler
+    /// checks the sender again. Subscribed once the name is known, before
+    /// any VerifyStart: the bus handles a connection's messages in order.
+    private func subscribeStatuses(_ events: FprintdEvents) -> Bool {
         guard let bus else { return false }
         let statuses = BusSignalHandler { message in
             guard message.sender == events.owner, events.armed, let serial = message.serial,
@@ -238,18 +295,10 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
                 events.log.append(FprintdSignal(kind, serial: serial))
             }
         }
-        // Only the bus driver can say that fprintd left: anyone may send a
-        // signal named NameOwnerChanged, and sd-bus does not check the
-        // sender of a match on a well-known name. A forged one would end
-        // the attempt without the stop rule.
-        let owners = BusSignalHandler { message in
-            guard message.sender == busName, let (name, old, new) = message.readThreeStrings(limit: 256) else { return }
-            if name == fprintdName && old == events.owner && new.isEmpty { events.vanished = true }
-        }
-        return bus.subscribe(sender: events.owner, path: device, interface: deviceInterface, member: literalBytes("VerifyStatus"), statuses)
-            && bus.subscribe(sender: events.owner, path: device, interface: propertiesInterface, member: literalBytes("PropertiesChanged"),
-                             properties)
-            && bus.subscribe(sender: busName, path: busPath, interface: busName, member: literalBytes("NameOwnerChanged"), owners)
+        return bus.subscribeWithoutWaiting(sender: events.owner, path: device, interface: deviceInterface, member: literalBytes("VerifyStatus"),
+                                           statuses)
+            && bus.subscribeWithoutWaiting(sender: events.owner, path: device, interface: propertiesInterface,
+                                           member: literalBytes("PropertiesChanged"), properties)
     }
 
     /// Ends a verification that gave its verdict. A later VerifyStop gets
@@ -320,16 +369,6 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
     private func drain() {
         bus?.processAll()
         events?.log.removeAll()
-    }
-
-    /// The device's `scan-type` property. Read through Properties.Get: the
-    /// name has a dash, which sd-bus refuses as a member name.
-    private func scanType() -> ScanType {
-        guard let bus else { return .press }
-        let reply = bus.call(destination: fprintdName, path: device, interface: propertiesInterface, member: literalBytes("Get"),
-                             arguments: [deviceInterface, literalBytes("scan-type")])
-        guard reply.succeeded, let value = reply.message?.readVariantString(limit: 16) else { return .press }
-        return bytesEqual(value, "swipe") ? .swipe : .press
     }
 }
 

@@ -1,6 +1,7 @@
 // logind on the system bus: the caller's session (found by its cgroup) and
 // the lid, for the rules about whose touch the reader would take. Asked
-// once per prompt, before the reader is claimed.
+// before the reader is claimed and again when a match arrives, over the
+// prompt's one bus connection.
 import LocalAuth
 
 public struct LogindSeat: SeatObserver {
@@ -15,22 +16,34 @@ public struct LogindSeat: SeatObserver {
 
     /// The session whose facts are asked for; nil: the caller's own.
     let sessionID: [UInt8]?
-    /// One connection for the prompt: logind is asked before the reader is
-    /// claimed and again when a match arrives.
-    private var bus: SystemBus? = nil
+    /// The prompt's connection, shared with the reader: logind is asked
+    /// before the reader is claimed and again when a match arrives.
+    private let line: SharedSystemBus
 
-    public init(sessionID: [UInt8]? = nil) {
+    public init(sessionID: [UInt8]? = nil, bus line: SharedSystemBus = SharedSystemBus()) {
         self.sessionID = sessionID
+        self.line = line
     }
 
     public mutating func observe() -> SeatObservation {
         // Only logind's own absence turns the rules off; a bus that cannot
         // be reached (too many open files, a crowded socket) keeps the
         // reader out.
-        if bus == nil { bus = SystemBus(callTimeoutMicroseconds: LogindSeat.callTimeoutMicroseconds) }
-        guard let bus else { return .unanswered }
-        let lid = bus.call(destination: LogindSeat.name, path: LogindSeat.managerPath, interface: LogindSeat.properties,
-                           member: literalBytes("Get"), arguments: [LogindSeat.managerInterface, literalBytes("LidClosed")])
+        guard let bus = line.connection() else { return .unanswered }
+        bus.setCallTimeout(microseconds: LogindSeat.callTimeoutMicroseconds)
+        defer { bus.setCallTimeout(microseconds: SharedSystemBus.callTimeoutMicroseconds) }
+        let id = sessionID ?? LogindSession.callerSession()
+        // The lid and the session's object go out together (one round trip).
+        guard let lid = bus.start(destination: LogindSeat.name, path: LogindSeat.managerPath, interface: LogindSeat.properties,
+                                  member: literalBytes("Get"), arguments: [LogindSeat.managerInterface, literalBytes("LidClosed")]) else {
+            return .unanswered
+        }
+        let found = id.isEmpty ? nil : bus.start(destination: LogindSeat.name, path: LogindSeat.managerPath,
+                                                 interface: LogindSeat.managerInterface, member: literalBytes("GetSession"), arguments: [id])
+        guard id.isEmpty || found != nil,
+              bus.wait(for: [lid] + (found.map { [$0] } ?? []), milliseconds: Int64(LogindSeat.callTimeoutMicroseconds / 1000)) else {
+            return .unanswered
+        }
         var lidClosed = false
         if lid.succeeded {
             guard let closed = lid.message?.readVariantFlag() else { return .unanswered }
@@ -40,18 +53,17 @@ public struct LogindSeat: SeatObserver {
         } else if !LogindSeat.isMissingProperty(lid.errorName) {
             return .unanswered
         }
-        let id = sessionID ?? LogindSession.callerSession()
-        guard !id.isEmpty else { return .seen(session: nil, lidClosed: lidClosed) }
-        let found = bus.call(destination: LogindSeat.name, path: LogindSeat.managerPath, interface: LogindSeat.managerInterface,
-                             member: literalBytes("GetSession"), arguments: [id])
+        guard let found else { return .seen(session: nil, lidClosed: lidClosed) }
         guard found.succeeded else {
             // logind knows no such session: the caller is in none it manages.
-            return found.errorName.isEmpty ? .unanswered : .seen(session: nil, lidClosed: lidClosed)
+            return LogindSeat.isNoAnswer(found.errorName) ? .unanswered : .seen(session: nil, lidClosed: lidClosed)
         }
         guard let path = found.message?.readObjectPath(limit: 256) else { return .unanswered }
         let all = bus.call(destination: LogindSeat.name, path: path, interface: LogindSeat.properties, member: literalBytes("GetAll"),
                            arguments: [LogindSeat.sessionInterface])
-        guard all.succeeded else { return all.errorName.isEmpty ? .unanswered : .seen(session: nil, lidClosed: lidClosed) }
+        guard all.succeeded else {
+            return LogindSeat.isNoAnswer(all.errorName) ? .unanswered : .seen(session: nil, lidClosed: lidClosed)
+        }
         let flagNames = [literalBytes("Active"), literalBytes("Remote"), literalBytes("LockedHint")]
         guard let read = all.message?.readProperties(flags: flagNames, namedPath: literalBytes("Seat"),
                                                      numberedPath: literalBytes("User")),
@@ -64,6 +76,15 @@ public struct LogindSeat: SeatObserver {
         let session = SessionFacts(id: id, uid: uid, active: flag("Active") ?? false, remote: flag("Remote") ?? true,
                                    seat: read.name ?? [], locked: flag("LockedHint") ?? false)
         return .seen(session: session, lidClosed: lidClosed)
+    }
+
+    /// No answer came: sd-bus's own errors for a call that timed out or a
+    /// connection that went away (or none at all), as opposed to logind's.
+    static func isNoAnswer(_ errorName: [UInt8]) -> Bool {
+        errorName.isEmpty || bytesEqual(errorName, "org.freedesktop.DBus.Error.NoReply")
+            || bytesEqual(errorName, "org.freedesktop.DBus.Error.Timeout")
+            || bytesEqual(errorName, "org.freedesktop.DBus.Error.TimedOut")
+            || bytesEqual(errorName, "org.freedesktop.DBus.Error.Disconnected")
     }
 
     /// Nobody owns logind's name on this bus.

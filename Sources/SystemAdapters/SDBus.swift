@@ -131,6 +131,12 @@ struct BusMessage {
     /// Whether this is an error reply.
     var isError: Bool { sd_bus_message_is_method_error(raw, nil) > 0 }
 
+    /// The error's name, for an error reply.
+    var errorName: [UInt8] {
+        guard let error = sd_bus_message_get_error(raw), let name = error.pointee.name else { return [] }
+        return Syscalls.bytes(ofCString: name, limit: 256)
+    }
+
     /// The boolean properties among `names` in a PropertiesChanged signal
     /// (`sa{sv}as`) for `interface`; other properties are skipped.
     func readChangedBooleans(interface expected: [UInt8], names: [[UInt8]]) -> [(name: [UInt8], value: Bool)] {
@@ -191,6 +197,23 @@ final class BusReply {
     var message: BusMessage? { raw.map { BusMessage(raw: $0) } }
 }
 
+/// The reply to a call sent without waiting (`SystemBus.start`), filled in
+/// while the bus dispatches: several calls can then share one round trip.
+final class PendingReply {
+    fileprivate(set) var answered = false
+    fileprivate var raw: OpaquePointer? = nil
+    fileprivate(set) var errorName: [UInt8] = []
+
+    deinit {
+        if let raw { sd_bus_message_unref(raw) }
+    }
+
+    /// Answered with a method return (not an error, a timeout or no bus).
+    var succeeded: Bool { answered && raw != nil }
+    /// The reply message, when the call succeeded.
+    var message: BusMessage? { raw.map { BusMessage(raw: $0) } }
+}
+
 /// Code run for each matching signal, while `SystemBus.process` dispatches.
 final class BusSignalHandler {
     let body: (BusMessage) -> Void
@@ -243,6 +266,90 @@ final class SystemBus {
             return BusReply(status: status, errorName: name, raw: nil)
         }
         return BusReply(status: status, errorName: name, raw: reply)
+    }
+
+    /// Sends a method call with zero, one or two string arguments without
+    /// waiting; the reply (or the error, or sd-bus's own timeout error) is
+    /// kept in the returned box while `wait` or `process` dispatch. Calls
+    /// sent one after another are answered in order by each destination.
+    func start(destination: [UInt8], path: [UInt8], interface: [UInt8], member: [UInt8],
+               arguments: [[UInt8]] = []) -> PendingReply? {
+        guard let raw else { return nil }
+        let pending = PendingReply()
+        let holder = BusSignalHandler { message in
+            pending.answered = true
+            if message.isError {
+                pending.errorName = message.errorName
+            } else {
+                pending.raw = sd_bus_message_ref(message.raw)
+            }
+        }
+        var slot: OpaquePointer? = nil
+        let userdata = Unmanaged.passUnretained(holder).toOpaque()
+        let callback: sd_bus_message_handler_t = { message, userdata, _ in
+            guard let message, let userdata else { return 0 }
+            Unmanaged<BusSignalHandler>.fromOpaque(userdata).takeUnretainedValue().body(BusMessage(raw: message))
+            return 0
+        }
+        let status = withCStrings(destination, path) { cDestination, cPath in
+            withCStrings(interface, member) { cInterface, cMember -> Int32 in
+                switch arguments.count {
+                case 0:
+                    return la_bus_call_async(raw, &slot, cDestination, cPath, cInterface, cMember, callback, userdata)
+                case 1:
+                    return withCStrings(arguments[0], arguments[0]) { first, _ in
+                        la_bus_call_async_s(raw, &slot, cDestination, cPath, cInterface, cMember, callback, userdata, first)
+                    }
+                default:
+                    return withCStrings(arguments[0], arguments[1]) { first, second in
+                        la_bus_call_async_ss(raw, &slot, cDestination, cPath, cInterface, cMember, callback, userdata, first, second)
+                    }
+                }
+            }
+        }
+        guard status >= 0, let slot else { return nil }
+        slots.append(slot)
+        handlers.append(holder)
+        return pending
+    }
+
+    /// Waits until every reply in `replies` has come (answered, an error or
+    /// timed out), for at most `milliseconds`. False when time ran out or
+    /// the connection failed.
+    func wait(for replies: [PendingReply], milliseconds: Int64) -> Bool {
+        let until = Syscalls.bootTimeNanoseconds() + milliseconds * 1_000_000
+        return wait(until: { replies.allSatisfy { $0.answered } },
+                    remainingMilliseconds: { (until - Syscalls.bootTimeNanoseconds()) / 1_000_000 })
+    }
+
+    /// Like `subscribe`, without waiting for the bus to confirm the match:
+    /// the bus handles a connection's messages in order, so the match is in
+    /// force for everything sent after it. A match the bus refuses closes
+    /// the connection (sd-bus's default), which fails every later call.
+    func subscribeWithoutWaiting(sender: [UInt8], path: [UInt8], interface: [UInt8], member: [UInt8],
+                                 _ handler: BusSignalHandler) -> Bool {
+        guard let raw else { return false }
+        var slot: OpaquePointer? = nil
+        let userdata = Unmanaged.passUnretained(handler).toOpaque()
+        let status = withCStrings(sender, path) { cSender, cPath in
+            withCStrings(interface, member) { cInterface, cMember in
+                sd_bus_match_signal_async(raw, &slot, sender.isEmpty ? nil : cSender, path.isEmpty ? nil : cPath, cInterface, cMember,
+                                          { message, userdata, _ in
+                    guard let message, let userdata else { return 0 }
+                    Unmanaged<BusSignalHandler>.fromOpaque(userdata).takeUnretainedValue().body(BusMessage(raw: message))
+                    return 0
+                }, nil, userdata)
+            }
+        }
+        guard status >= 0, let slot else { return false }
+        slots.append(slot)
+        handlers.append(handler)
+        return true
+    }
+
+    /// Sets how long each later method call may wait for its reply.
+    func setCallTimeout(microseconds: UInt64) {
+        if let raw { _ = sd_bus_set_method_call_timeout(raw, microseconds) }
     }
 
     /// Runs `handler` for every signal `member` of `interface` that `sender`
@@ -359,5 +466,26 @@ final class SystemBus {
             sd_bus_flush_close_unref(raw)
             self.raw = nil
         }
+    }
+}
+
+/// One system bus connection for a prompt, shared by the reader and logind:
+/// one connection set up (and one handshake with the bus) instead of two.
+public final class SharedSystemBus {
+    private var bus: SystemBus? = nil
+    /// fprintd answers in milliseconds; no call may hang the prompt.
+    static let callTimeoutMicroseconds: UInt64 = 5_000_000
+
+    public init() {}
+
+    /// The connection, made on first use.
+    func connection() -> SystemBus? {
+        if bus == nil { bus = SystemBus(callTimeoutMicroseconds: SharedSystemBus.callTimeoutMicroseconds) }
+        return bus
+    }
+
+    func close() {
+        bus?.close()
+        bus = nil
     }
 }

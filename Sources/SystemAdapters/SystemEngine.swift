@@ -36,11 +36,13 @@ public struct RequestFacts {
 public func makeSystemEngine<Conversation: Prompter, Store: StateStore, Log: EventLog>(
     _ options: Options, _ facts: RequestFacts, prompter: Conversation, store: Store, log: Log
 ) -> SystemEngine<Conversation, Store, Log> {
-    Engine(options: options, sensor: FprintdSensor(interruption: facts.channel.map { .channel($0) } ?? (facts.mode == .terminal ? .controlC : .none),
-                                          clock: SystemClock()),
-           verifier: PAMPasscodeVerifier(service: options.passcodeService, tty: facts.tty, remoteHost: facts.remoteHost,
-                                         requestingUser: facts.requestingUser),
-           prompter: prompter, store: store, clock: SystemClock(), log: log, seat: LogindSeat())
+    // The reader and logind share the prompt's one system bus connection.
+    let bus = SharedSystemBus()
+    return Engine(options: options, sensor: FprintdSensor(interruption: facts.channel.map { .channel($0) } ?? (facts.mode == .terminal ? .controlC : .none),
+                                                 clock: SystemClock(), bus: bus),
+                  verifier: PAMPasscodeVerifier(service: options.passcodeService, tty: facts.tty, remoteHost: facts.remoteHost,
+                                                requestingUser: facts.requestingUser),
+                  prompter: prompter, store: store, clock: SystemClock(), log: log, seat: LogindSeat(bus: bus))
 }
 
 public func makeSystemEngine<Conversation: Prompter, Log: EventLog>(

@@ -39,6 +39,11 @@ static inline int la_bus_call_async_s(sd_bus *bus, sd_bus_slot **slot, const cha
                                       void *userdata, const char *argument) {
     return sd_bus_call_method_async(bus, slot, destination, path, interface, member, callback, userdata, "s", argument);
 }
+static inline int la_bus_call_async_ss(sd_bus *bus, sd_bus_slot **slot, const char *destination, const char *path,
+                                       const char *interface, const char *member, sd_bus_message_handler_t callback,
+                                       void *userdata, const char *first, const char *second) {
+    return sd_bus_call_method_async(bus, slot, destination, path, interface, member, callback, userdata, "ss", first, second);
+}
 static inline int la_bus_read_variant_s(sd_bus_message *message, const char **value) {
     return sd_bus_message_read(message, "v", "s", value);
 }
