@@ -112,12 +112,17 @@ $(BUILD)/claimdelay.so: tests/claimdelay.c
 	@mkdir -p $(BUILD)
 	$(CC) -O1 -Wall -Wextra -Werror -shared -fPIC -o $@ $< -lsystemd
 
+# The journal of record writes and syncs, for the power-cut test.
+$(BUILD)/crashlog.so: tests/crashlog.c
+	@mkdir -p $(BUILD)
+	$(CC) -O1 -Wall -Wextra -Werror -shared -fPIC -o $@ $< -ldl
+
 # A misbehaving stand-in for the helper, for the module's client tests.
 $(BUILD)/fakehelper: tests/fakehelper.c
 	@mkdir -p $(BUILD)
 	$(CC) -O1 -Wall -Wextra -Werror -o $@ $<
 
-test-artifacts: module $(BUILD)/pamharness $(BUILD)/claimdelay.so $(BUILD)/fakehelper
+test-artifacts: module $(BUILD)/pamharness $(BUILD)/claimdelay.so $(BUILD)/crashlog.so $(BUILD)/fakehelper
 	swift build
 
 tools: test-artifacts

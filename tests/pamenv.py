@@ -106,7 +106,8 @@ def later_boot_clock(seconds: int) -> list:
 # deliberate change here too. The file holds two copies (slots) of the
 # record; the whole one with the higher generation is current.
 SLOT_SIZE = 2048
-RECORD_SIZE = 2 * SLOT_SIZE # the file
+SYNC_MARK_OFFSET = 2 * SLOT_SIZE   # u64 generation known on disk, then its complement
+RECORD_SIZE = 2 * SLOT_SIZE + 16   # the file
 RECORD_VERSION = 2
 RECORD_MAGIC = b"LOCALAUT"
 OFFSET_VERSION = 8          # u16 version, then u32 slot size at 12
@@ -120,7 +121,6 @@ OFFSET_LAST_FINGERPRINT = 384
 OFFSET_NEXT_SEQUENCE = 392  # u64
 OFFSET_FAILURE_COUNT = 400  # u8
 OFFSET_GENERATION = 1760    # u64: which copy is newer
-OFFSET_FLAGS = 1768         # u8, bit 0: the writer waited for the disk
 OFFSET_CHECKSUM = SLOT_SIZE - 8   # FNV-1a 64 of everything before it
 
 
@@ -150,6 +150,10 @@ def current_slot(data: bytes) -> bytes:
     return data[index * SLOT_SIZE:(index + 1) * SLOT_SIZE]
 
 
+def sync_mark(generation: int) -> bytes:
+    return struct.pack("<QQ", generation, generation ^ 0xFFFFFFFFFFFFFFFF)
+
+
 def reseal_record(data: bytes, patch=None, **fields) -> bytes:
     """A record file whose two slots both hold the current copy with F, P or
     backoff_ms replaced (and any `patch` of {offset: bytes} applied), each
@@ -163,7 +167,7 @@ def reseal_record(data: bytes, patch=None, **fields) -> bytes:
     for offset, value in (patch or {}).items():
         out[offset:offset + len(value)] = value
     struct.pack_into("<Q", out, OFFSET_CHECKSUM, fnv1a64(bytes(out[:OFFSET_CHECKSUM])))
-    return bytes(out) * 2
+    return bytes(out) * 2 + sync_mark(struct.unpack_from("<Q", out, OFFSET_GENERATION)[0])
 
 
 class SeededState:

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from fprint_rig import FprintRig  # noqa: E402
 from pamenv import (HARNESS, MODULE, OFFSET_CHECKSUM, OFFSET_NAME, OFFSET_NAME_LENGTH, OFFSET_UID, PAM_FPRINTD,  # noqa: E402
                     PAM_MATRIX, PAM_MODULE_DIR, PASSWORDS, SLOT_SIZE, PamEnv, current_slot, fnv1a64, prompt_timings,
-                    reseal_record)
+                    reseal_record, sync_mark)
 
 MATCH = "SCAN finger-alice"
 ALICE = PASSWORDS["alice"]
@@ -257,7 +257,7 @@ def populate_records(pam, count):
         slot[OFFSET_NAME:OFFSET_NAME + 255] = name + bytes(255 - len(name))
         struct.pack_into("<Q", slot, OFFSET_CHECKSUM, fnv1a64(bytes(slot[:OFFSET_CHECKSUM])))
         path = pam.state / f"{uid}.rec"
-        path.write_bytes(bytes(slot) + bytes(SLOT_SIZE))
+        path.write_bytes(bytes(slot) + bytes(SLOT_SIZE) + sync_mark(struct.unpack_from("<Q", slot, 1760)[0]))
         os.chmod(path, 0o600)
 
 

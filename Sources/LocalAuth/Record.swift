@@ -146,9 +146,13 @@ public enum RecordDamage: Equatable, Sendable {
 
 /// The on-disk layout of one copy of the record (a slot). All integers little-endian.
 public enum RecordFormat {
-    /// The size of one slot; the file holds two (`fileSize`).
+    /// The size of one slot; the file holds two, then the sync mark.
     public static let size = 2048
-    public static let fileSize = 2 * size
+    /// After the slots: the generation last seen on disk, written only
+    /// after its `fdatasync` returned (8 bytes), and its complement.
+    public static let syncMarkOffset = 2 * size
+    public static let syncMarkSize = 16
+    public static let fileSize = 2 * size + syncMarkSize
     public static let version: UInt16 = 2
     /// The single-slot file of earlier releases: read, and rewritten in the
     /// two-slot layout on its first change.
@@ -179,15 +183,12 @@ public enum RecordFormat {
     /// After the last unlock: the boot-clock times of the last passcode and
     /// the last match (zero in older records: "at the start of that boot").
     static let successClockOffset = 1728
-    /// Which copy is newer, and whether it was synced to disk when written
-    /// (bit 0 of the flags): what the next write in place needs to know.
+    /// Which copy is newer.
     static let generationOffset = 1760
-    static let flagsOffset = 1768
     static let checksumOffset = size - 8
 
-    /// One slot holding `record`, numbered `generation`; `synced` says the
-    /// writer waits for the disk before it goes on.
-    public static func encode(_ record: StateRecord, generation: UInt64 = 1, synced: Bool = true) -> [UInt8] {
+    /// One slot holding `record`, numbered `generation`.
+    public static func encode(_ record: StateRecord, generation: UInt64 = 1) -> [UInt8] {
         var writer = ByteWriter(size: size)
         writer.put(literalBytes(magic), at: 0)
         writer.putInteger(UInt64(version), bytes: 2, at: 8)
@@ -239,17 +240,31 @@ public enum RecordFormat {
         writer.putInteger(UInt64(bitPattern: record.lastFingerprintSuccessBootNanoseconds), bytes: 8, at: successClockOffset + 8)
         writer.put(record.lastFingerprintSuccessBootID, at: successClockOffset + 16)
         writer.putInteger(generation, bytes: 8, at: generationOffset)
-        writer.putInteger(synced ? 1 : 0, bytes: 1, at: flagsOffset)
         writer.putInteger(checksum(writer.bytes[0..<checksumOffset]), bytes: 8, at: checksumOffset)
         return writer.bytes
     }
 
     /// What a slot's header says, when the slot is whole: its number and
-    /// whether its writer synced it. Nothing about whose record it is.
+    /// format. Nothing about whose record it is.
     public struct SlotHeader: Equatable {
         public var generation: UInt64
-        public var synced: Bool
         public var version: UInt16
+    }
+
+    /// The sync mark for `generation`.
+    public static func syncMark(_ generation: UInt64) -> [UInt8] {
+        var writer = ByteWriter(size: syncMarkSize)
+        writer.putInteger(generation, bytes: 8, at: 0)
+        writer.putInteger(~generation, bytes: 8, at: 8)
+        return writer.bytes
+    }
+
+    /// The generation a sync mark names; nil for a cut or damaged one.
+    public static func syncedGeneration(_ mark: [UInt8]) -> UInt64? {
+        guard mark.count == syncMarkSize else { return nil }
+        let reader = ByteReader(bytes: mark)
+        let generation = reader.integer(at: 0, bytes: 8)
+        return reader.integer(at: 8, bytes: 8) == ~generation ? generation : nil
     }
 
     /// Checks a slot's magic, version, size and checksum.
@@ -264,10 +279,9 @@ public enum RecordFormat {
         guard reader.integer(at: checksumOffset, bytes: 8) == checksum(bytes[0..<checksumOffset]) else {
             return .failure(RecordDamageError(.badChecksum))
         }
-        // Version 1 had no slots: its one copy was always synced.
-        guard stored == version else { return .success(SlotHeader(generation: 0, synced: true, version: stored)) }
-        return .success(SlotHeader(generation: reader.integer(at: generationOffset, bytes: 8),
-                                   synced: reader.integer(at: flagsOffset, bytes: 1) & 1 != 0, version: stored))
+        // Version 1 had no slots and no generation.
+        guard stored == version else { return .success(SlotHeader(generation: 0, version: stored)) }
+        return .success(SlotHeader(generation: reader.integer(at: generationOffset, bytes: 8), version: stored))
     }
 
     /// Decodes a slot and checks that it belongs to `uid` and `userName`.

@@ -1,6 +1,7 @@
-// The record file's two slots (docs/DESIGN.md, "The state store"): which
-// copy is current, and which one the next write in place may overwrite, so
-// that a write cut short at any byte leaves a whole copy behind.
+// The record file's two slots and its sync mark (docs/DESIGN.md, "The
+// state store"): which copy is current, and which one the next write in
+// place may overwrite, so that a write cut short at any byte leaves a whole
+// copy at least as new as the last one known to be on disk.
 
 /// What a record file holds: the current copy (the whole slot with the
 /// highest generation) and where the next write goes.
@@ -9,6 +10,8 @@ public struct RecordSlots: Equatable {
     public var current: Int?
     /// The current slot's header.
     public var header: RecordFormat.SlotHeader?
+    /// The generation the sync mark names: known to be on disk.
+    public var syncedGeneration: UInt64? = nil
     /// Why no slot is whole: the damage found in the first one.
     public var damage: RecordDamage?
     /// A one-slot file of an earlier release: the next change rewrites the
@@ -41,7 +44,9 @@ public struct RecordSlots: Equatable {
             }
         }
         guard let best else { return RecordSlots(current: nil, header: nil, damage: firstDamage, isLegacy: false) }
-        return RecordSlots(current: best.index, header: best.header, damage: nil, isLegacy: false)
+        let mark = Array(file[RecordFormat.syncMarkOffset..<(RecordFormat.syncMarkOffset + RecordFormat.syncMarkSize)])
+        return RecordSlots(current: best.index, header: best.header, syncedGeneration: RecordFormat.syncedGeneration(mark),
+                           damage: nil, isLegacy: false)
     }
 
     /// The bytes of slot `index` of a two-slot file.
@@ -50,18 +55,20 @@ public struct RecordSlots: Equatable {
     }
 
     /// The slot the next write in place overwrites. Never the newest copy
-    /// that is known to be on disk: after a synced write the other slot;
-    /// after one that was not synced, that same slot again, so the synced
-    /// copy before it stays whole whatever reaches the disk.
+    /// known to be on disk: when the sync mark names the current copy, the
+    /// other slot; otherwise (a write that did not wait for the disk, a
+    /// sync that failed, a writer killed before its sync returned) the
+    /// current slot again, so the copy on disk before it stays whole.
     public var nextSlot: Int {
         guard let current, let header else { return 0 }
-        return header.synced ? 1 - current : current
+        return syncedGeneration == header.generation ? 1 - current : current
     }
 
     public var nextGeneration: UInt64 { (header?.generation ?? 0) &+ 1 }
 
-    /// A new two-slot file holding `record` in its first slot (synced).
+    /// A new file holding `record` in its first slot; it is written whole
+    /// and synced before its name appears, so its mark names that copy.
     public static func newFile(_ record: StateRecord) -> [UInt8] {
-        RecordFormat.encode(record, generation: 1, synced: true) + [UInt8](repeating: 0, count: RecordFormat.size)
+        RecordFormat.encode(record, generation: 1) + [UInt8](repeating: 0, count: RecordFormat.size) + RecordFormat.syncMark(1)
     }
 }

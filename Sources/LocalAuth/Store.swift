@@ -152,8 +152,12 @@ public struct FileStateStore: StateStore {
         guard let changed = record, changed != stored || status != .loaded else { return }
         if status == .loaded, let previous = stored, let fd = found.fd, let slots = found.slots, found.writableInPlace {
             let durable = changed.mustBeDurable(replacing: previous)
-            let bytes = RecordFormat.encode(changed, generation: slots.nextGeneration, synced: durable)
-            try writeInPlace(fd, bytes, at: slots.nextSlot * RecordFormat.size, durable: durable)
+            let generation = slots.nextGeneration
+            try writeInPlace(fd, RecordFormat.encode(changed, generation: generation), at: slots.nextSlot * RecordFormat.size,
+                             durable: durable)
+            // Only now is this copy known to be on disk; the mark itself
+            // need not wait (lost, the next write just stays in this slot).
+            if durable { _ = try? writeInPlace(fd, RecordFormat.syncMark(generation), at: RecordFormat.syncMarkOffset, durable: false) }
         } else {
             try write(RecordSlots.newFile(changed), directory: directory, to: names.record, through: names.temporary)
         }

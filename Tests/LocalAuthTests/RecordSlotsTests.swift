@@ -5,15 +5,22 @@ import XCTest
 import LocalAuth
 
 final class RecordSlotsTests: XCTestCase {
-    /// One change as the store makes it: the next slot and generation, synced
-    /// when it must be durable. Returns the new file and where the slot went.
+    /// One change as the store makes it: the next slot and generation, and
+    /// after a durable one (its sync returned) the sync mark. Returns the
+    /// new file and where the slot went.
     func written(_ file: [UInt8], _ record: StateRecord, durable: Bool) -> (file: [UInt8], offset: Int, slot: [UInt8]) {
         let slots = RecordSlots.read(file)
-        let slot = RecordFormat.encode(record, generation: slots.nextGeneration, synced: durable)
+        let slot = RecordFormat.encode(record, generation: slots.nextGeneration)
         var next = file
         let offset = slots.nextSlot * RecordFormat.size
         for index in 0..<slot.count { next[offset + index] = slot[index] }
+        if durable { mark(&next, slots.nextGeneration) }
         return (next, offset, slot)
+    }
+
+    func mark(_ file: inout [UInt8], _ generation: UInt64) {
+        let mark = RecordFormat.syncMark(generation)
+        for index in 0..<mark.count { file[RecordFormat.syncMarkOffset + index] = mark[index] }
     }
 
     /// The changes of a day: charges wait for the disk, the rest do not.
@@ -99,21 +106,40 @@ final class RecordSlotsTests: XCTestCase {
         XCTAssertEqual(placed, [1, 0, 0, 0, 1])
     }
 
+    /// A charge whose sync failed (or whose writer was killed before its
+    /// sync returned) left no mark: the next write goes over it, never over
+    /// the copy on disk.
+    func testAWriteWhoseSyncDidNotReturnIsWrittenOverNext() {
+        var file = RecordSlots.newFile(storedRecord())
+        file = written(file, storedRecord(f: 1), durable: true).file      // slot 1, generation 2, marked
+        file = written(file, storedRecord(f: 2), durable: false).file     // slot 0, its sync never returned
+        XCTAssertEqual(RecordSlots.read(file).current, 0)
+        XCTAssertEqual(RecordSlots.read(file).syncedGeneration, 2)
+        XCTAssertEqual(RecordSlots.read(file).nextSlot, 0, "slot 1 is the copy on disk")
+        var cut = file
+        for index in (RecordFormat.syncMarkOffset + 3)..<(RecordFormat.syncMarkOffset + 16) { cut[index] = 0xFF }
+        XCTAssertNil(RecordSlots.read(cut).syncedGeneration, "a cut mark names nothing")
+        XCTAssertEqual(RecordSlots.read(cut).nextSlot, 0)
+    }
+
     func testNoWholeSlotIsDamage() {
         var file = RecordSlots.newFile(storedRecord())
         file[100] ^= 1
         XCTAssertNil(RecordSlots.read(file).current)
         XCTAssertEqual(RecordSlots.read(file).damage, .badChecksum)
-        XCTAssertEqual(RecordSlots.read(Array(file.prefix(3000))).damage, .wrongSize)
+        XCTAssertEqual(RecordSlots.read(Array(file.prefix(4096))).damage, .wrongSize)
         XCTAssertEqual(RecordSlots.read([UInt8](repeating: 0, count: RecordFormat.fileSize)).damage, .badMagic)
     }
 
     func testTheHigherGenerationWinsAndAOneSlotFileIsLegacy() {
         let older = RecordFormat.encode(storedRecord(f: 1), generation: 7)
         let newer = RecordFormat.encode(storedRecord(f: 2), generation: 8)
-        XCTAssertEqual(RecordSlots.read(newer + older).current, 0)
-        XCTAssertEqual(RecordSlots.read(older + newer).current, 1)
-        XCTAssertEqual(RecordSlots.read(older + newer).nextGeneration, 9)
+        let mark = RecordFormat.syncMark(8)
+        XCTAssertEqual(RecordSlots.read(newer + older + mark).current, 0)
+        XCTAssertEqual(RecordSlots.read(older + newer + mark).current, 1)
+        XCTAssertEqual(RecordSlots.read(older + newer + mark).nextGeneration, 9)
+        XCTAssertEqual(RecordSlots.read(older + newer + mark).nextSlot, 0)
+        XCTAssertNil(RecordSlots.read(older + newer).current, "no room for the mark: wrong size")
         // A version 1 file has one copy; version 2 needs two.
         var legacy = RecordFormat.encode(storedRecord(f: 3))
         legacy[8] = 1
@@ -123,7 +149,7 @@ final class RecordSlotsTests: XCTestCase {
         XCTAssertEqual(slots.current, 0)
         XCTAssertEqual(try? RecordFormat.decode(legacy, uid: alice.uid, userName: alice.name).get().fingerprintFailures, 3)
         XCTAssertNil(RecordSlots.read(newer).current, "a version 2 slot alone is no file")
-        XCTAssertNil(RecordSlots.read(legacy + legacy).current, "version 1 slots in a two-slot file")
+        XCTAssertNil(RecordSlots.read(legacy + legacy + mark).current, "version 1 slots in a two-slot file")
     }
 }
 

@@ -9,7 +9,7 @@
 //         is never refused by R9 and P can grow to any count (3200 in the
 //         concurrency test) while every charge still goes through the
 //         ledger's check-and-charge transaction and the store's
-//         lock/read/write/fsync/rename path.
+//         lock, read, write in place and fdatasync path.
 //       fingerprint: lockout is set to its maximum (20); a charge refused by
 //         the limit is a failure of this command.
 //       --progress: prints "charged N" on stdout after each durable charge
