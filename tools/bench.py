@@ -316,6 +316,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-n", type=int, default=30, help="measured runs per side (default 30)")
     parser.add_argument("--warmup", type=int, default=3, help="unmeasured rounds first (default 3)")
+    parser.add_argument("--match-n", type=int, default=150,
+                        help="measured matches per side (default 150: the rig's own time varies run to run)")
     parser.add_argument("--write", type=Path, help="put the report into this Markdown file between its markers")
     parser.add_argument("--quick", action="store_true", help="skip the 100 000-record and callgrind rows")
     opts = parser.parse_args()
@@ -335,14 +337,14 @@ def main():
         write_services(pam, faillock_dir)
         n, warmup = opts.n, opts.warmup
         out(f"Measured {time.strftime('%Y-%m-%d')} on {machine()}; state directory on {state_fs[0]} "
-            f"({state_fs[1]}); N={n} per side after {warmup} warm-up rounds. Command: `make bench` "
-            f"(tools/bench.py -n {n}).")
+            f"({state_fs[1]}); N={n} per side after {warmup} warm-up rounds ({opts.match_n} for a match). "
+            f"Command: `make bench` (tools/bench.py -n {n} --match-n {opts.match_n}).")
         out()
         with FprintRig() as rig:
             rig.enroll("alice")
             pam.password_entered("alice", rig)  # the finger is enough from here (a password this boot)
             whole = {}
-            fp = interleaved(n, warmup, [
+            fp = interleaved(opts.match_n, warmup, [
                 ("ours", lambda: fingerprint_once(pam, rig, "bench-ours", whole)),
                 ("ref", lambda: fingerprint_once(pam, rig, "bench-fprintd", whole)),
             ])
@@ -414,8 +416,10 @@ def main():
     table_header()
     ratios["match"] = ratio_row("fingerprint match, `pam_authenticate`", fp["ours"], fp["ref"],
                                 "pam_fprintd.so (libpam-fprintd)")
-    ratio_row("fingerprint match, whole client process", whole["bench-ours"][-n:], whole["bench-fprintd"][-n:],
-              "pam_fprintd.so, same client")
+    ratio_row("fingerprint match, whole client process", whole["bench-ours"][-opts.match_n:],
+              whole["bench-fprintd"][-opts.match_n:], "pam_fprintd.so, same client")
+    batches = [statistics.median(fp["ours"][i:i + 30]) / statistics.median(fp["ref"][i:i + 30])
+               for i in range(0, len(fp["ours"]) - 29, 30)]
     ratios["password"] = ratio_row("correct password (durable)", right["ours"], right["ref"],
                                    "pam_faillock ×3 + pam_matrix (no fsync)")
     ratios["password-nosync"] = ratio_row("correct password, benchmark build without sync", right["nosync"],
@@ -425,6 +429,10 @@ def main():
               "pam_faillock ×3 + pam_matrix")
     durability = statistics.median(right["ours"]) - statistics.median(right["nosync"])
     out()
+    if batches:
+        out(f"The match ratio in consecutive batches of 30: {', '.join(f'{b:.2f}×' for b in batches)}: the rig's own "
+            f"time (fprintd, the virtual device, the feeder) varies from batch to batch far more than either module.")
+        out()
     out(f"The price of durability (correct password, ours minus the build without sync): "
         f"{durability / 1000:.3f} ms; wrong password: "
         f"{(statistics.median(wrong['ours']) - statistics.median(wrong['nosync'])) / 1000:.3f} ms. "

@@ -240,7 +240,7 @@ public enum RecordFormat {
         writer.putInteger(UInt64(bitPattern: record.lastFingerprintSuccessBootNanoseconds), bytes: 8, at: successClockOffset + 8)
         writer.put(record.lastFingerprintSuccessBootID, at: successClockOffset + 16)
         writer.putInteger(generation, bytes: 8, at: generationOffset)
-        writer.putInteger(checksum(writer.bytes[0..<checksumOffset]), bytes: 8, at: checksumOffset)
+        writer.putInteger(checksum(writer.bytes, from: 0), bytes: 8, at: checksumOffset)
         return writer.bytes
     }
 
@@ -270,18 +270,24 @@ public enum RecordFormat {
     /// Checks a slot's magic, version, size and checksum.
     public static func header(_ bytes: [UInt8]) -> Result<SlotHeader, RecordDamageError> {
         guard bytes.count == size else { return .failure(RecordDamageError(.wrongSize)) }
-        guard bytesEqual(bytes[0..<8], magic) else { return .failure(RecordDamageError(.badMagic)) }
-        let reader = ByteReader(bytes: bytes)
-        let stored = UInt16(truncatingIfNeeded: reader.integer(at: 8, bytes: 2))
-        guard stored == version || stored == legacyVersion, reader.integer(at: 12, bytes: 4) == UInt64(size) else {
+        return header(bytes, at: 0)
+    }
+
+    /// The same for the slot at `offset` of a whole file, read in place.
+    static func header(_ file: [UInt8], at offset: Int) -> Result<SlotHeader, RecordDamageError> {
+        guard file.count >= offset + size else { return .failure(RecordDamageError(.wrongSize)) }
+        guard bytesEqual(file[offset..<(offset + 8)], magic) else { return .failure(RecordDamageError(.badMagic)) }
+        let reader = ByteReader(bytes: file)
+        let stored = UInt16(truncatingIfNeeded: reader.integer(at: offset + 8, bytes: 2))
+        guard stored == version || stored == legacyVersion, reader.integer(at: offset + 12, bytes: 4) == UInt64(size) else {
             return .failure(RecordDamageError(.unsupportedVersion))
         }
-        guard reader.integer(at: checksumOffset, bytes: 8) == checksum(bytes[0..<checksumOffset]) else {
+        guard reader.integer(at: offset + checksumOffset, bytes: 8) == checksum(file, from: offset) else {
             return .failure(RecordDamageError(.badChecksum))
         }
         // Version 1 had no slots and no generation.
         guard stored == version else { return .success(SlotHeader(generation: 0, version: stored)) }
-        return .success(SlotHeader(generation: reader.integer(at: generationOffset, bytes: 8), version: stored))
+        return .success(SlotHeader(generation: reader.integer(at: offset + generationOffset, bytes: 8), version: stored))
     }
 
     /// Decodes a slot and checks that it belongs to `uid` and `userName`.
@@ -351,14 +357,18 @@ public enum RecordFormat {
         return .success(record)
     }
 
-    /// FNV-1a, 64 bit: detects torn or damaged records.
-    static func checksum(_ bytes: ArraySlice<UInt8>) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01B3
+    /// FNV-1a, 64 bit, of the slot at `offset` up to its checksum: detects
+    /// torn or damaged records. Read through a buffer pointer: it runs over
+    /// both slots at every read.
+    static func checksum(_ bytes: [UInt8], from offset: Int) -> UInt64 {
+        bytes.withUnsafeBufferPointer { buffer -> UInt64 in
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for index in offset..<(offset + checksumOffset) {
+                hash ^= UInt64(buffer[index])
+                hash = hash &* 0x0000_0100_0000_01B3
+            }
+            return hash
         }
-        return hash
     }
 }
 

@@ -34,7 +34,7 @@ public struct RecordSlots: Equatable {
         var best: (index: Int, header: RecordFormat.SlotHeader)? = nil
         var firstDamage: RecordDamage? = nil
         for index in 0..<2 {
-            switch RecordFormat.header(slot(file, index)) {
+            switch RecordFormat.header(file, at: index * RecordFormat.size) {
             case .success(let header) where header.version == RecordFormat.version:
                 if best == nil || header.generation > best!.header.generation { best = (index, header) }
             case .success:
