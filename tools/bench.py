@@ -22,6 +22,7 @@ import argparse
 import os
 import platform
 import re
+import shlex
 import shutil
 import statistics
 import struct
@@ -34,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from fprint_rig import FprintRig  # noqa: E402
-from pamenv import (HARNESS, MODULE, OFFSET_CHECKSUM, OFFSET_NAME, OFFSET_NAME_LENGTH, OFFSET_UID, PAM_FPRINTD,  # noqa: E402
+from pamenv import (HARNESS, MODULE, OFFSET_CHECKSUM, parse_run, OFFSET_NAME, OFFSET_NAME_LENGTH, OFFSET_UID, PAM_FPRINTD,  # noqa: E402
                     PAM_MATRIX, PAM_MODULE_DIR, PASSWORDS, SLOT_SIZE, PamEnv, current_slot, fnv1a64, prompt_timings,
                     reseal_record, sync_mark)
 
@@ -95,10 +96,31 @@ def write_services(pam, faillock_dir):
 
 # ---------------------------------------------------------------- one run of each kind
 
-def timed_run(pam, service, answers, env, wrapper=()):
+def run_harness(pam, service, answers, env, wrapper=(), latency=True, timeout=60, unwrapped=False):
+    """One harness run. `unwrapped`: libpam reads a private /etc/pam.d (a
+    mount namespace binds the world's service directory there; the host's
+    /etc is untouched) instead of going through pam_wrapper, which copies
+    every service file at each pam_start. Our module starts a second PAM
+    transaction for the password, so under pam_wrapper it would pay that
+    copy inside the measured call and the reference would not."""
+    if not unwrapped:
+        return pam.run(service, "alice", answers, env=env, latency=latency, wrapper=wrapper, timeout=timeout)
+    argv = list(wrapper) + pam.harness_args(service, "alice", answers, latency=latency)
+    script = (f"mount --make-rprivate / && mount --bind {shlex.quote(str(pam.services))} /etc/pam.d && exec "
+              + " ".join(shlex.quote(a) for a in argv))
+    environment = pam.env(env)
+    environment["LD_PRELOAD"] = "libnss_wrapper.so"
+    environment.pop("PAM_WRAPPER", None)
+    environment.pop("PAM_WRAPPER_SERVICE_DIR", None)
+    proc = subprocess.run(["unshare", "--mount", "bash", "-c", script], env=environment, capture_output=True, text=True,
+                          timeout=timeout)
+    return parse_run(proc.stdout, proc.stderr)
+
+
+def timed_run(pam, service, answers, env, wrapper=(), unwrapped=False):
     """One harness run; -> (in-call microseconds, whole-process microseconds, Run)."""
     start = time.perf_counter()
-    run = pam.run(service, "alice", answers, env=env, latency=True, wrapper=wrapper)
+    run = run_harness(pam, service, answers, env, wrapper=wrapper, unwrapped=unwrapped)
     whole = (time.perf_counter() - start) * 1e6
     if run.elapsed_us is None:
         raise BenchError(f"{service}: no elapsed_us in output:\n{run.stdout}{run.stderr}")
@@ -121,7 +143,7 @@ def fingerprint_once(pam, rig, service, whole=None):
 def password_once(pam, service, env, answer=ALICE, expect_success=True, reset=None):
     if reset:
         reset()
-    elapsed, _, run = timed_run(pam, service, [answer], env)
+    elapsed, _, run = timed_run(pam, service, [answer], env, unwrapped=True)
     if (run.code == 0) != expect_success or len(run.prompts()) != 1:
         raise BenchError(f"{service}: unexpected result: code {run.code}, messages {run.messages}")
     return elapsed
@@ -192,12 +214,13 @@ def load_once(module, cold):
 
 
 def callgrind_instructions(pam, service, answers, env, rig=None):
-    """Instructions (Ir) of one whole harness process under callgrind."""
+    """Instructions (Ir) of one whole harness process under callgrind (a
+    password unwrapped, as it is timed)."""
     log = pam.base / f"callgrind-{service}.log"
     wrapper = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", f"--log-file={log}"]
     if rig:
         rig.feed([MATCH])
-    run = pam.run(service, "alice", answers, env=env, wrapper=wrapper, timeout=300)
+    run = run_harness(pam, service, answers, env, wrapper=wrapper, latency=False, timeout=300, unwrapped=rig is None)
     if rig:
         rig.feed_wait(timeout=60)
         rig.wait_until_claimable()
@@ -280,7 +303,7 @@ def breakdown(pam, service, answers, env, rig=None):
     wrapper = ["strace", "-f", "-T", "-yy", "-qq", "-o", str(trace)]
     if rig:
         rig.feed([MATCH])
-    run = pam.run(service, "alice", answers, env=env, wrapper=wrapper, latency=True)
+    run = run_harness(pam, service, answers, env, wrapper=wrapper, unwrapped=rig is None)
     if rig:
         rig.feed_wait(timeout=30)
         rig.wait_until_claimable()

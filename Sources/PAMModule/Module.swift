@@ -26,10 +26,10 @@ public func localauthAuthenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc
     // state nor read the passwords: the setuid helper evaluates for them.
     if Syscalls.effectiveUserID() != 0 { return authenticateThroughHelper(handle, options: options, flags: flags, log: log) }
 
-    let scope: ScopeDecision, userName: [UInt8], target: (uid: UInt32, name: [UInt8])?
+    let scope: ScopeDecision, userName: [UInt8], target: (uid: UInt32, name: [UInt8])?, session: CallerSession
     switch callScope(handle, options: options, log: &log) {
     case .decided(let end): return end
-    case .acting(let decision, let name, let found): (scope, userName, target) = (decision, name, found)
+    case .acting(let decision, let name, let found, let caller): (scope, userName, target, session) = (decision, name, found, caller)
     }
     let service = handle.service
     let tty = handle.tty
@@ -43,7 +43,7 @@ public func localauthAuthenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc
     let mode = options.mode ?? ((Syscalls.isControllingTerminal(tty) && Syscalls.threadCount() == 1) ? .terminal : .prompt)
     var request = Request(scope: scope, userName: userName, user: user, service: service, tty: tty, remoteHost: remoteHost,
                           mode: mode, silent: flags & PAMValue.silentFlag != 0)
-    request.session = LogindSession.callerSession()
+    request.session = session.name
     var engine = makeSystemEngine(options, RequestFacts(mode: mode, tty: tty, remoteHost: remoteHost, requestingUser: requestingUser),
                                   prompter: PAMPrompter(handle: handle), log: log)
     let passcode = SecretBuffer()
@@ -63,7 +63,7 @@ func authenticateThroughHelper(_ handle: PAMHandle, options: Options, flags: Int
     let userName: [UInt8]
     switch callScope(handle, options: options, log: &log) {
     case .decided(let end): return end
-    case .acting(let scope, let name, _):
+    case .acting(let scope, let name, _, _):
         // Not root: an unknown name is out of scope already (R1).
         guard scope == .inScope else { return PAMCode.ignore.rawValue }
         userName = name
@@ -113,8 +113,9 @@ func authenticateThroughHelper(_ handle: PAMHandle, options: Options, flags: Int
 enum CallScope {
     /// Nothing more to do: the PAM code to return (no user, out of scope).
     case decided(Int32)
-    /// The module acts: the decision, the target as PAM named it, the account if it exists.
-    case acting(ScopeDecision, [UInt8], (uid: UInt32, name: [UInt8])?)
+    /// The module acts: the decision, the target as PAM named it, the
+    /// account if it exists, and the caller's logind session.
+    case acting(ScopeDecision, [UInt8], (uid: UInt32, name: [UInt8])?, CallerSession)
 }
 
 func callScope(_ handle: PAMHandle, options: Options, log: inout PAMLog) -> CallScope {
@@ -125,15 +126,16 @@ func callScope(_ handle: PAMHandle, options: Options, log: inout PAMLog) -> Call
     case .failed(let code): return .decided(code.rawValue)
     }
     let target = Syscalls.lookupUser(userName)
+    let session = LogindSession.caller()
     let facts = ScopeFacts(service: service, callerUID: Syscalls.realUserID(), targetUID: target?.uid, targetName: userName,
                            requestingUser: handle.requestingUser, remoteHost: handle.remoteHost,
-                           localHostName: Syscalls.hostName(), sessionIsRemote: LogindSession.callerIsRemote())
+                           localHostName: Syscalls.hostName(), sessionIsRemote: session.isRemote)
     let scope = Scope.decide(facts, options: options)
     if case .outOfScope = scope {
         log.log(.debug, "out of scope for service \(printableText(service)); ignoring")
         return .decided(PAMCode.ignore.rawValue)
     }
-    return .acting(scope, userName, target)
+    return .acting(scope, userName, target, session)
 }
 
 /// What the stack line may tell the helper: presentation only.

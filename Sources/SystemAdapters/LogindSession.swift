@@ -3,7 +3,25 @@
 import CSystemLibraries
 import LocalAuth
 
+/// The caller's logind session, read once for a call: its name (empty
+/// without one) and whether logind calls it remote (nil: no logind, no
+/// session).
+public struct CallerSession {
+    public var name: [UInt8]
+    public var isRemote: Bool?
+}
+
 public enum LogindSession {
+    /// The caller's session and its remoteness from one lookup of the
+    /// process's cgroup.
+    public static func caller() -> CallerSession {
+        var session: UnsafeMutablePointer<CChar>? = nil
+        guard sd_pid_get_session(0, &session) >= 0, let name = session else { return CallerSession(name: [], isRemote: nil) }
+        defer { Syscalls.release(name) }
+        let remote = sd_session_is_remote(name)
+        return CallerSession(name: Syscalls.bytes(ofCString: name, limit: 64), isRemote: remote < 0 ? nil : remote > 0)
+    }
+
     /// True when logind calls the caller's session remote; nil when there is
     /// no logind or the caller has no session (R1).
     public static func callerIsRemote() -> Bool? {

@@ -473,6 +473,9 @@ final class SystemBus {
 /// one connection set up (and one handshake with the bus) instead of two.
 public final class SharedSystemBus {
     private var bus: SystemBus? = nil
+    /// A connection that could not be made is not tried again in this
+    /// prompt (there is no bus, or no room on it).
+    private var unreachable = false
     /// fprintd answers in milliseconds; no call may hang the prompt.
     static let callTimeoutMicroseconds: UInt64 = 5_000_000
 
@@ -480,12 +483,17 @@ public final class SharedSystemBus {
 
     /// The connection, made on first use.
     func connection() -> SystemBus? {
-        if bus == nil { bus = SystemBus(callTimeoutMicroseconds: SharedSystemBus.callTimeoutMicroseconds) }
+        if bus == nil && !unreachable {
+            bus = SystemBus(callTimeoutMicroseconds: SharedSystemBus.callTimeoutMicroseconds)
+            unreachable = bus == nil
+        }
         return bus
     }
 
+    /// Ends the prompt's connection; a later prompt connects anew.
     func close() {
         bus?.close()
         bus = nil
+        unreachable = false
     }
 }
