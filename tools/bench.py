@@ -312,12 +312,20 @@ def breakdown(pam, service, answers, env, rig=None):
     totals = {name: [0, 0.0] for name, _ in CATEGORIES}
     totals["other"] = [0, 0.0]
     waits = []
+    bus_sockets = set()   # descriptors connected to the bus: strace names the path only at connect
     for line in trace.read_text().splitlines():
         match = re.search(r"<(\d+\.\d+)>$", line)
         if not match:
             continue
         seconds = float(match.group(1))
-        name = next((n for n, test in CATEGORIES if test(line, pam.state, pam.conf)), "other")
+        call = re.match(r"^\d+\s+(\w+)\((\d+)?", line)
+        fd = call.group(2) if call else None
+        if call and call.group(1) == "connect" and ("system_bus_socket" in line or "no-system-bus" in line):
+            bus_sockets.add(fd)
+        name = "D-Bus (fprintd, logind)" if fd in bus_sockets else next(
+            (n for n, test in CATEGORIES if test(line, pam.state, pam.conf)), "other")
+        if call and call.group(1) == "close":
+            bus_sockets.discard(fd)
         totals[name][0] += 1
         totals[name][1] += seconds
         call = re.sub(r"^\d+\s+", "", line).split("(")[0]
