@@ -322,10 +322,13 @@ final class SystemBus {
                     remainingMilliseconds: { (until - Syscalls.bootTimeNanoseconds()) / 1_000_000 })
     }
 
-    /// Like `subscribe`, without waiting for the bus to confirm the match:
-    /// the bus handles a connection's messages in order, so the match is in
-    /// force for everything sent after it. A match the bus refuses closes
-    /// the connection (sd-bus's default), which fails every later call.
+    /// Runs `handler` for every signal `member` of `interface` that `sender`
+    /// sends from `path` (an empty path or sender: any), without waiting
+    /// for the bus to confirm the match: the bus handles a connection's
+    /// messages in order, so the match is in force for everything sent
+    /// after it. A match the bus refuses closes the connection (sd-bus's
+    /// default), which fails every later call. False when the match cannot
+    /// be sent.
     func subscribeWithoutWaiting(sender: [UInt8], path: [UInt8], interface: [UInt8], member: [UInt8],
                                  _ handler: BusSignalHandler) -> Bool {
         guard let raw else { return false }
@@ -350,29 +353,6 @@ final class SystemBus {
     /// Sets how long each later method call may wait for its reply.
     func setCallTimeout(microseconds: UInt64) {
         if let raw { _ = sd_bus_set_method_call_timeout(raw, microseconds) }
-    }
-
-    /// Runs `handler` for every signal `member` of `interface` that `sender`
-    /// sends from `path` (an empty path or sender: any). False when the
-    /// match cannot be added.
-    func subscribe(sender: [UInt8], path: [UInt8], interface: [UInt8], member: [UInt8], _ handler: BusSignalHandler) -> Bool {
-        guard let raw else { return false }
-        var slot: OpaquePointer? = nil
-        let userdata = Unmanaged.passUnretained(handler).toOpaque()
-        let status = withCStrings(sender, path) { cSender, cPath in
-            withCStrings(interface, member) { cInterface, cMember in
-                sd_bus_match_signal(raw, &slot, sender.isEmpty ? nil : cSender, path.isEmpty ? nil : cPath, cInterface, cMember,
-                                    { message, userdata, _ in
-                    guard let message, let userdata else { return 0 }
-                    Unmanaged<BusSignalHandler>.fromOpaque(userdata).takeUnretainedValue().body(BusMessage(raw: message))
-                    return 0
-                }, userdata)
-            }
-        }
-        guard status >= 0, let slot else { return false }
-        slots.append(slot)
-        handlers.append(handler)
-        return true
     }
 
     /// Builds a method call with no argument or one string argument, to be
