@@ -146,3 +146,27 @@ def test_a_sync_that_failed_never_lets_the_next_write_go_over_the_copy_on_disk(p
     images, _, final = replay(initial, entries)
     assert images > 1000
     assert pam.record_path().read_bytes() == final
+
+
+def test_a_lost_mark_never_lets_the_next_write_go_over_the_newest_copy(pam, tmp_path):
+    """A writer killed between its sync and its mark (or a power cut that
+    took the mark, which is never synced) leaves the newest copy on disk and
+    the mark naming the one before: the next prompt syncs, marks the newest
+    copy and only then writes over the older one."""
+    pam.write_owner_stack(args="passcode_backoff=1000:1s")
+    assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
+    before = pam.record_path().read_bytes()
+    assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
+    after = bytearray(pam.record_path().read_bytes())
+    after[SYNC_MARK_OFFSET:] = before[SYNC_MARK_OFFSET:]   # the mark of the copy before
+    pam.record_path().write_bytes(bytes(after))
+    initial = bytes(after)
+    journal = tmp_path / "journal"
+    codes = journaled_prompts(pam, journal, ["wrong", ALICE, "wrong"])
+    assert codes == [PAM_AUTH_ERR, PAM_SUCCESS, PAM_AUTH_ERR]
+    entries = list(journal_entries(journal))
+    assert [entry[0] for entry in entries[:2]] == ["S", "W"] and entries[1][1] == SYNC_MARK_OFFSET, entries[:3]
+    images, _, final = replay(initial, entries)
+    assert images > 500
+    assert pam.record_path().read_bytes() == final
+    assert pam.record().P == 1

@@ -183,12 +183,16 @@ public enum RecordFormat {
     /// After the last unlock: the boot-clock times of the last passcode and
     /// the last match (zero in older records: "at the start of that boot").
     static let successClockOffset = 1728
-    /// Which copy is newer.
+    /// Which copy is newer, and whether it raised what is owed (bit 0 of
+    /// the flags: its writer syncs it; a copy without it only lowered
+    /// what was owed, so losing it is safe).
     static let generationOffset = 1760
+    static let flagsOffset = 1768
     static let checksumOffset = size - 8
 
-    /// One slot holding `record`, numbered `generation`.
-    public static func encode(_ record: StateRecord, generation: UInt64 = 1) -> [UInt8] {
+    /// One slot holding `record`, numbered `generation`; `durable` when the
+    /// change raised what is owed and is synced.
+    public static func encode(_ record: StateRecord, generation: UInt64 = 1, durable: Bool = true) -> [UInt8] {
         var writer = ByteWriter(size: size)
         writer.put(literalBytes(magic), at: 0)
         writer.putInteger(UInt64(version), bytes: 2, at: 8)
@@ -240,6 +244,7 @@ public enum RecordFormat {
         writer.putInteger(UInt64(bitPattern: record.lastFingerprintSuccessBootNanoseconds), bytes: 8, at: successClockOffset + 8)
         writer.put(record.lastFingerprintSuccessBootID, at: successClockOffset + 16)
         writer.putInteger(generation, bytes: 8, at: generationOffset)
+        writer.putInteger(durable ? 1 : 0, bytes: 1, at: flagsOffset)
         writer.putInteger(checksum(writer.bytes, from: 0), bytes: 8, at: checksumOffset)
         return writer.bytes
     }
@@ -248,6 +253,8 @@ public enum RecordFormat {
     /// format. Nothing about whose record it is.
     public struct SlotHeader: Equatable {
         public var generation: UInt64
+        /// The change raised what is owed (its writer synced it).
+        public var durable: Bool
         public var version: UInt16
     }
 
@@ -286,8 +293,9 @@ public enum RecordFormat {
             return .failure(RecordDamageError(.badChecksum))
         }
         // Version 1 had no slots and no generation.
-        guard stored == version else { return .success(SlotHeader(generation: 0, version: stored)) }
-        return .success(SlotHeader(generation: reader.integer(at: offset + generationOffset, bytes: 8), version: stored))
+        guard stored == version else { return .success(SlotHeader(generation: 0, durable: true, version: stored)) }
+        return .success(SlotHeader(generation: reader.integer(at: offset + generationOffset, bytes: 8),
+                                   durable: reader.integer(at: offset + flagsOffset, bytes: 1) & 1 != 0, version: stored))
     }
 
     /// Decodes a slot and checks that it belongs to `uid` and `userName`.

@@ -12,6 +12,8 @@ public struct RecordSlots: Equatable {
     public var header: RecordFormat.SlotHeader?
     /// The generation the sync mark names: known to be on disk.
     public var syncedGeneration: UInt64? = nil
+    /// The generation of the other slot, when it is whole.
+    public var otherGeneration: UInt64? = nil
     /// Why no slot is whole: the damage found in the first one.
     public var damage: RecordDamage?
     /// A one-slot file of an earlier release: the next change rewrites the
@@ -31,21 +33,24 @@ public struct RecordSlots: Equatable {
         guard file.count == RecordFormat.fileSize else {
             return RecordSlots(current: nil, header: nil, damage: .wrongSize, isLegacy: false)
         }
-        var best: (index: Int, header: RecordFormat.SlotHeader)? = nil
+        var whole: [(index: Int, header: RecordFormat.SlotHeader)] = []
         var firstDamage: RecordDamage? = nil
         for index in 0..<2 {
             switch RecordFormat.header(file, at: index * RecordFormat.size) {
             case .success(let header) where header.version == RecordFormat.version:
-                if best == nil || header.generation > best!.header.generation { best = (index, header) }
+                whole.append((index, header))
             case .success:
                 if firstDamage == nil { firstDamage = .unsupportedVersion }
             case .failure(let error):
                 if firstDamage == nil { firstDamage = error.damage }
             }
         }
-        guard let best else { return RecordSlots(current: nil, header: nil, damage: firstDamage, isLegacy: false) }
+        guard let best = whole.max(by: { $0.header.generation < $1.header.generation || ($0.header.generation == $1.header.generation && $0.index > $1.index) }) else {
+            return RecordSlots(current: nil, header: nil, damage: firstDamage, isLegacy: false)
+        }
         let mark = Array(file[RecordFormat.syncMarkOffset..<(RecordFormat.syncMarkOffset + RecordFormat.syncMarkSize)])
         return RecordSlots(current: best.index, header: best.header, syncedGeneration: RecordFormat.syncedGeneration(mark),
+                           otherGeneration: whole.first { $0.index != best.index }?.header.generation,
                            damage: nil, isLegacy: false)
     }
 
@@ -54,14 +59,32 @@ public struct RecordSlots: Equatable {
         Array(file[(index * RecordFormat.size)..<((index + 1) * RecordFormat.size)])
     }
 
-    /// The slot the next write in place overwrites. Never the newest copy
-    /// known to be on disk: when the sync mark names the current copy, the
-    /// other slot; otherwise (a write that did not wait for the disk, a
-    /// sync that failed, a writer killed before its sync returned) the
-    /// current slot again, so the copy on disk before it stays whole.
+    /// Where the next write in place goes.
+    public enum WritePlan: Equatable {
+        /// The other slot: the mark names the current copy, it is on disk.
+        case otherSlot
+        /// The current slot again: it only lowered what was owed (losing
+        /// it is safe), and the mark names the other copy, on disk.
+        case currentSlot
+        /// Not known which copy is on disk (the mark was lost, cut or not
+        /// yet written: a writer killed or failing between its sync and its
+        /// mark, a power cut): sync first, mark the current copy, then the
+        /// other slot.
+        case otherSlotAfterSync
+    }
+
+    /// Never over the newest copy that may be the only one on disk.
+    public var plan: WritePlan {
+        guard let header else { return .otherSlotAfterSync }
+        if syncedGeneration == header.generation { return .otherSlot }
+        if !header.durable, let otherGeneration, syncedGeneration == otherGeneration { return .currentSlot }
+        return .otherSlotAfterSync
+    }
+
+    /// The slot index the plan writes.
     public var nextSlot: Int {
-        guard let current, let header else { return 0 }
-        return syncedGeneration == header.generation ? 1 - current : current
+        guard let current else { return 0 }
+        return plan == .currentSlot ? current : 1 - current
     }
 
     public var nextGeneration: UInt64 { (header?.generation ?? 0) &+ 1 }

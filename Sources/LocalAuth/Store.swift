@@ -152,12 +152,17 @@ public struct FileStateStore: StateStore {
         guard let changed = record, changed != stored || status != .loaded else { return }
         if status == .loaded, let previous = stored, let fd = found.fd, let slots = found.slots, found.writableInPlace {
             let durable = changed.mustBeDurable(replacing: previous)
+            if slots.plan == .otherSlotAfterSync {
+                // Which copy is on disk is not known: make the current one
+                // so, and say it, before writing over the other.
+                try syncAndMark(fd, generation: slots.header?.generation ?? 0)
+            }
             let generation = slots.nextGeneration
-            try writeInPlace(fd, RecordFormat.encode(changed, generation: generation), at: slots.nextSlot * RecordFormat.size,
-                             durable: durable)
-            // Only now is this copy known to be on disk; the mark itself
-            // need not wait (lost, the next write just stays in this slot).
-            if durable { _ = try? writeInPlace(fd, RecordFormat.syncMark(generation), at: RecordFormat.syncMarkOffset, durable: false) }
+            try writeInPlace(fd, RecordFormat.encode(changed, generation: generation, durable: durable),
+                             at: slots.nextSlot * RecordFormat.size, durable: durable)
+            // Only now is this copy known to be on disk. The mark itself
+            // need not wait: lost, the next write syncs first.
+            if durable { try writeInPlace(fd, RecordFormat.syncMark(generation), at: RecordFormat.syncMarkOffset, durable: false) }
         } else {
             try write(RecordSlots.newFile(changed), directory: directory, to: names.record, through: names.temporary)
         }
@@ -351,6 +356,14 @@ public struct FileStateStore: StateStore {
 
     func restoreLimit(_ saved: (soft: UInt64, hard: UInt64)?) {
         if let saved { Syscalls.setFileSizeLimit(soft: saved.soft, hard: saved.hard) }
+    }
+
+    /// Syncs the file and marks `generation` as on disk.
+    func syncAndMark(_ fd: Int32, generation: UInt64) throws(StoreFailure) {
+        #if !LOCALAUTH_BENCHMARK_WITHOUT_SYNC
+        do throws(Errno) { try Syscalls.syncData(fd) } catch { throw .writeFailed(error) }
+        #endif
+        try writeInPlace(fd, RecordFormat.syncMark(generation), at: RecordFormat.syncMarkOffset, durable: false)
     }
 
     /// One slot written in place, and for a durable change its data synced

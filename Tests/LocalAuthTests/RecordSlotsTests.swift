@@ -5,17 +5,23 @@ import XCTest
 import LocalAuth
 
 final class RecordSlotsTests: XCTestCase {
-    /// One change as the store makes it: the next slot and generation, and
-    /// after a durable one (its sync returned) the sync mark. Returns the
-    /// new file and where the slot went.
-    func written(_ file: [UInt8], _ record: StateRecord, durable: Bool) -> (file: [UInt8], offset: Int, slot: [UInt8]) {
+    /// One change as the store makes it: when it is not known which copy
+    /// is on disk, a sync and the mark first; then the next slot and
+    /// generation, and after a durable one (its sync returned) the mark.
+    /// Returns the file before the write (after any sync first), the new
+    /// file and where the slot went.
+    func written(_ file: [UInt8], _ record: StateRecord, durable: Bool)
+        -> (base: [UInt8], file: [UInt8], offset: Int, slot: [UInt8], syncedFirst: Bool) {
+        var base = file
         let slots = RecordSlots.read(file)
-        let slot = RecordFormat.encode(record, generation: slots.nextGeneration)
-        var next = file
+        let syncedFirst = slots.plan == .otherSlotAfterSync
+        if syncedFirst { mark(&base, slots.header?.generation ?? 0) }
+        let slot = RecordFormat.encode(record, generation: slots.nextGeneration, durable: durable)
+        var next = base
         let offset = slots.nextSlot * RecordFormat.size
         for index in 0..<slot.count { next[offset + index] = slot[index] }
         if durable { mark(&next, slots.nextGeneration) }
-        return (next, offset, slot)
+        return (base, next, offset, slot, syncedFirst)
     }
 
     func mark(_ file: inout [UInt8], _ generation: UInt64) {
@@ -56,18 +62,19 @@ final class RecordSlotsTests: XCTestCase {
         var lastDurable: UInt64 = 1
         var cuts = 0
         for (record, durable) in changes() {
-            let (next, offset, slot) = written(file, record, durable: durable)
+            let (base, next, offset, slot, syncedFirst) = written(file, record, durable: durable)
+            if syncedFirst { lastDurable = RecordSlots.read(file).header?.generation ?? lastDurable }
             let generation = RecordSlots.read(file).nextGeneration
             recordOfGeneration[generation] = record
             for cut in 0...slot.count {
-                var torn = file
+                var torn = base
                 for index in 0..<cut { torn[offset + index] = slot[index] }
                 assertSound(torn, atLeast: lastDurable, recordOfGeneration, "cut at byte \(cut) of generation \(generation)")
                 cuts += 1
             }
             // Sectors of 512 bytes reaching the disk in any order.
             for subset in 0..<16 {
-                var torn = file
+                var torn = base
                 for sector in 0..<4 where subset & (1 << sector) != 0 {
                     for index in (sector * 512)..<((sector + 1) * 512) { torn[offset + index] = slot[index] }
                 }
@@ -106,20 +113,26 @@ final class RecordSlotsTests: XCTestCase {
         XCTAssertEqual(placed, [1, 0, 0, 0, 1])
     }
 
-    /// A charge whose sync failed (or whose writer was killed before its
-    /// sync returned) left no mark: the next write goes over it, never over
-    /// the copy on disk.
-    func testAWriteWhoseSyncDidNotReturnIsWrittenOverNext() {
+    /// A charge whose sync failed, or whose writer was killed between its
+    /// sync and its mark, or whose mark a power cut lost: which copy is on
+    /// disk is not known, so the next write syncs first, marks the current
+    /// copy and then goes over the other one.
+    func testWhenTheMarkDoesNotNameTheCurrentCopyTheWriteSyncsFirst() {
         var file = RecordSlots.newFile(storedRecord())
         file = written(file, storedRecord(f: 1), durable: true).file      // slot 1, generation 2, marked
-        file = written(file, storedRecord(f: 2), durable: false).file     // slot 0, its sync never returned
+        let charge = RecordFormat.encode(storedRecord(f: 2), generation: 3, durable: true)
+        for index in 0..<charge.count { file[index] = charge[index] }      // slot 0, generation 3, no mark
         XCTAssertEqual(RecordSlots.read(file).current, 0)
         XCTAssertEqual(RecordSlots.read(file).syncedGeneration, 2)
-        XCTAssertEqual(RecordSlots.read(file).nextSlot, 0, "slot 1 is the copy on disk")
+        XCTAssertEqual(RecordSlots.read(file).plan, .otherSlotAfterSync)
+        XCTAssertEqual(RecordSlots.read(file).nextSlot, 1)
+        let next = written(file, storedRecord(f: 0), durable: false)
+        XCTAssertTrue(next.syncedFirst)
+        XCTAssertEqual(RecordSlots.read(next.file).plan, .currentSlot, "then a reset stays over itself")
         var cut = file
         for index in (RecordFormat.syncMarkOffset + 3)..<(RecordFormat.syncMarkOffset + 16) { cut[index] = 0xFF }
         XCTAssertNil(RecordSlots.read(cut).syncedGeneration, "a cut mark names nothing")
-        XCTAssertEqual(RecordSlots.read(cut).nextSlot, 0)
+        XCTAssertEqual(RecordSlots.read(cut).plan, .otherSlotAfterSync)
     }
 
     func testNoWholeSlotIsDamage() {
