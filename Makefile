@@ -198,3 +198,43 @@ bench: module $(BUILD)/pamharness $(BENCH_BUILD)/loadtime
 $(BENCH_BUILD)/loadtime: tools/loadtime.c
 	@mkdir -p $(BENCH_BUILD)
 	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -lpam -ldl
+
+# Fuzzing (libFuzzer through swiftc -sanitize=fuzzer,address): one target
+# each for the record file, the options (configuration file and stack line),
+# the helper's frames (both directions) and the stack lint's parser. The
+# library is compiled once with coverage and ASan; each target runs for
+# FUZZ_SECONDS from its seed corpus in Fuzz/corpus (copied, so the repo's
+# seeds never change); what it finds lands in .build/fuzz/findings.
+FUZZ_BUILD := .build/fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := record options frames lint
+FUZZ_SWIFT := $(SWIFTC) -sanitize=fuzzer,address -parse-as-library -O -g -I Sources/CLibc/include -I $(FUZZ_BUILD)/modules
+
+$(FUZZ_BUILD)/LocalAuth.o: $(LIBRARY_SOURCES) $(C_HEADERS)
+	@mkdir -p $(FUZZ_BUILD)/modules
+	$(FUZZ_SWIFT) -wmo -module-name LocalAuth -emit-module -emit-module-path $(FUZZ_BUILD)/modules/LocalAuth.swiftmodule \
+		-c $(LIBRARY_SOURCES) -o $@
+
+$(FUZZ_BUILD)/StackLint.o: Sources/StackLint/StackLint.swift $(FUZZ_BUILD)/LocalAuth.o
+	$(FUZZ_SWIFT) -wmo -module-name StackLint -emit-module -emit-module-path $(FUZZ_BUILD)/modules/StackLint.swiftmodule \
+		-c $< -o $@
+
+$(FUZZ_BUILD)/libc_shim.o: Sources/CLibc/libc_shim.c $(C_HEADERS)
+	@mkdir -p $(FUZZ_BUILD)
+	$(CC) -O1 -g -fsanitize=address -Wall -Wextra -Werror -I Sources/CLibc/include -c $< -o $@
+
+FUZZ_LIBRARY := $(FUZZ_BUILD)/LocalAuth.o $(FUZZ_BUILD)/StackLint.o $(FUZZ_BUILD)/libc_shim.o
+
+$(FUZZ_BUILD)/fuzz-record: Fuzz/FuzzEntry.swift Fuzz/FuzzRecord.swift $(FUZZ_LIBRARY)
+	$(FUZZ_SWIFT) -module-name FuzzRecord Fuzz/FuzzEntry.swift Fuzz/FuzzRecord.swift $(FUZZ_LIBRARY) -o $@
+$(FUZZ_BUILD)/fuzz-options: Fuzz/FuzzEntry.swift Fuzz/FuzzOptions.swift $(FUZZ_LIBRARY)
+	$(FUZZ_SWIFT) -module-name FuzzOptions Fuzz/FuzzEntry.swift Fuzz/FuzzOptions.swift $(FUZZ_LIBRARY) -o $@
+$(FUZZ_BUILD)/fuzz-frames: Fuzz/FuzzEntry.swift Fuzz/FuzzFrames.swift $(FUZZ_LIBRARY)
+	$(FUZZ_SWIFT) -module-name FuzzFrames Fuzz/FuzzEntry.swift Fuzz/FuzzFrames.swift $(FUZZ_LIBRARY) -o $@
+$(FUZZ_BUILD)/fuzz-lint: Fuzz/FuzzEntry.swift Fuzz/FuzzLint.swift $(FUZZ_LIBRARY)
+	$(FUZZ_SWIFT) -module-name FuzzLint Fuzz/FuzzEntry.swift Fuzz/FuzzLint.swift $(FUZZ_LIBRARY) -o $@
+
+.PHONY: fuzz
+fuzz: $(addprefix $(FUZZ_BUILD)/fuzz-,$(FUZZ_TARGETS))
+	$(PYTHON) tools/fuzz.py --seconds $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+

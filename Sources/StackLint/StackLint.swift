@@ -95,24 +95,40 @@ public struct StackLint {
         return result
     }
 
-    /// The auth rules of a service with @include, include and substack expanded.
-    func authRules(_ name: String, depth: Int = 0) -> [Rule] {
-        guard depth < 8, let lines = read(name) else { return [] }
+    /// The most rules a service expands to, and the most files it reads:
+    /// files that include each other many times over would otherwise
+    /// expand without end (a fuzzer found the lint taking minutes).
+    static let maxExpandedRules = 4096
+    static let maxFilesRead = 256
+
+    /// The auth rules of a service with @include, include and substack
+    /// expanded. A file that includes one already on its own include path
+    /// is not expanded again (libpam would loop until its depth limit).
+    func authRules(_ name: String) -> [Rule] {
+        var filesRead = 0
+        return authRules(name, path: [], filesRead: &filesRead)
+    }
+
+    func authRules(_ name: String, path: [String], filesRead: inout Int) -> [Rule] {
+        guard path.count < 8, !path.contains(name), filesRead < StackLint.maxFilesRead else { return [] }
+        filesRead += 1
+        guard let lines = read(name) else { return [] }
         var rules: [Rule] = []
         for (number, words) in lines {
+            guard rules.count < StackLint.maxExpandedRules else { break }
             if words[0] == "@include", words.count > 1 {
-                rules += authRules(words[1], depth: depth + 1)
+                rules += authRules(words[1], path: path + [name], filesRead: &filesRead)
                 continue
             }
             let type = (words[0].hasPrefix("-") ? String(words[0].dropFirst()) : words[0]).lowercased()
             guard type == "auth", words.count >= 3 else { continue }
             if words[1].lowercased() == "include" || words[1].lowercased() == "substack" {
-                rules += authRules(words[2], depth: depth + 1)
+                rules += authRules(words[2], path: path + [name], filesRead: &filesRead)
                 continue
             }
             rules.append(Rule(file: name, line: number, control: words[1], module: words[2], arguments: Array(words.dropFirst(3))))
         }
-        return rules
+        return Array(rules.prefix(StackLint.maxExpandedRules))
     }
 
     /// Whether the rules from `start` on meet a password module or pam_deny

@@ -33,6 +33,30 @@ final class StackLintTests: XCTestCase {
         XCTAssertEqual(lint.passcodeServiceFindings("localauth-passcode"), [])
     }
 
+    /// Found by fuzzing: files that include each other many times over
+    /// expanded without end (ten includes per file, eight levels deep: 10^8
+    /// rules). Cycles are not followed, and the reads and rules are capped,
+    /// so the lint answers at once; a stack that includes itself is read
+    /// once and still judged.
+    func testIncludesThatRepeatOrLoopAreBounded() {
+        var files: [String: String] = [:]
+        let names = (0..<10).map { "f\($0)" }
+        for name in names {
+            files[name] = names.map { "auth include \($0)" }.joined(separator: "\n") + "\nauth required pam_permit.so\n"
+        }
+        files["sudo"] = "auth substack sudo\n@include sudo\n" + names.map { "auth include \($0)" }.joined(separator: "\n") + "\n"
+        final class Reads { var count = 0 }
+        let reads = Reads()
+        let counting = StackLint { name in
+            reads.count += 1
+            return files[name].map { Array($0.utf8) }
+        }
+        XCTAssertEqual(counting.serviceFindings("sudo"), [], "no localauth line: nothing to report")
+        XCTAssertLessThanOrEqual(reads.count, 256, "bounded, not 10^8 expansions")
+        let looping = ["sudo": "auth include sudo\n" + owner + "\nauth optional pam_permit.so\n"]
+        XCTAssertEqual(errors(lint(looping).serviceFindings("sudo")).count, 1, "still judged: nothing mandatory after the module")
+    }
+
     func testStacksThatWeakenThePolicy() {
         let rows: [(String, String, String)] = [
             ("done on the module line", "auth sufficient pam_localauth.so\n" + passwordLines, "'done' on the pam_localauth.so line"),
