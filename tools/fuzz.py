@@ -10,7 +10,6 @@ Usage: tools/fuzz.py [--seconds N] TARGET...   (make fuzz FUZZ_SECONDS=N)
 """
 import argparse
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -47,7 +46,7 @@ def main():
     parser.add_argument("--seconds", type=int, default=60)
     parser.add_argument("targets", nargs="+")
     opts = parser.parse_args()
-    if not shutil.which("true") or not BUILD.exists():
+    if not all((BUILD / f"fuzz-{target}").exists() for target in opts.targets):
         sys.exit("fuzz: run `make fuzz` (it builds the targets first)")
     results = [run(target, opts.seconds) for target in opts.targets]
     print(f"| target | seconds | executions | per second | corpus | found |")
