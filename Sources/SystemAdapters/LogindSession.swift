@@ -15,29 +15,27 @@ public enum LogindSession {
     /// The caller's session and its remoteness from one lookup of the
     /// process's cgroup.
     public static func caller() -> CallerSession {
-        var session: UnsafeMutablePointer<CChar>? = nil
-        guard sd_pid_get_session(0, &session) >= 0, let name = session else { return CallerSession(name: [], isRemote: nil) }
-        defer { Syscalls.release(name) }
-        let remote = sd_session_is_remote(name)
-        return CallerSession(name: Syscalls.bytes(ofCString: name, limit: 64), isRemote: remote < 0 ? nil : remote > 0)
+        withCallerSession { name in
+            let remote = sd_session_is_remote(name)
+            return CallerSession(name: Syscalls.bytes(ofCString: name, limit: 64), isRemote: remote < 0 ? nil : remote > 0)
+        } ?? CallerSession(name: [], isRemote: nil)
     }
 
     /// True when logind calls the caller's session remote; nil when there is
     /// no logind or the caller has no session (R1).
-    public static func callerIsRemote() -> Bool? {
-        var session: UnsafeMutablePointer<CChar>? = nil
-        guard sd_pid_get_session(0, &session) >= 0, let name = session else { return nil }
-        defer { Syscalls.release(name) }
-        let remote = sd_session_is_remote(name)
-        return remote < 0 ? nil : remote > 0
-    }
+    public static func callerIsRemote() -> Bool? { caller().isRemote }
 
     /// The logind session this process belongs to (by its cgroup, which a
     /// process cannot leave for another session's); empty without one.
     public static func callerSession() -> [UInt8] {
+        withCallerSession { Syscalls.bytes(ofCString: $0, limit: 64) } ?? []
+    }
+
+    /// Runs `body` on the name of the caller's session; nil without one.
+    private static func withCallerSession<Result>(_ body: (UnsafeMutablePointer<CChar>) -> Result) -> Result? {
         var session: UnsafeMutablePointer<CChar>? = nil
-        guard sd_pid_get_session(0, &session) >= 0, let name = session else { return [] }
+        guard sd_pid_get_session(0, &session) >= 0, let name = session else { return nil }
         defer { Syscalls.release(name) }
-        return Syscalls.bytes(ofCString: name, limit: 64)
+        return body(name)
     }
 }
