@@ -2,6 +2,7 @@
 pamenv.py (the PAM world) and fprint_rig.py (fprintd)."""
 import pytest
 
+from logind_mock import LogindMock, Session
 from pamenv import PamEnv, build
 
 
@@ -15,6 +16,15 @@ def pam(tmp_path):
     env = PamEnv(tmp_path)
     env.write_owner_stack("sudo")
     return env
+
+
+@pytest.fixture
+def logind(rig):
+    """A logind on the test file's rig bus (each file has its own `rig`)."""
+    if not Session.available():
+        pytest.skip("no cgroup2 hierarchy at /sys/fs/cgroup/unified to make sessions in")
+    with LogindMock(rig) as mock:
+        yield mock
 
 
 # ---- tests whose verdict depends on the stop's timing proof -----------------

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from fprint_rig import FprintRig
-from logind_mock import LogindMock, Session
 from pamenv import (PAM_AUTHINFO_UNAVAIL, PAM_MATRIX, PAM_SUCCESS, PASSWORDS, USERS, current_slot, later_boot_clock,
                     localauth_command, reseal_record)
 
@@ -164,14 +163,6 @@ def test_re_enrolling_the_same_finger_counts_as_a_change(pam, rig, tmp_path):
 
 
 # ---- whose touch it is ---------------------------------------------------------
-
-@pytest.fixture
-def logind(rig):
-    if not Session.available():
-        pytest.skip("no cgroup2 hierarchy at /sys/fs/cgroup/unified to make sessions in")
-    with LogindMock(rig) as mock:
-        yield mock
-
 
 def in_session(session):
     return {"wrapper": session.prefix()}

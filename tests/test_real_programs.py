@@ -52,7 +52,6 @@ from pathlib import Path
 import pytest
 
 from fprint_rig import FprintRig, RigError
-from logind_mock import LogindMock, Session
 from pamenv import MODULE, ROOT, SeededState, parse_record, password_entered
 
 USER, UID = "latest", 4242
@@ -534,14 +533,6 @@ def test_sudo_without_fprintd_or_without_prints_asks_only_the_password(w, rig, t
     assert other.finish() == 0
     assert other.text == transcript(PASSCODE_PROMPT, "", ID_ROOT)
     assert w.counts(OTHER_UID) == (0, 0)
-
-
-@pytest.fixture
-def logind(rig):
-    if not Session.available():
-        pytest.skip("no cgroup2 hierarchy at /sys/fs/cgroup/unified to make sessions in")
-    with LogindMock(rig) as mock:
-        yield mock
 
 
 def test_sudo_with_the_lid_closed_asks_the_password_and_the_finger_works_once_it_opens(w, rig, term, logind):
