@@ -160,9 +160,8 @@ public struct FileStateStore: StateStore {
             let generation = slots.nextGeneration
             try writeInPlace(fd, RecordFormat.encode(changed, generation: generation, durable: durable),
                              at: slots.nextSlot * RecordFormat.size, durable: durable)
-            // Only now is this copy known to be on disk. The mark itself
-            // need not wait: lost, the next write syncs first.
-            if durable { try writeInPlace(fd, RecordFormat.syncMark(generation), at: RecordFormat.syncMarkOffset, durable: false) }
+            // Only now is this copy known to be on disk.
+            if durable { try mark(fd, generation: generation) }
         } else {
             try write(RecordSlots.newFile(changed), directory: directory, to: names.record, through: names.temporary)
         }
@@ -363,6 +362,12 @@ public struct FileStateStore: StateStore {
         #if !LOCALAUTH_BENCHMARK_WITHOUT_SYNC
         do throws(Errno) { try Syscalls.syncData(fd) } catch { throw .writeFailed(error) }
         #endif
+        try mark(fd, generation: generation)
+    }
+
+    /// Marks `generation` as on disk, once its sync has returned. The mark
+    /// itself need not wait: lost, the next write syncs first.
+    func mark(_ fd: Int32, generation: UInt64) throws(StoreFailure) {
         try writeInPlace(fd, RecordFormat.syncMark(generation), at: RecordFormat.syncMarkOffset, durable: false)
     }
 
