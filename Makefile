@@ -141,6 +141,17 @@ integration-test: test-artifacts
 
 test: unit-test integration-test
 
+# The unit suite under AddressSanitizer (with LeakSanitizer) and under
+# ThreadSanitizer, each in its own build directory; any report fails the run.
+.PHONY: check-asan check-tsan
+check-asan:
+	swift build --build-tests --sanitize=address --scratch-path .build/asan
+	ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan-suppressions.txt \
+		swift test --skip-build --sanitize=address --scratch-path .build/asan
+check-tsan:
+	swift build --build-tests --sanitize=thread --scratch-path .build/tsan
+	TSAN_OPTIONS=halt_on_error=1 swift test --skip-build --sanitize=thread --scratch-path .build/tsan
+
 # The command-line tool: release build with the Swift runtime linked in, so
 # the installed binary needs nothing from the toolchain.
 CLI_BUILD := .build/cli
@@ -207,7 +218,7 @@ $(BENCH_BUILD)/loadtime: tools/loadtime.c
 # seeds never change); what it finds lands in .build/fuzz/findings.
 FUZZ_BUILD := .build/fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := record options frames lint
+FUZZ_TARGETS := record options frames lint replies
 FUZZ_SWIFT := $(SWIFTC) -sanitize=fuzzer,address -parse-as-library -O -g -I Sources/CLibc/include -I $(FUZZ_BUILD)/modules
 
 $(FUZZ_BUILD)/LocalAuth.o: $(LIBRARY_SOURCES) $(C_HEADERS)
@@ -233,6 +244,10 @@ $(FUZZ_BUILD)/fuzz-frames: Fuzz/FuzzEntry.swift Fuzz/FuzzFrames.swift $(FUZZ_LIB
 	$(FUZZ_SWIFT) -module-name FuzzFrames Fuzz/FuzzEntry.swift Fuzz/FuzzFrames.swift $(FUZZ_LIBRARY) -o $@
 $(FUZZ_BUILD)/fuzz-lint: Fuzz/FuzzEntry.swift Fuzz/FuzzLint.swift $(FUZZ_LIBRARY)
 	$(FUZZ_SWIFT) -module-name FuzzLint Fuzz/FuzzEntry.swift Fuzz/FuzzLint.swift $(FUZZ_LIBRARY) -o $@
+# The replies target plays the engine over the unit tests' own fakes.
+FUZZ_FAKES := Tests/LocalAuthTests/Fakes.swift Tests/LocalAuthTests/SecretBufferSupport.swift
+$(FUZZ_BUILD)/fuzz-replies: Fuzz/FuzzEntry.swift Fuzz/FuzzReplies.swift $(FUZZ_FAKES) $(FUZZ_LIBRARY)
+	$(FUZZ_SWIFT) -module-name FuzzReplies Fuzz/FuzzEntry.swift Fuzz/FuzzReplies.swift $(FUZZ_FAKES) $(FUZZ_LIBRARY) -o $@
 
 .PHONY: fuzz
 fuzz: $(addprefix $(FUZZ_BUILD)/fuzz-,$(FUZZ_TARGETS))

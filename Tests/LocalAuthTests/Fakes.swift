@@ -148,6 +148,8 @@ final class FakeVerifier: PasscodeVerifier {
 
 enum Answer: Equatable {
     case text(String)
+    /// Whatever bytes the conversation returned (not necessarily UTF-8).
+    case bytes([UInt8])
     case empty
     case failed
     /// An app's fallback button instead of an answer.
@@ -190,6 +192,9 @@ final class FakePrompter: Prompter {
         case .text(let value):
             secret.assign(bytes(value))
             return .entered
+        case .bytes(let value):
+            secret.assign(value)
+            return value.isEmpty ? .empty : .entered
         case .empty:
             secret.assign([])
             return .empty

@@ -1,4 +1,5 @@
 import XCTest
+import Dispatch
 import Glibc
 @testable import LocalAuth
 
@@ -123,6 +124,41 @@ final class StoreTests: XCTestCase {
         try s.withRecord(uid: 1000, userName: bytes("alice"), charge)
         XCTAssertEqual(readFile("1000.rec")?.count, RecordFormat.fileSize)
         XCTAssertEqual(peek()?.0?.fingerprintFailures, 5)
+    }
+
+    /// Threads of one process (an app with several contexts) each open the
+    /// record and take its lock for themselves: every charge lands, for one
+    /// user and for users of their own. Under `make check-tsan` this is the
+    /// test that shows the store shares no memory between transactions.
+    func testThreadsOfOneProcessEachChargeExactlyOnce() throws {
+        let threads = 8, charges = 25
+        let directory = self.directory
+        // One slot per thread, each written by its own thread only.
+        nonisolated(unsafe) let failures = UnsafeMutablePointer<Int>.allocate(capacity: threads)
+        failures.initialize(repeating: 0, count: threads)
+        defer { failures.deallocate() }
+        DispatchQueue.concurrentPerform(iterations: threads) { index in
+            var own = FileStateStore(directoryPath: bytes(directory), trustedOwner: geteuid())
+            let other = UserIdentity(uid: 2000 + UInt32(index), name: bytes("user\(index)"))
+            for _ in 0..<charges {
+                for user in [alice, other] {
+                    do {
+                        try own.withRecord(uid: user.uid, userName: user.name) { stored, _ in
+                            var record = stored ?? StateRecord(uid: user.uid, userName: user.name, createdWallSeconds: 1_700_000_000)
+                            record.passcodeFailures += 1
+                            stored = record
+                        }
+                    } catch {
+                        failures[index] += 1
+                    }
+                }
+            }
+        }
+        XCTAssertEqual((0..<threads).map { failures[$0] }, [Int](repeating: 0, count: threads))
+        XCTAssertEqual(peek()?.0?.passcodeFailures, threads * charges)
+        for index in 0..<threads {
+            XCTAssertEqual(peek(2000 + UInt32(index), "user\(index)")?.0?.passcodeFailures, charges)
+        }
     }
 
     func testRecordsArePerUID() throws {
