@@ -126,7 +126,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
             break
         }
         guard let user = request.user else { return EvaluationResult(.internalError) }
-        guard let record = ledger.snapshot(user) else { return EvaluationResult(.internalError) }
+        guard let record = ledger.snapshot(user) else { return notRecorded(request) }
 
         let availability = sensor.availability(userName: user.name)
         var domainState: [UInt8] = []
@@ -264,7 +264,9 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
             case .limitReached:
                 say(UserText.locked, .error, request)
                 return .ended(.biometryLockout)
-            case .storeFailed: return .internalError
+            case .storeFailed:
+                say(UserText.notRecorded, .error, request)
+                return .internalError
             }
             var conversation = prompter
             let end = sensor.verifyAttempt(deadline: deadline) { hint in conversation.tell(UserText.hint(hint), .info) }
@@ -348,7 +350,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                                 domainState: [UInt8], lookAlike: Bool = false) -> EvaluationResult {
         if !alreadyEntered {
             switch ledger.backoffRemaining(user) {
-            case nil: return EvaluationResult(.internalError)
+            case nil: return notRecorded(request)
             case .some(let milliseconds) where milliseconds > 0:
                 say(UserText.wait(milliseconds), .error, request)
                 return EvaluationResult(.failure(.authenticationFailed))
@@ -374,7 +376,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
             return EvaluationResult(.failure(.authenticationFailed))
         case .storeFailed:
             passcode.wipe()
-            return EvaluationResult(.internalError)
+            return notRecorded(request)
         }
         var verdict = verifier.verify(passcode)
         if lookAlike && verdict == .correct { verdict = .wrong }
@@ -435,6 +437,13 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
 
     /// Sends a message. Interaction text always goes out (R15); status
     /// chatter is dropped when silent.
+    /// The store failed (logged by the ledger): the person is told, and
+    /// nothing is decided.
+    mutating func notRecorded(_ request: Request) -> EvaluationResult {
+        say(UserText.notRecorded, .error, request)
+        return EvaluationResult(.internalError)
+    }
+
     mutating func say(_ text: String, _ kind: MessageKind, _ request: Request, status: Bool = false) {
         if status && (request.silent || options.silent) { return }
         prompter.tell(text, kind)

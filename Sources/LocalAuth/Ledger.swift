@@ -249,6 +249,7 @@ public func storeFailureText(_ failure: StoreFailure, directory: [UInt8]) -> Str
         case .missingAncestor: return path + ": a directory on its path is missing"
         case .missingInWritableParent: return path + " is missing and its parent is writable by others; create it as root with mode 0700"
         case .unsafeDirectory: return path + " is not a directory owned by root with mode 0700"
+        case .cannotOpen(let errno): return path + " cannot be opened (errno \(errno.code))"
         }
     case .lockFailed(let errno): return "lock failed (errno \(errno.code))"
     case .writeFailed(let errno): return "write failed (errno \(errno.code))"

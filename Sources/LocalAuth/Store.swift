@@ -21,6 +21,9 @@ public enum DirectoryProblem: Equatable, Sendable {
     case missingInWritableParent
     /// Not a directory, a symlink, not the trusted owner's, or not 0700.
     case unsafeDirectory
+    /// Opening it failed for a reason that says nothing about its safety
+    /// (EACCES under a security module, EIO, ENOMEM...).
+    case cannotOpen(Errno)
 }
 
 /// What the store found before handing the record over.
@@ -188,7 +191,12 @@ public struct FileStateStore: StateStore {
         do {
             fd = try Syscalls.open(at: parent, last, .directory)
         } catch {
-            guard error == .noEntry else { throw .directoryUnusable(.unsafeDirectory) }
+            guard error == .noEntry else {
+                // A symlink or a file in its place is unsafe; anything else
+                // is a failure of the system, said as such.
+                let unsafe = error == .symlinkLoop || error == .notDirectory
+                throw .directoryUnusable(unsafe ? .unsafeDirectory : .cannotOpen(error))
+            }
             guard let facts = try? Syscalls.facts(parent), isTrustedAncestor(facts, allowSticky: false) else {
                 throw .directoryUnusable(.missingInWritableParent)
             }

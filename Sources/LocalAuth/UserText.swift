@@ -100,6 +100,10 @@ public enum UserText {
         }
     }
 
+    /// The attempt could not be written down first, so nothing was checked
+    /// (the administrator's log says why).
+    public static let notRecorded = "Authentication is unavailable: the attempt could not be recorded. Nothing was checked."
+
     public static func wait(_ milliseconds: Int64) -> String {
         "Too many wrong passwords. Try again in " + durationText(milliseconds) + "."
     }

@@ -979,6 +979,11 @@ final class ScenarioTests: XCTestCase {
             XCTAssertEqual(store.record?.backoffRemainingMilliseconds ?? 0, 0, "\(label): success leaves a wait")
         }
 
+        // A store that failed: the person is told nothing was checked.
+        if s.storeFault != .none && result.outcome == .internalError {
+            XCTAssertTrue(prompter.saw(UserText.notRecorded, kind: .error), "\(label): store failure not told")
+        }
+
         // Sensor.
         XCTAssertEqual(sensor.openCalls, s.sensorOpens, "\(label): sensor opens")
         XCTAssertEqual(sensor.verifyCalls, s.fingerprintAttempts, "\(label): fingerprint attempts")
