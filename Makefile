@@ -152,6 +152,12 @@ check-tsan:
 	swift build --build-tests --sanitize=thread --scratch-path .build/tsan
 	TSAN_OPTIONS=halt_on_error=1 swift test --skip-build --sanitize=thread --scratch-path .build/tsan
 
+# The real module through real libpam under valgrind memcheck (errors and
+# definite leaks of ours, suppressions in tools/valgrind.supp), and the scan
+# of the process for copies of the password (tests/test_memory.py).
+check-valgrind: test-artifacts
+	$(PYTHON) -m pytest -q tests/test_memory.py
+
 # The command-line tool: release build with the Swift runtime linked in, so
 # the installed binary needs nothing from the toolchain.
 CLI_BUILD := .build/cli
@@ -253,3 +259,19 @@ $(FUZZ_BUILD)/fuzz-replies: Fuzz/FuzzEntry.swift Fuzz/FuzzReplies.swift $(FUZZ_F
 fuzz: $(addprefix $(FUZZ_BUILD)/fuzz-,$(FUZZ_TARGETS))
 	$(PYTHON) tools/fuzz.py --seconds $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
+
+# The load test (tools/loadtest.py): 32 concurrent PAM transactions for one
+# user and 32 for 32 different users, through the real module and real libpam
+# against a real fprintd with the virtual reader, in rounds whose counts are
+# checked exactly, for LOAD_SECONDS (default 300); it prints what it ran and
+# measured and fails on any mismatch. As root. tests/test_load.py is its
+# quick form. tools/loadharness.c (built here) runs the soak's workload on
+# threads and prints every transaction that does not succeed, to diagnose one.
+.PHONY: load
+LOAD_SECONDS ?= 300
+LOAD_BUILD := .build/load
+$(LOAD_BUILD)/loadharness: tools/loadharness.c
+	@mkdir -p $(LOAD_BUILD)
+	$(CC) -O1 -g -Wall -Wextra -Werror -pthread -o $@ $< -lpam
+load: test-artifacts $(LOAD_BUILD)/loadharness
+	$(PYTHON) tools/loadtest.py --seconds $(LOAD_SECONDS) $(LOAD_ARGS)

@@ -5,11 +5,14 @@
 import LocalAuth
 
 public struct LogindSeat: SeatObserver {
-    static let name = literalBytes("org.freedesktop.login1")
-    static let managerPath = literalBytes("/org/freedesktop/login1")
-    static let managerInterface = literalBytes("org.freedesktop.login1.Manager")
-    static let sessionInterface = literalBytes("org.freedesktop.login1.Session")
-    static let properties = literalBytes("org.freedesktop.DBus.Properties")
+    // Computed, not stored: libpam unloads the module at every pam_end, and
+    // a stored array in a static would be allocated anew by each load and
+    // never freed (a leak per prompt in every long-running PAM caller).
+    static var name: [UInt8] { literalBytes("org.freedesktop.login1") }
+    static var managerPath: [UInt8] { literalBytes("/org/freedesktop/login1") }
+    static var managerInterface: [UInt8] { literalBytes("org.freedesktop.login1.Manager") }
+    static var sessionInterface: [UInt8] { literalBytes("org.freedesktop.login1.Session") }
+    static var properties: [UInt8] { literalBytes("org.freedesktop.DBus.Properties") }
     /// logind answers in microseconds; a logind that does not answer
     /// within this keeps the reader out, it does not hold the prompt.
     static let callTimeoutMicroseconds: UInt64 = 2_000_000
