@@ -117,12 +117,17 @@ $(BUILD)/crashlog.so: tests/crashlog.c
 	@mkdir -p $(BUILD)
 	$(CC) -O1 -Wall -Wextra -Werror -shared -fPIC -o $@ $< -ldl
 
+# Chosen system calls that fail, and a directory swapped mid-prompt (tests/test_faults.py).
+$(BUILD)/faultinject.so: tests/faultinject.c
+	@mkdir -p $(BUILD)
+	$(CC) -O1 -Wall -Wextra -Werror -shared -fPIC -o $@ $< -ldl
+
 # A misbehaving stand-in for the helper, for the module's client tests.
 $(BUILD)/fakehelper: tests/fakehelper.c
 	@mkdir -p $(BUILD)
 	$(CC) -O1 -Wall -Wextra -Werror -o $@ $<
 
-test-artifacts: module $(BUILD)/pamharness $(BUILD)/claimdelay.so $(BUILD)/crashlog.so $(BUILD)/fakehelper
+test-artifacts: module $(BUILD)/pamharness $(BUILD)/claimdelay.so $(BUILD)/crashlog.so $(BUILD)/faultinject.so $(BUILD)/fakehelper
 	swift build
 
 tools: test-artifacts
@@ -143,7 +148,7 @@ test: unit-test integration-test
 
 # The unit suite under AddressSanitizer (with LeakSanitizer) and under
 # ThreadSanitizer, each in its own build directory; any report fails the run.
-.PHONY: check-asan check-tsan
+.PHONY: check-asan check-tsan check-valgrind
 check-asan:
 	swift build --build-tests --sanitize=address --scratch-path .build/asan
 	ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan-suppressions.txt \

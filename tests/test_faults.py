@@ -1,0 +1,542 @@
+"""Faults below and around the real module, through real libpam: the state
+directory's filesystem full, read-only, failing writes, syncs, reads and
+opens (tests/faultinject.c, LD_PRELOAD into the harness) or swapped for a
+symlink mid-prompt; the wall clock moved by days; an fprintd that answers
+with the wrong types; a passcode stack that cannot load or hangs; the
+prompt's process signalled at each step; hostile descriptor limits.
+
+Each test asserts what matters in that fault: nothing granted, no charge
+lost (the counts on disk), the reader released, a message the person can
+read and a log line the administrator can. docs/RELIABILITY.md lists them
+with the command that runs each."""
+import os
+import resource
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from fprint_rig import DEVICE_IFACE, FPRINT_NAME, MANAGER_IFACE, MANAGER_PATH, PY3, FprintRig, process_state
+from pamenv import (BUILD, PAM_MATRIX, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_SUCCESS, PAM_SYSTEM_ERR, PASSWORDS, USERS, later_boot_clock, parse_record,
+                    parse_run)
+
+ALICE = PASSWORDS["alice"]
+UID = USERS["alice"]
+SHIM = BUILD / "faultinject.so"
+NOT_RECORDED = "Authentication is unavailable: the attempt could not be recorded. Nothing was checked."
+FIRST_PROMPT = "Password, or press Enter to use your fingerprint: "
+PASSCODE_PROMPT = "Enter Password: "
+FAKETIME = Path(f"/usr/lib/{os.uname().machine}-linux-gnu/faketime/libfaketime.so.1")
+MATCH = "SCAN finger-alice"
+MISS = "SCAN finger-nobody"
+
+
+def faulty(pam, call=None, errno=None, **extra):
+    """The environment that preloads the fault shim into the harness, with
+    the shim's log in the test's directory."""
+    env = {"LD_PRELOAD": f"libpam_wrapper.so libnss_wrapper.so {SHIM}", "FAULT_LOG": str(pam.base / "faults.log"),
+           "FAULT_MATCH": str(pam.state)}
+    if call:
+        env.update({"FAULT_CALL": call, "FAULT_ERRNO": str(errno)})
+    env.update({key: str(value) for key, value in extra.items()})
+    return env
+
+
+def faults_hit(pam):
+    log = pam.base / "faults.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def log_lines(run):
+    """What the module sent to syslog (pam_wrapper prints it on stderr)."""
+    return [line for line in run.stderr.splitlines() if "SYSLOG" in line and "pam_sm_setcred" not in line]
+
+
+def seeded_with_one_wrong_password(pam):
+    assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
+    assert (pam.record().F, pam.record().P) == (0, 1)
+    return pam.record_path().read_bytes()
+
+
+def in_private_mounts(script, copy_out=None):
+    """A command prefix: a private mount namespace where `script` runs
+    first (as root), then the prompt; the state is copied to `copy_out`
+    before the namespace (and what was mounted in it) goes away."""
+    tail = f'set +e; "$@"; rc=$?; cp -a "$STATE"/. {copy_out}/; exit $rc' if copy_out else 'exec "$@"'
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-ec", f"{script}\n{tail}", "sh"]
+
+
+# ---- the state directory's filesystem ----
+
+def test_a_full_filesystem_refuses_a_new_record_without_checking(pam, tmp_path):
+    out = tmp_path / "after"
+    out.mkdir()
+    fill = (f"STATE={pam.state}; mount -t tmpfs -o size=64k,mode=0700 none $STATE; "
+            "dd if=/dev/zero of=$STATE/filler bs=4k 2>/dev/null || true")
+    run = pam.run(answers=[ALICE], wrapper=in_private_mounts(fill, out))
+    assert run.code == PAM_SYSTEM_ERR, run
+    assert run.texts("error") == [NOT_RECORDED]
+    assert any("cannot charge a passcode attempt" in line and "errno 28" in line for line in log_lines(run)), run.stderr
+    assert (out / "filler").exists() and not (out / f"{UID}.rec").exists()
+
+
+def test_a_full_filesystem_still_takes_a_charge_in_place(pam, tmp_path):
+    """A record already on disk is charged by writing over its own blocks:
+    a full disk cannot make a guess go uncounted."""
+    seeded_with_one_wrong_password(pam)
+    out = tmp_path / "after"
+    out.mkdir()
+    fill = (f"STATE={pam.state}; mkdir {tmp_path}/seed; cp -a $STATE/. {tmp_path}/seed/; "
+            f"mount -t tmpfs -o size=64k,mode=0700 none $STATE; cp -a {tmp_path}/seed/. $STATE/; "
+            "dd if=/dev/zero of=$STATE/filler bs=4k 2>/dev/null || true")
+    run = pam.run(answers=["wrong-again"], wrapper=in_private_mounts(fill, out))
+    assert run.code == PAM_AUTH_ERR, run
+    assert parse_record((out / f"{UID}.rec").read_bytes(), UID).P == 2
+
+
+def test_a_read_only_state_directory_refuses_without_asking(pam):
+    before = seeded_with_one_wrong_password(pam)
+    ro = f"STATE={pam.state}; mount --bind $STATE $STATE; mount -o remount,bind,ro $STATE"
+    run = pam.run(answers=[ALICE], wrapper=in_private_mounts(ro))
+    assert run.code == PAM_SYSTEM_ERR, run
+    assert run.prompts() == [] and run.texts("error") == [NOT_RECORDED]
+    assert any("errno 30" in line for line in log_lines(run)), run.stderr
+    assert pam.record_path().read_bytes() == before
+
+
+@pytest.mark.parametrize("call, errno, expected_log", [
+    ("write", 5, "cannot charge a passcode attempt for uid 1001: write failed (errno 5)"),
+    ("sync", 5, "cannot charge a passcode attempt for uid 1001: write failed (errno 5)"),
+    ("open", 13, "cannot be opened (errno 13)"),
+    ("open", 12, "cannot be opened (errno 12)"),
+])
+def test_a_failing_store_call_refuses_the_attempt_and_loses_no_charge(pam, call, errno, expected_log):
+    """The charge is written (and synced) before the password is checked;
+    when that fails the password is not checked at all. A failed sync may
+    leave the charge on disk (one too many, never one too few)."""
+    before = seeded_with_one_wrong_password(pam)
+    run = pam.run(answers=[ALICE], env=faulty(pam, call, errno))
+    assert faults_hit(pam), "the fault was never injected"
+    assert run.code == PAM_SYSTEM_ERR, run
+    assert run.texts("error") == [NOT_RECORDED]
+    assert any(expected_log in line for line in log_lines(run)), run.stderr
+    if call == "sync":
+        assert pam.record().P == 2
+    else:
+        assert pam.record_path().read_bytes() == before
+
+
+def test_a_failing_rename_of_a_new_record_refuses_and_leaves_only_a_temporary(pam):
+    run = pam.run(answers=[ALICE], env=faulty(pam, "rename", 5))
+    assert faults_hit(pam)
+    assert run.code == PAM_SYSTEM_ERR and run.texts("error") == [NOT_RECORDED]
+    assert not pam.record_path().exists()
+    # The leftover temporary is harmless: the next prompt works.
+    assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR and pam.record().P == 1
+
+
+def test_an_unreadable_record_is_replaced_fail_closed_and_the_password_gets_in(pam):
+    """A read error is a damaged record: the finger is locked and the
+    password waits out the first back-off, then gets in."""
+    seeded_with_one_wrong_password(pam)
+    run = pam.run(answers=[ALICE], env=faulty(pam, "read", 5, FAULT_MATCH=f"{pam.state}/{UID}.rec"))
+    assert faults_hit(pam)
+    assert run.code == PAM_AUTH_ERR and run.prompts() == []
+    assert run.texts("error") == ["Too many wrong passwords. Try again in 1 minute."]
+    record = pam.record()
+    assert (record.F, record.P) == (5, 5)
+    assert pam.run(answers=[ALICE], wrapper=later_boot_clock(61)).code == PAM_SUCCESS
+    assert (pam.record().F, pam.record().P) == (0, 0)
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_state_directory_swapped_for_a_symlink_mid_prompt_is_refused(pam, when):
+    """The directory is moved away and a symlink to an attacker's directory
+    put in its place at the moment the module opens it (just before, or
+    just after): nothing is read from or written to the attacker's
+    directory, and the real record keeps its count."""
+    before = seeded_with_one_wrong_password(pam)
+    attacker = pam.base / "attacker"
+    attacker.mkdir(mode=0o700)
+    run = pam.run(answers=[ALICE], env=faulty(pam, FAULT_SWAP=pam.state, FAULT_SWAP_TARGET=attacker, FAULT_SWAP_WHEN=when))
+    assert faults_hit(pam) == [f"swap {pam.state}"]
+    assert run.code == PAM_SYSTEM_ERR, run
+    assert run.texts("error") == [NOT_RECORDED]
+    assert any("is not a directory owned by root with mode 0700" in line for line in log_lines(run)), run.stderr
+    assert list(attacker.iterdir()) == []
+    assert (Path(f"{pam.state}.moved") / f"{UID}.rec").read_bytes() == before
+
+
+# ---- the wall clock ----
+
+@pytest.mark.skipif(not FAKETIME.exists(), reason="libfaketime is not installed")
+@pytest.mark.parametrize("shift", ["-3d", "+3d"])
+def test_a_wall_clock_moved_by_days_neither_ends_nor_stretches_a_wait(pam, shift):
+    for attempt in range(5):
+        assert pam.run(answers=[f"wrong-{attempt}"]).code == PAM_AUTH_ERR
+    moved = {"LD_PRELOAD": f"libpam_wrapper.so libnss_wrapper.so {FAKETIME}", "FAKETIME": shift,
+             "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+    refused = pam.run(answers=[ALICE], env=moved)
+    assert refused.code == PAM_AUTH_ERR and refused.prompts() == []
+    assert refused.texts("error") == ["Too many wrong passwords. Try again in 1 minute."]
+    assert 55_000 < pam.record().backoff_ms <= 60_000
+    # The wait runs on the boot clock: 61 s later it is over, whatever the wall says.
+    assert pam.run(answers=[ALICE], env=moved, wrapper=later_boot_clock(61)).code == PAM_SUCCESS
+    shown = pam.record().last_passcode_wall
+    assert abs(shown - (time.time() + (3 if shift == "+3d" else -3) * 86400)) < 600  # the display follows the wall
+
+
+# ---- the passcode stack ----
+
+@pytest.mark.parametrize("lines", [
+    ["auth required /nonexistent/pam_nothing.so"],
+    ["this is not a pam line"],
+    [],
+], ids=["module-missing", "garbage", "empty"])
+def test_a_passcode_stack_that_cannot_run_decides_nothing(pam, lines):
+    """A stack that never asks for the password cannot have checked it: the
+    attempt is given back and the module steps aside (the test's stack then
+    reaches its marker module; the shipped stacks reach pam_unix)."""
+    pam.write_service("localauth-passcode", lines)
+    run = pam.run(answers=[ALICE])
+    assert run.ignored, run
+    assert any("did not ask for the passcode; check its stack" in line for line in log_lines(run)), run.stderr
+    assert (pam.record().F, pam.record().P) == (0, 0)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL])
+def test_a_hanging_passcode_stack_killed_keeps_the_entry_counted(pam, sig):
+    """The password is charged before the stack checks it: a stack that
+    hangs, and a prompt killed while it hangs, leave it counted."""
+    pidfile = pam.base / "sleeper.pid"
+    hang = pam.base / "hang.sh"
+    hang.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 600\n")
+    hang.chmod(0o755)
+    pam.write_service("localauth-passcode", [
+        f"auth required {PAM_MATRIX} passdb={pam.passdb}",   # asks for the password, then
+        f"auth required pam_exec.so {hang}",                 # the stack hangs
+    ])
+    proc = pam.spawn(answers=["wrong"])
+    try:
+        deadline = time.monotonic() + 20
+        while not (pidfile.exists() and pidfile.read_text().strip()):
+            assert time.monotonic() < deadline and proc.poll() is None, "the passcode stack never ran"
+            time.sleep(0.01)  # polling a condition, bounded by the deadline
+        assert pam.record().P == 1           # charged while the stack still runs
+        proc.send_signal(sig)
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if pidfile.exists() and pidfile.read_text().strip():
+            try:
+                os.kill(int(pidfile.read_text()), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert proc.returncode == -sig
+    assert pam.record().P == 1
+
+
+# ---- hostile limits ----
+
+def test_every_descriptor_limit_fails_closed(pam):
+    """From too few descriptors for the program to start, through too few
+    for the store, to enough: each run either does not start, refuses with
+    the message, or charges the wrong password exactly once."""
+    refused = 0
+    for limit in range(3, 17):
+        if pam.record_path().exists():
+            pam.record_path().unlink()
+        run = pam.run(answers=["wrong"], preexec_fn=lambda n=limit: resource.setrlimit(resource.RLIMIT_NOFILE, (n, n)))
+        assert run.code != PAM_SUCCESS
+        if run.code == PAM_SYSTEM_ERR:
+            refused += 1
+            assert run.texts("error") == [NOT_RECORDED], (limit, run)
+            assert not pam.record_path().exists()
+        elif run.code == PAM_AUTH_ERR:
+            assert pam.record().P == 1, limit
+        else:
+            assert run.code == -1 and not pam.record_path().exists(), (limit, run)   # the harness itself could not start
+    assert refused >= 1, "no limit reached the store's refusal"
+
+
+# ---- fprintd answering with the wrong types (a stand-in fprintd on the rig's bus) ----
+
+class FakeFprintd:
+    """python-dbusmock owning fprintd's name on the rig's bus, with a
+    manager and one device whose methods the test defines."""
+    DEVICE = "/net/reactivated/Fprint/Device/0"
+
+    def __init__(self, rig):
+        from gi.repository import GLib
+        self.GLib = GLib
+        self.rig = rig
+        rig.stop_fprintd()
+        self.proc = subprocess.Popen([PY3, "-m", "dbusmock", "--system", FPRINT_NAME, MANAGER_PATH, MANAGER_IFACE],
+                                     env=rig.env(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     stdin=subprocess.DEVNULL)
+        rig._wait_name(FPRINT_NAME, True, self.proc)
+
+    def method(self, path, interface, name, in_sig, out_sig, code):
+        self.rig.ctl.call(FPRINT_NAME, path, "org.freedesktop.DBus.Mock", "AddMethod",
+                          self.GLib.Variant("(sssss)", (interface, name, in_sig, out_sig, code)))
+
+    def device(self, methods):
+        props = {"name": self.GLib.Variant("s", "stand-in"), "scan-type": self.GLib.Variant("s", "press"),
+                 "num-enroll-stages": self.GLib.Variant("i", 5), "finger-present": self.GLib.Variant("b", False),
+                 "finger-needed": self.GLib.Variant("b", False)}
+        self.rig.ctl.call(FPRINT_NAME, MANAGER_PATH, "org.freedesktop.DBus.Mock", "AddObject",
+                          self.GLib.Variant("(ssa{sv}a(ssss))", (self.DEVICE, DEVICE_IFACE, props, methods)))
+
+    def calls(self, path, name):
+        found = self.rig.ctl.call(FPRINT_NAME, path, "org.freedesktop.DBus.Mock", "GetMethodCalls",
+                                  self.GLib.Variant("(s)", (name,)))
+        return found[0]
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def stand_in(pam):
+    with FprintRig() as rig:
+        fake = FakeFprintd(rig)
+        try:
+            yield rig, fake
+        finally:
+            fake.close()
+
+
+GOOD_DEVICE_METHODS = [
+    ("ListEnrolledFingers", "s", "as", "ret = ['right-index-finger']"),
+    ("Claim", "s", "", ""),
+    ("Release", "", "", ""),
+    ("VerifyStop", "", "", ""),
+]
+
+
+@pytest.mark.parametrize("case", ["devices-as-string", "fingers-as-integer", "claim-returns-a-value"])
+def test_an_fprintd_answering_with_wrong_types_means_the_password(pam, stand_in, case):
+    rig, fake = stand_in
+    methods = list(GOOD_DEVICE_METHODS)
+    if case == "devices-as-string":
+        fake.method(MANAGER_PATH, MANAGER_IFACE, "GetDevices", "", "s", f"ret = '{fake.DEVICE}'")
+    else:
+        fake.method(MANAGER_PATH, MANAGER_IFACE, "GetDevices", "", "ao", f"ret = ['{fake.DEVICE}']")
+    if case == "fingers-as-integer":
+        methods[0] = ("ListEnrolledFingers", "s", "i", "ret = 7")
+    if case == "claim-returns-a-value":
+        methods[1] = ("Claim", "s", "i", "ret = 1")
+    methods.append(("VerifyStart", "s", "", ""))
+    fake.device(methods)
+    pam.password_entered("alice", rig)
+    run = pam.run(answers=["", ALICE] if case == "claim-returns-a-value" else [ALICE], env=rig.env())
+    assert run.code == PAM_SUCCESS, run
+    assert run.prompts()[-1] in (PASSCODE_PROMPT, FIRST_PROMPT)
+    assert (pam.record().F, pam.record().P) == (0, 0)
+    assert fake.calls(fake.DEVICE, "VerifyStart") == [] or case == "claim-returns-a-value"
+
+
+def test_verdicts_of_the_wrong_type_are_never_counted(pam, stand_in):
+    """Every verify the stand-in starts answers with two malformed
+    VerifyStatus signals and then a plain no-match: only the no-matches
+    count (three verifies for the prompt's three tries), then the password
+    prompt; a wrong password there is counted too."""
+    rig, fake = stand_in
+    fake.method(MANAGER_PATH, MANAGER_IFACE, "GetDevices", "", "ao", f"ret = ['{fake.DEVICE}']")
+    emit = ("self.EmitSignal('net.reactivated.Fprint.Device', 'VerifyFingerSelected', 's', ['right-index-finger']); "
+            "self.EmitSignal('net.reactivated.Fprint.Device', 'VerifyStatus', 'i', [1]); "
+            "self.EmitSignal('net.reactivated.Fprint.Device', 'VerifyStatus', 'ss', ['verify-match', 'yes']); "
+            "self.EmitSignal('net.reactivated.Fprint.Device', 'VerifyStatus', 'sb', ['verify-no-match', True])")
+    fake.device(GOOD_DEVICE_METHODS + [("VerifyStart", "s", "", emit)])
+    pam.password_entered("alice", rig)
+    run = pam.run(answers=["", "wrong"], env=rig.env())
+    assert run.code == PAM_AUTH_ERR, run
+    assert len(fake.calls(fake.DEVICE, "VerifyStart")) == 3, run.stdout
+    assert sum("Fingerprint not recognized" in t for t in run.texts()) == 3
+    assert run.prompts() == [FIRST_PROMPT, PASSCODE_PROMPT]
+    assert (pam.record().F, pam.record().P) == (3, 1)
+    assert fake.calls(fake.DEVICE, "Release"), "the reader was not released"
+
+
+# ---- signals at each step of a prompt (the real fprintd) ----
+
+@pytest.fixture
+def rig(pam):
+    with FprintRig() as rig:
+        rig.enroll("alice")
+        pam.password_entered("alice", rig)
+        yield rig
+
+
+def wait_for_counts(pam, counts, proc, timeout=20):
+    deadline = time.monotonic() + timeout
+    while True:
+        if pam.record_path().exists() and (pam.record().F, pam.record().P) == counts:
+            return
+        assert time.monotonic() < deadline and proc.poll() is None, f"never reached {counts}"
+        time.sleep(0.005)  # polling a condition, bounded by the deadline
+
+
+STEPS = {
+    # name: (answers, what the rig feeds first, the counts on disk that mark the step)
+    "reader-waiting": (["", ALICE], [], (1, 0)),
+    "after-a-miss": (["", ALICE], [MISS], (2, 0)),
+}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL],
+                         ids=["SIGINT", "SIGTERM", "SIGHUP", "SIGKILL"])
+@pytest.mark.parametrize("step", sorted(STEPS))
+def test_a_signal_while_the_reader_waits_keeps_every_charge_and_frees_the_reader(pam, rig, step, sig):
+    """In prompt mode the signal's default action ends the program: the
+    attempt pending on the reader stays charged (it may have been judged),
+    a miss before it stays, nothing is granted, and fprintd gives the reader
+    to the next prompt."""
+    answers, feed, counts = STEPS[step]
+    if feed:
+        rig.feed(feed)
+    proc = pam.spawn(answers=answers, env=rig.env())
+    try:
+        wait_for_counts(pam, counts, proc)
+        if feed:
+            assert rig.feed_wait(timeout=30).ok
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -sig
+    assert "result:" not in out
+    assert (pam.record().F, pam.record().P) == counts
+    rig.wait_until_claimable("alice", timeout=10)
+    # The next prompt is served: the reader, the counts, the match.
+    rig.feed([MATCH])
+    assert pam.run(answers=[""], env=rig.env()).code == PAM_SUCCESS
+    assert (pam.record().F, pam.record().P) == (0, 0)
+
+
+def test_a_stopped_and_continued_prompt_goes_on_as_if_nothing_happened(pam, rig):
+    proc = pam.spawn(answers=[""], env=rig.env())
+    try:
+        wait_for_counts(pam, (1, 0), proc)
+        proc.send_signal(signal.SIGSTOP)
+        deadline = time.monotonic() + 10
+        while process_state(proc.pid) != "T":
+            assert time.monotonic() < deadline
+            time.sleep(0.001)  # polling a condition, bounded by the deadline
+        rig.feed([MATCH], on_cue=False)
+        assert rig.feed_wait(timeout=30).ok
+        proc.send_signal(signal.SIGCONT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    run = parse_run(out, err)
+    assert run.code == PAM_SUCCESS, run
+    assert (pam.record().F, pam.record().P) == (0, 0)
+
+
+class BusMonitor:
+    """dbus-monitor on the rig's bus: fprintd's device signals and every
+    call to the device, in the order the bus routed them."""
+
+    def __init__(self, rig):
+        rules = [f"type='signal',interface='{DEVICE_IFACE}'", f"type='method_call',interface='{DEVICE_IFACE}'"]
+        self.proc = subprocess.Popen(["dbus-monitor", "--address", rig.bus_address] + rules, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        self.lines = []
+        self.wait_for("NameAcquired", interface=False)
+
+    def _read_until(self, predicate, timeout=20):
+        import select
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            left = deadline - time.monotonic()
+            assert left > 0, f"dbus-monitor never showed it: {self.lines}"
+            ready, _, _ = select.select([self.proc.stdout], [], [], left)
+            if ready:
+                line = self.proc.stdout.readline()
+                assert line, "dbus-monitor ended"
+                self.lines.append(line)
+
+    def wait_for(self, member, interface=True):
+        self._read_until(lambda: any(f"member={member}" in line for line in self.lines))
+
+    def close(self):
+        """Stops the monitor. -> [(member, first string argument or None)]"""
+        self.proc.terminate()
+        rest, _ = self.proc.communicate(timeout=10)
+        self.lines += rest.splitlines(keepends=True)
+        events = []
+        for index, line in enumerate(self.lines):
+            if f"interface={DEVICE_IFACE}" in line and "member=" in line:
+                member = line.rsplit("member=", 1)[1].strip()
+                following = self.lines[index + 1].strip() if index + 1 < len(self.lines) else ""
+                argument = following.split('"')[1] if following.startswith("string \"") else None
+                events.append((member, argument))
+        return events
+
+
+@pytest.mark.parametrize("verdict, offset_ms", [(v, o) for v in (MISS, MATCH) for o in (-3, 0, 3)],
+                         ids=[f"{'miss' if v == MISS else 'match'}{o:+d}ms" for v in (MISS, MATCH) for o in (-3, 0, 3)])
+def test_ctrl_c_racing_a_verdict_never_loses_a_miss_nor_grants_without_a_match(pam, rig, verdict, offset_ms):
+    """Terminal mode: Ctrl-C a few milliseconds before, with, or after the
+    finger is judged. A bus client that eavesdrops (as the rig's bus lets
+    anyone) sees in the bus's own order whether fprintd's verdict went out
+    before the prompt's VerifyStop: then fprintd judged the finger and a
+    miss must stay counted. Whichever wins, a success is a match with the
+    counts reset, and otherwise the attempt stays charged unless the stop
+    came first and the reader proved it judged nothing."""
+    pam.write_owner_stack(args="mode=terminal timeout=20")
+    monitor = BusMonitor(rig)
+    proc = pam.spawn(answers=[], env=rig.env(), count_interrupts=True)
+
+    def scan():
+        try:
+            rig.send_vdev(verdict, timeout=2)
+        except (OSError, TimeoutError):
+            pass    # the Ctrl-C won: the reader was released before the finger came
+
+    try:
+        monitor.wait_for("VerifyStart")   # a scan sent from here on is judged by this verify
+        if offset_ms < 0:
+            proc.send_signal(signal.SIGINT)
+            time.sleep(-offset_ms / 1000)   # the race's offset, not a policy timer
+            scan()
+        else:
+            scan()
+            time.sleep(offset_ms / 1000)
+            proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        rig.wait_until_claimable("alice", timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        order = monitor.close()
+    run = parse_run(out, err)
+    record = pam.record()
+    stop = next((i for i, (m, _) in enumerate(order) if m == "VerifyStop"), len(order))
+    judged_before_stop = [a for m, a in order[:stop] if m == "VerifyStatus"]
+    verifies = sum(m == "VerifyStart" for m, _ in order)
+    assert run.code != -1, run
+    if run.code == PAM_SUCCESS:
+        # fprintd judged a match (its verdict may be routed after the stop,
+        # which it had not read yet): a real match, with the counts reset.
+        assert ("VerifyStatus", "verify-match") in order and (record.F, record.P) == (0, 0), (run, order)
+        return
+    # Never more charged than verifies started; a miss fprintd judged before
+    # the stop is never given back; a Ctrl-C before any failure cancels, and
+    # after one it chooses the password (which this prompt does not answer).
+    assert record.F <= verifies, (run, order)
+    if "verify-no-match" in judged_before_stop:
+        assert record.F >= 1, (run, order)
+    assert run.code == PAM_CONV_ERR and run.interrupts_delivered in (0, 1), run
