@@ -99,6 +99,9 @@ from gi.repository import Gio, GLib
 PY3 = "/usr/bin/python3"
 FPRINTD = "/usr/libexec/fprintd"
 DBUS_DAEMON = "dbus-daemon"
+# A prefix that makes a started process die with the test process that
+# started it (PR_SET_PDEATHSIG), even when that one dies without a teardown.
+DIE_WITH_TESTS = ["setpriv", "--pdeathsig", "KILL", "--"]
 
 FPRINT_NAME = "net.reactivated.Fprint"
 FPRINT_ROOT = "/net/reactivated/Fprint"
@@ -475,7 +478,7 @@ class FprintRig:
 
         with open(self.bus_log, "w") as log:
             self.bus_proc = subprocess.Popen(
-                [DBUS_DAEMON, f"--config-file={self.config_path}", "--nofork", "--print-address"],
+                DIE_WITH_TESTS + [DBUS_DAEMON, f"--config-file={self.config_path}", "--nofork", "--print-address"],
                 stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
         # --print-address prints once the socket listens: the readiness cue.
         line = self._readline(self.bus_proc, self.start_timeout)
@@ -485,7 +488,7 @@ class FprintRig:
 
         with open(self.polkit_log, "w") as log:
             self.polkit_proc = subprocess.Popen(
-                [PY3, "-m", "dbusmock", "--system", "--template", "polkitd"],
+                DIE_WITH_TESTS + [PY3, "-m", "dbusmock", "--system", "--template", "polkitd"],
                 env=self.env(os.environ), stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, start_new_session=True)
         self._wait_name(POLKIT_NAME, True, self.polkit_proc, self.polkit_log)
@@ -563,7 +566,7 @@ class FprintRig:
                 env["G_MESSAGES_DEBUG"] = "all"
             with open(self.fprintd_log, "a") as log:
                 self.fprintd_proc = subprocess.Popen(
-                    [FPRINTD, "--no-timeout"], env=env, stdout=log, stderr=subprocess.STDOUT,
+                    DIE_WITH_TESTS + [FPRINTD, "--no-timeout"], env=env, stdout=log, stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL, start_new_session=True)
             self._wait_name(FPRINT_NAME, True, self.fprintd_proc, self.fprintd_log)
 

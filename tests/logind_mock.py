@@ -15,7 +15,7 @@ from pathlib import Path
 
 from gi.repository import GLib
 
-from fprint_rig import _Client, stop_process
+from fprint_rig import DIE_WITH_TESTS, _Client, stop_process
 
 CGROUP_ROOT = Path("/sys/fs/cgroup/unified")
 LOGIND = "org.freedesktop.login1"
@@ -72,7 +72,7 @@ class LogindMock:
 
     def __enter__(self):
         log = open(os.path.join(self.rig.dir, "logind-mock.log"), "w")
-        self.proc = subprocess.Popen([sys.executable, "-m", "dbusmock", "--system", "--template", "logind"],
+        self.proc = subprocess.Popen(DIE_WITH_TESTS + [sys.executable, "-m", "dbusmock", "--system", "--template", "logind"],
                                      env=self.rig.env(os.environ), stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
         log.close()

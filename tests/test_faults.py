@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from fprint_rig import DEVICE_IFACE, FPRINT_NAME, MANAGER_IFACE, MANAGER_PATH, PY3, FprintRig, process_state
+from fprint_rig import DEVICE_IFACE, DIE_WITH_TESTS, FPRINT_NAME, MANAGER_IFACE, MANAGER_PATH, PY3, FprintRig, process_state
 from pamenv import (BUILD, PAM_MATRIX, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_SUCCESS, PAM_SYSTEM_ERR, PASSWORDS, USERS, later_boot_clock, parse_record,
                     parse_run)
 
@@ -275,7 +275,7 @@ class FakeFprintd:
         self.GLib = GLib
         self.rig = rig
         rig.stop_fprintd()
-        self.proc = subprocess.Popen([PY3, "-m", "dbusmock", "--system", FPRINT_NAME, MANAGER_PATH, MANAGER_IFACE],
+        self.proc = subprocess.Popen(DIE_WITH_TESTS + [PY3, "-m", "dbusmock", "--system", FPRINT_NAME, MANAGER_PATH, MANAGER_IFACE],
                                      env=rig.env(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      stdin=subprocess.DEVNULL)
         rig._wait_name(FPRINT_NAME, True, self.proc)
@@ -450,7 +450,7 @@ class BusMonitor:
 
     def __init__(self, rig):
         rules = [f"type='signal',interface='{DEVICE_IFACE}'", f"type='method_call',interface='{DEVICE_IFACE}'"]
-        self.proc = subprocess.Popen(["dbus-monitor", "--address", rig.bus_address] + rules, stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen(DIE_WITH_TESTS + ["dbus-monitor", "--address", rig.bus_address] + rules, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, text=True)
         self.lines = []
         self.wait_for("NameAcquired", interface=False)
