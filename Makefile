@@ -1,7 +1,8 @@
 # localauth: the PAM module (Embedded Swift + C shim), tests, demonstration.
 #   make            build .build/module/pam_localauth.so
 #   make demo       build and run the demonstration
-#   make test       unit tests (swift test) and integration tests (real libpam)
+#   make test       unit tests (swift test), integration tests (real libpam),
+#                   the unit suite under ASan and a short run of each fuzzer
 #   make install    PREFIX=/usr/local DESTDIR= ; module into the system's PAM dir
 SHELL := /bin/bash
 PREFIX ?= /usr/local
@@ -144,7 +145,17 @@ unit-test:
 integration-test: test-artifacts
 	$(PYTHON) -m pytest -q tests
 
-test: unit-test integration-test
+test: unit-test integration-test check-quick
+
+# The quick forms of the long checks, part of `make test` (and so of CI): the
+# unit suite under ASan and each fuzz target for FUZZ_QUICK_SECONDS. The
+# fault table, the memcheck and memory-scan tests and a short load run are
+# in the integration suite; the long forms are `make fuzz`, `make load`,
+# `make check-tsan` and `make check-valgrind`.
+FUZZ_QUICK_SECONDS ?= 15
+.PHONY: check-quick
+check-quick: check-asan
+	$(MAKE) fuzz FUZZ_SECONDS=$(FUZZ_QUICK_SECONDS)
 
 # The unit suite under AddressSanitizer (with LeakSanitizer) and under
 # ThreadSanitizer, each in its own build directory; any report fails the run.

@@ -240,6 +240,21 @@ def test_a_hanging_passcode_stack_killed_keeps_the_entry_counted(pam, sig):
     assert pam.record().P == 1
 
 
+# ---- odd user names ----
+
+@pytest.mark.parametrize("name", [
+    "a" * 5000, os.fsdecode(b"al\xffice\xfe"), "../../etc/passwd", "alice/../root", "alice\nroot", "alice ", "",
+    "al\x01\x1bice", "%s%n%x",
+], ids=["5000-bytes", "non-utf8", "dotdot", "slash", "newline", "trailing-space", "empty", "control", "format"])
+def test_an_odd_user_name_looks_like_any_unknown_user_and_writes_only_buckets(pam, name):
+    reference = pam.run(user="nosuchuser", answers=["x"])
+    run = pam.run(user=name, answers=["x"])
+    assert (run.code, run.messages) == (reference.code, reference.messages) == (PAM_AUTH_ERR, [("prompt-off", PASSCODE_PROMPT)])
+    assert all(n in ("lookalike.key", "lookalike.lock") or (n.startswith("u") and n.endswith(".rec"))
+               for n in pam.state_files()), pam.state_files()
+    assert sorted(p.name for p in pam.base.iterdir()) == ["group", "pam.d", "passdb", "passwd", "state"]
+
+
 # ---- hostile limits ----
 
 def test_every_descriptor_limit_fails_closed(pam):
