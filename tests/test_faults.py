@@ -111,7 +111,7 @@ def test_a_read_only_state_directory_refuses_without_asking(pam):
     ("sync", 5, "cannot charge a passcode attempt for uid 1001: write failed (errno 5)"),
     ("open", 13, "cannot be opened (errno 13)"),
     ("open", 12, "cannot be opened (errno 12)"),
-])
+], ids=["write-EIO", "sync-EIO", "open-EACCES", "open-ENOMEM"])
 def test_a_failing_store_call_refuses_the_attempt_and_loses_no_charge(pam, call, errno, expected_log):
     """The charge is written (and synced) before the password is checked;
     when that fails the password is not checked at all. A failed sync may
