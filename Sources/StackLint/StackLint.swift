@@ -14,46 +14,63 @@ public struct Finding: Equatable {
 
 /// One `auth` rule of a stack, after includes are expanded.
 struct Rule {
-    var file: String
-    var line: Int
-    var control: String
-    var module: String
-    var arguments: [String]
+    let file: String
+    let line: Int
+    let control: String
+    let module: String
+    let arguments: [String]
+    /// Worked out once: the checks ask them of every rule many times.
+    let moduleName: String
+    private let simpleControl: String?
+    private let explicitActions: [String: String]
+    private let defaultAction: String
 
-    var moduleName: String { String(module.split(separator: "/").last ?? Substring(module)) }
+    init(file: String, line: Int, control: String, module: String, arguments: [String]) {
+        self.file = file
+        self.line = line
+        self.control = control
+        self.module = module
+        self.arguments = arguments
+        moduleName = String(module.split(separator: "/").last ?? Substring(module))
+        let lowered = control.lowercased()
+        if ["required", "requisite", "sufficient", "optional"].contains(lowered) {
+            simpleControl = lowered
+            explicitActions = [:]
+            defaultAction = "bad"
+            return
+        }
+        simpleControl = nil
+        var explicit: [String: String] = [:]
+        var fallback = "bad"
+        let inner = lowered.hasPrefix("[") ? String(lowered.dropFirst().dropLast()) : lowered
+        for pair in inner.split(whereSeparator: { $0 == " " || $0 == "\t" }) {
+            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { continue }
+            if parts[0] == "default" { fallback = parts[1] }
+            if explicit[parts[0]] == nil { explicit[parts[0]] = parts[1] }   // the first one counts
+        }
+        explicitActions = explicit
+        defaultAction = fallback
+    }
+
     var isLocalAuth: Bool { moduleName == "pam_localauth.so" }
     var isAuthsucc: Bool { isLocalAuth && arguments.contains("authsucc") }
     var location: String { "\(file):\(line)" }
 
-    /// The action for a PAM return code name ("success", "ignore", ...), as
-    /// libpam reads the control (keywords and keys are case-insensitive).
     func action(for code: String) -> String {
-        let control = self.control.lowercased()
         let succeeded = code == "success" || code == "new_authtok_reqd"
-        switch control {
-        case "required": return succeeded ? "ok" : (code == "ignore" ? "ignore" : "bad")
-        case "requisite": return succeeded ? "ok" : (code == "ignore" ? "ignore" : "die")
-        case "sufficient": return succeeded ? "done" : "ignore"
-        case "optional": return succeeded ? "ok" : "ignore"
-        default: break
+        switch simpleControl {
+        case "required"?: return succeeded ? "ok" : (code == "ignore" ? "ignore" : "bad")
+        case "requisite"?: return succeeded ? "ok" : (code == "ignore" ? "ignore" : "die")
+        case "sufficient"?: return succeeded ? "done" : "ignore"
+        case "optional"?: return succeeded ? "ok" : "ignore"
+        default: return explicitActions[code] ?? defaultAction
         }
-        var fallback = "bad"
-        let inner = control.hasPrefix("[") ? String(control.dropFirst().dropLast()) : control
-        for pair in inner.split(whereSeparator: { $0 == " " || $0 == "\t" }) {
-            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2 else { continue }
-            if parts[0] == code { return parts[1] }
-            if parts[0] == "default" { fallback = parts[1] }
-        }
-        return fallback
     }
 
-    /// Whether a failure here always ends the stack in failure.
     var failureDies: Bool { action(for: "auth_err") == "die" }
 }
 
-/// Reads PAM service files through `read` (a name to the file's bytes, nil
-/// when missing) and checks the auth stacks for the rules above.
 public struct StackLint {
     let readFile: (String) -> [UInt8]?
 
@@ -131,21 +148,27 @@ public struct StackLint {
         return Array(rules.prefix(StackLint.maxExpandedRules))
     }
 
-    /// Whether the rules from `start` on meet a password module or pam_deny
-    /// that an ignore cannot step over.
-    func reachesMandatoryCheck(_ rules: [Rule], from start: Int) -> Bool {
-        var index = start
-        while index < rules.count {
-            let rule = rules[index]
-            if rule.moduleName == "pam_deny.so" && rule.action(for: "auth_err") != "ignore" { return true }
-            if StackLint.passwordModules.contains(rule.moduleName) {
-                let onFailure = rule.action(for: "auth_err")
-                if onFailure == "die" || onFailure == "bad" { return true }
-                // [success=N default=ignore]: a failure goes on, to pam_deny usually.
-            }
-            index += 1
+    /// Whether this rule is a check a failure cannot step over: pam_deny
+    /// that an ignore does not skip, or a password module whose failure
+    /// ends or fails the stack.
+    static func isMandatoryCheck(_ rule: Rule) -> Bool {
+        if rule.moduleName == "pam_deny.so" && rule.action(for: "auth_err") != "ignore" { return true }
+        if StackLint.passwordModules.contains(rule.moduleName) {
+            let onFailure = rule.action(for: "auth_err")
+            // [success=N default=ignore]: a failure goes on, to pam_deny usually.
+            return onFailure == "die" || onFailure == "bad"
         }
         return false
+    }
+
+    /// For each index (and the end), whether some rule from there on is a
+    /// mandatory check: one pass from the end instead of a walk per question.
+    static func mandatoryFrom(_ rules: [Rule]) -> [Bool] {
+        var table = [Bool](repeating: false, count: rules.count + 1)
+        for index in stride(from: rules.count - 1, through: 0, by: -1) {
+            table[index] = table[index + 1] || isMandatoryCheck(rules[index])
+        }
+        return table
     }
 
     /// Where execution goes after `action` at `index` (nil: the stack ends).
@@ -155,7 +178,8 @@ public struct StackLint {
         case "ignore", "ok", "bad", "reset": return index + 1
         case "die", "done": return nil
         default:
-            if let jump = Int(action) { return index + 1 + jump }
+            // libpam takes only a positive count of rules to skip.
+            if let jump = Int(action), jump > 0 { return index + 1 + jump }
             return nil
         }
     }
@@ -167,6 +191,20 @@ public struct StackLint {
         let rules = authRules(name)
         var findings: [Finding] = []
         func error(_ rule: Rule, _ text: String) { findings.append(Finding(severity: "error", text: "\(rule.location): \(text)")) }
+        // Tables over the rules, each built in one pass, so that a service
+        // of thousands of rules is checked in time linear in its size.
+        let count = rules.count
+        let mandatory = StackLint.mandatoryFrom(rules)
+        var passwordModulesBefore = [Int](repeating: 0, count: count + 1)
+        var authsuccFrom = [Bool](repeating: false, count: count + 1)
+        for index in 0..<count {
+            passwordModulesBefore[index + 1] = passwordModulesBefore[index]
+                + (StackLint.passwordModules.contains(rules[index].moduleName) ? 1 : 0)
+        }
+        for index in stride(from: count - 1, through: 0, by: -1) {
+            authsuccFrom[index] = authsuccFrom[index + 1] || rules[index].isAuthsucc
+        }
+        func passwordModules(_ range: Range<Int>) -> Int { passwordModulesBefore[range.upperBound] - passwordModulesBefore[range.lowerBound] }
         for (index, rule) in rules.enumerated() where rule.isLocalAuth && !rule.isAuthsucc {
             let biometrics = rule.arguments.contains("policy=biometrics")
             if rule.control.lowercased() == "sufficient" || rule.control.lowercased().contains("=done") {
@@ -176,7 +214,7 @@ public struct StackLint {
             for code in ["ignore", "authinfo_unavail", "auth_err", "cred_insufficient", "conv_err", "system_err"] {
                 let action = rule.action(for: code)
                 guard action != "bad", let next = landing(action, from: index) else { continue }
-                if !reachesMandatoryCheck(rules, from: next) {
+                if !(next < count && mandatory[next]) {
                     error(rule, "when the module returns \(code) the stack goes on to only optional modules; add a mandatory password module or pam_deny.so")
                     break
                 }
@@ -197,34 +235,39 @@ public struct StackLint {
                         break
                     }
                 }
-                if let successLanding = landing(rule.action(for: "success"), from: index), successLanding <= rules.count {
-                    let skipped = rules[(index + 1)..<min(successLanding, rules.count)]
-                    if !skipped.contains(where: { StackLint.passwordModules.contains($0.moduleName) }),
-                       rules[min(successLanding, rules.count)...].contains(where: { StackLint.passwordModules.contains($0.moduleName) }) {
+                if let successLanding = landing(rule.action(for: "success"), from: index), successLanding <= count {
+                    if passwordModules((index + 1)..<successLanding) == 0, passwordModules(successLanding..<count) > 0 {
                         findings.append(Finding(severity: "warning", text: "\(rule.location): success does not jump past the password module, which will ask again"))
                     }
                 }
             }
-            if biometrics && !rules[(index + 1)...].contains(where: { $0.isAuthsucc }) {
+            if biometrics && !authsuccFrom[index + 1] {
                 error(rule, "a policy=biometrics line needs a later 'pam_localauth.so authsucc' line reached through the password module's success (R11)")
             }
         }
         if StackLint.lockersRunningAsTheUser.contains(name) {
             findings += lockerFindings(name, rules)
         }
-        // R11: an authsucc line must be reachable only through a password module's success.
+        // R11: an authsucc line must be reachable only through a password
+        // module's success. Every jump is listed once, by where it lands.
+        var jumpsInto: [Int: [(source: Int, code: String)]] = [:]
+        for (index, source) in rules.enumerated() {
+            for code in ["success"] + StackLint.failureCodes {
+                guard let jump = Int(source.action(for: code)), jump > 0, index + 1 + jump < count,
+                      rules[index + 1 + jump].isAuthsucc else { continue }
+                jumpsInto[index + 1 + jump, default: []].append((index, code))
+            }
+        }
         for (target, rule) in rules.enumerated() where rule.isAuthsucc {
             let previous = target > 0 ? rules[target - 1] : nil
             if previous == nil || previous!.moduleName != "pam_deny.so" || !previous!.failureDies {
                 error(rule, "the authsucc line must follow 'auth requisite pam_deny.so', so that only a jump from the password module's success reaches it (R11)")
             }
-            for (index, source) in rules.enumerated() where index < target - 1 {
-                for code in ["success"] + StackLint.failureCodes {
-                    guard let jump = Int(source.action(for: code)), index + 1 + jump == target else { continue }
-                    let allowed = code == "success" && (StackLint.passwordModules.contains(source.moduleName) || source.isLocalAuth)
-                    if !allowed {
-                        error(rule, "\(source.location) reaches the authsucc line on \(code); only the password module's success may (R11)")
-                    }
+            for (index, code) in jumpsInto[target] ?? [] where index < target - 1 {
+                let source = rules[index]
+                let allowed = code == "success" && (StackLint.passwordModules.contains(source.moduleName) || source.isLocalAuth)
+                if !allowed {
+                    error(rule, "\(source.location) reaches the authsucc line on \(code); only the password module's success may (R11)")
                 }
             }
         }

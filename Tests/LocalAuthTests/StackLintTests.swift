@@ -2,7 +2,7 @@
 // the policy is a row with the finding it must produce, and the shipped
 // stacks produce none.
 import XCTest
-import StackLint
+@testable import StackLint
 
 final class StackLintTests: XCTestCase {
     /// A lint over in-memory service files.
@@ -55,6 +55,31 @@ final class StackLintTests: XCTestCase {
         XCTAssertLessThanOrEqual(reads.count, 256, "bounded, not 10^8 expansions")
         let looping = ["sudo": "auth include sudo\n" + owner + "\nauth optional pam_permit.so\n"]
         XCTAssertEqual(errors(lint(looping).serviceFindings("sudo")).count, 1, "still judged: nothing mandatory after the module")
+    }
+
+    /// The most rules a service can expand to, every one a module line or
+    /// an authsucc line: each check is a pass over the rules, not one per
+    /// pair of rules (a fuzzer's input took 38 s; 4096 rules checked
+    /// pairwise against every control are hundreds of millions of steps).
+    func testTheLargestStackIsCheckedInOnePassPerRule() {
+        let block = (0..<32).map { _ in
+            "auth [success=1 default=ignore] pam_localauth.so\nauth requisite pam_deny.so\nauth required pam_localauth.so authsucc"
+        }.joined(separator: "\n")
+        var files = ["sudo": (0..<48).map { "@include part\($0)" }.joined(separator: "\n")]
+        for index in 0..<48 { files["part\(index)"] = block }
+        let findings = lint(files).serviceFindings("sudo")
+        XCTAssertEqual(lint(files).authRules("sudo").count, 4096)
+        XCTAssertFalse(findings.isEmpty)
+        XCTAssertTrue(findings.allSatisfy { $0.severity == "error" || $0.severity == "warning" })
+    }
+
+    /// libpam takes only positive jumps; a negative one is no way back up
+    /// the stack (and once indexed the rules before the first one).
+    func testNegativeJumpsAreNotFollowed() {
+        let files = ["sudo": "auth [success=-3 default=-2] pam_localauth.so\nauth requisite pam_deny.so\n"
+                     + "auth [success=-1 default=ignore] pam_unix.so\nauth required pam_localauth.so authsucc\n"]
+        let findings = errors(lint(files).serviceFindings("sudo"))
+        XCTAssertTrue(findings.contains { $0.contains("auth_err must end the stack") }, "\(findings)")
     }
 
     func testStacksThatWeakenThePolicy() {
