@@ -70,30 +70,34 @@ def in_private_mounts(script, copy_out=None):
 
 # ---- the state directory's filesystem ----
 
-def test_a_full_filesystem_refuses_a_new_record_without_checking(pam, tmp_path):
-    out = tmp_path / "after"
-    out.mkdir()
-    fill = (f"STATE={pam.state}; mount -t tmpfs -o size=64k,mode=0700 none $STATE; "
-            "dd if=/dev/zero of=$STATE/filler bs=4k 2>/dev/null || true")
-    run = pam.run(answers=[ALICE], wrapper=in_private_mounts(fill, out))
-    assert run.code == PAM_SYSTEM_ERR, run
-    assert run.texts("error") == [NOT_RECORDED]
-    assert any("cannot charge a passcode attempt" in line and "errno 28" in line for line in log_lines(run)), run.stderr
-    assert (out / "filler").exists() and not (out / f"{UID}.rec").exists()
+FILL = {
+    # a 64 KiB tmpfs with its blocks used up, or one with plenty of space and its inodes used up
+    "blocks": ("size=64k", "dd if=/dev/zero of=$STATE/filler bs=4k 2>/dev/null || true"),
+    "inodes": ("size=8m,nr_inodes=80", "i=0; while touch $STATE/f$i 2>/dev/null; do i=$((i+1)); done"),
+}
 
 
-def test_a_full_filesystem_still_takes_a_charge_in_place(pam, tmp_path):
-    """A record already on disk is charged by writing over its own blocks:
-    a full disk cannot make a guess go uncounted."""
-    seeded_with_one_wrong_password(pam)
-    out = tmp_path / "after"
-    out.mkdir()
-    fill = (f"STATE={pam.state}; mkdir {tmp_path}/seed; cp -a $STATE/. {tmp_path}/seed/; "
-            f"mount -t tmpfs -o size=64k,mode=0700 none $STATE; cp -a {tmp_path}/seed/. $STATE/; "
-            "dd if=/dev/zero of=$STATE/filler bs=4k 2>/dev/null || true")
-    run = pam.run(answers=["wrong-again"], wrapper=in_private_mounts(fill, out))
-    assert run.code == PAM_AUTH_ERR, run
-    assert parse_record((out / f"{UID}.rec").read_bytes(), UID).P == 2
+@pytest.mark.parametrize("kind", sorted(FILL))
+def test_a_full_filesystem_refuses_known_and_unknown_names_alike(pam, tmp_path, kind):
+    """With (almost) no space or inodes left, a record already on disk could
+    still be charged in place while an unknown name's new bucket could not:
+    that difference would tell names apart. Below the floor nothing is read
+    or charged for anyone, with the same words; the record is unchanged."""
+    before = seeded_with_one_wrong_password(pam)
+    options, fill = FILL[kind]
+    runs = {}
+    for user in ("alice", "nosuchuser"):
+        out = tmp_path / f"after-{user}"
+        out.mkdir()
+        script = (f"STATE={pam.state}; mkdir -p {tmp_path}/seed; cp -a $STATE/. {tmp_path}/seed/; "
+                  f"mount -t tmpfs -o {options},mode=0700 none $STATE; cp -a {tmp_path}/seed/. $STATE/; {fill}")
+        runs[user] = pam.run(user=user, answers=[ALICE], wrapper=in_private_mounts(script, out))
+        assert (out / f"{UID}.rec").read_bytes() == before
+    known, unknown = runs["alice"], runs["nosuchuser"]
+    assert known.code == unknown.code == PAM_SYSTEM_ERR, (known, unknown)
+    assert known.messages == unknown.messages == [("error", NOT_RECORDED)]
+    assert known.fail_delay == unknown.fail_delay
+    assert any("under 1 MiB or 64 inodes free" in line for line in log_lines(known)), known.stderr
 
 
 def test_a_read_only_state_directory_refuses_without_asking(pam):
@@ -164,7 +168,12 @@ def test_a_state_directory_swapped_for_a_symlink_mid_prompt_is_refused(pam, when
     assert faults_hit(pam) == [f"swap {pam.state}"]
     assert run.code == PAM_SYSTEM_ERR, run
     assert run.texts("error") == [NOT_RECORDED]
-    assert any("is not a directory owned by root with mode 0700" in line for line in log_lines(run)), run.stderr
+    # Just before: the prompt's first read refuses. Just after: that read
+    # went on through the descriptor it holds, and the next transaction,
+    # walking the path again, refuses.
+    refused = "cannot read the record of" if when == "before" else "cannot read the back-off of"
+    assert any(refused in line and "is not a directory owned by root with mode 0700" in line
+               for line in log_lines(run)), run.stderr
     assert list(attacker.iterdir()) == []
     assert (Path(f"{pam.state}.moved") / f"{UID}.rec").read_bytes() == before
 
@@ -257,24 +266,28 @@ def test_an_odd_user_name_looks_like_any_unknown_user_and_writes_only_buckets(pa
 
 # ---- hostile limits ----
 
-def test_every_descriptor_limit_fails_closed(pam):
+@pytest.mark.parametrize("seeded", [False, True], ids=["no-record", "record-on-disk"])
+def test_every_descriptor_limit_fails_closed(pam, seeded):
     """From too few descriptors for the program to start, through too few
     for the store, to enough: each run either does not start, refuses with
-    the message, or charges the wrong password exactly once."""
+    the message (leaving the record as it was), or charges the wrong
+    password exactly once (a new record, or the one on disk in place)."""
     refused = 0
     for limit in range(3, 17):
         if pam.record_path().exists():
             pam.record_path().unlink()
+        before = seeded_with_one_wrong_password(pam) if seeded else None
         run = pam.run(answers=["wrong"], preexec_fn=lambda n=limit: resource.setrlimit(resource.RLIMIT_NOFILE, (n, n)))
         assert run.code != PAM_SUCCESS
         if run.code == PAM_SYSTEM_ERR:
             refused += 1
             assert run.texts("error") == [NOT_RECORDED], (limit, run)
-            assert not pam.record_path().exists()
+            assert (pam.record_path().read_bytes() == before) if seeded else not pam.record_path().exists()
         elif run.code == PAM_AUTH_ERR:
-            assert pam.record().P == 1, limit
+            assert pam.record().P == (2 if seeded else 1), limit
         else:
-            assert run.code == -1 and not pam.record_path().exists(), (limit, run)   # the harness itself could not start
+            assert run.code == -1, (limit, run)   # the harness itself could not start
+            assert (pam.record_path().read_bytes() == before) if seeded else not pam.record_path().exists()
     assert refused >= 1, "no limit reached the store's refusal"
 
 

@@ -126,9 +126,12 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
             break
         }
         guard let user = request.user else { return EvaluationResult(.internalError) }
-        guard let record = ledger.snapshot(user) else { return notRecorded(request) }
-
+        let snapshot = ledger.snapshot(user)
+        // Asked even when the record could not be read, as for an unknown
+        // name: the time to the answer does not tell them apart (R14).
         let availability = sensor.availability(userName: user.name)
+        guard let record = snapshot else { return notRecorded(request) }
+
         var domainState: [UInt8] = []
         var biometryError: LAError? = nil
         switch availability {
@@ -203,8 +206,10 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
     mutating func lookAlikeForUnknownUser(_ request: Request, policy: LAPolicy, passcode: SecretBuffer) -> EvaluationResult {
         let pseudo = UserIdentity(uid: FileStateStore.lookAlikeUID, name: request.userName)
         let nameFits = !request.userName.isEmpty && request.userName.count <= RecordFormat.maxNameLength
-        if nameFits { _ = ledger.snapshot(pseudo) }
+        let readable = nameFits ? ledger.snapshot(pseudo) != nil : true
         _ = sensor.availability(userName: request.userName)
+        // A store that fails is said as for a known user, in both policies.
+        guard readable else { return notRecorded(request) }
         if policy == .biometrics { return EvaluationResult(.failure(.biometryNotAvailable)) }
         guard nameFits else {
             switch prompter.ask(UserText.passcodePrompt(options), into: passcode) {

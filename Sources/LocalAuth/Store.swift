@@ -6,6 +6,11 @@ public enum StoreFailure: Error, Equatable {
     case directoryUnusable(DirectoryProblem)
     case lockFailed(Errno)
     case writeFailed(Errno)
+    /// Opening or reading the record failed for want of descriptors or
+    /// memory: the record may be sound, so it is neither trusted nor replaced.
+    case readFailed(Errno)
+    /// The state directory's filesystem is (nearly) out of space or inodes.
+    case noRoom
     /// `ulimit -f` forbids writing a record and cannot be raised.
     case fileSizeLimited
 }
@@ -62,6 +67,10 @@ public struct FileStateStore: StateStore {
     /// The uid of look-alike records for unknown user names (R14): never a
     /// real uid ((uid_t)-1 is reserved).
     public static let lookAlikeUID = UInt32.max
+    /// Below this much free space or these many free inodes on the state
+    /// directory's filesystem, nothing is charged or read (`checkRoom`).
+    public static let minimumFreeBytes: UInt64 = 1 << 20
+    public static let minimumFreeInodes: UInt64 = 64
     /// How many look-alike records there can be: unknown names share 1024
     /// buckets and one lock file, so no number of invented names can fill
     /// the state directory.
@@ -132,13 +141,14 @@ public struct FileStateStore: StateStore {
     mutating func update(uid: UInt32, userName: [UInt8], _ body: (inout StateRecord?, LoadStatus) -> Void) throws(StoreFailure) {
         let directory = try openDirectory()
         defer { Syscalls.close(directory) }
+        try checkRoom(directory)
         let lookAlike = uid == FileStateStore.lookAlikeUID
         var names = files(uid: uid)
         if lookAlike { names.lock = FileStateStore.lookAlikeLockName }
         let (lock, lockWasOdd) = try takeLock(directory: directory, name: names.lock)
         defer { Syscalls.close(lock) }
         if lookAlike { names = lookAlikeFiles(userName: userName, key: try lookAlikeKey(directory: directory)) }
-        let found = load(directory: directory, names, uid: uid, userName: userName)
+        let found = try load(directory: directory, names, uid: uid, userName: userName)
         defer { if let fd = found.fd { Syscalls.close(fd) } }
         var stored = found.record
         var status = found.status
@@ -291,6 +301,34 @@ public struct FileStateStore: StateStore {
         }
     }
 
+    /// The record file's bytes; nil when reading fails for the file's own
+    /// sake (an I/O error: the record is then damaged, R12); a shortage of
+    /// memory is this attempt's failure, not the record's.
+    func readRecordBytes(_ fd: Int32) throws(StoreFailure) -> [UInt8]? {
+        do {
+            return try Syscalls.readAll(fd, limit: RecordFormat.fileSize)
+        } catch {
+            if error.isShortage {
+                Syscalls.close(fd)
+                throw .readFailed(error)
+            }
+            return nil
+        }
+    }
+
+    /// Refuses every transaction when the state directory's filesystem has
+    /// almost no space or inodes left, for known and unknown names alike.
+    /// A record already on disk could still be charged in place where a
+    /// new file (an unknown name's bucket, a first record) could not, and
+    /// the difference would tell the names apart (R14). Users cannot use
+    /// the blocks reserved for root, but they can use up the inodes.
+    func checkRoom(_ directory: Int32) throws(StoreFailure) {
+        guard let room = try? Syscalls.room(directory) else { return }
+        if room.bytes < FileStateStore.minimumFreeBytes || (room.inodes.map { $0 < FileStateStore.minimumFreeInodes } ?? false) {
+            throw .noRoom
+        }
+    }
+
     /// A lock file as the store makes it: regular, the trusted owner's, not
     /// writable by group or others.
     func isSoundLock(_ facts: FileFacts) -> Bool {
@@ -308,13 +346,17 @@ public struct FileStateStore: StateStore {
         var writableInPlace = false
     }
 
-    func load(directory: Int32, _ names: RecordFiles, uid: UInt32, userName: [UInt8]) -> FoundRecord {
+    func load(directory: Int32, _ names: RecordFiles, uid: UInt32, userName: [UInt8]) throws(StoreFailure) -> FoundRecord {
         let fd: Int32
         do {
             fd = try Syscalls.open(at: directory, names.record, .updateFile)
         } catch {
             if error == .noEntry { return FoundRecord(record: nil, status: .absent) }
             if error == .symlinkLoop { return FoundRecord(record: nil, status: .damaged(.unsafeFile)) }
+            // Out of descriptors or memory: the record may be sound and hold
+            // more than a replacement would (R12 lowers a long wait to the
+            // first); refuse this attempt instead.
+            if error.isShortage { throw .readFailed(error) }
             return FoundRecord(record: nil, status: .damaged(.unreadable))
         }
         var found = FoundRecord(record: nil, status: .damaged(.unreadable))
@@ -323,7 +365,7 @@ public struct FileStateStore: StateStore {
                 found.status = .damaged(.unsafeFile)
             } else if facts.size != RecordFormat.fileSize && facts.size != RecordFormat.size {
                 found.status = .damaged(.wrongSize)
-            } else if let bytes = try? Syscalls.readAll(fd, limit: RecordFormat.fileSize) {
+            } else if let bytes = try readRecordBytes(fd) {
                 let slots = RecordSlots.read(bytes)
                 if let current = slots.current {
                     let slot = slots.isLegacy ? bytes : RecordSlots.slot(bytes, current)

@@ -814,6 +814,20 @@ func scenarios() -> [Scenario] {
     }
 
     // MARK: R14 unknown user
+    for policy in [LAPolicy.owner, .biometrics] {
+        add("R14 unreadable store: an unknown name is told what a known one is told", policy) {
+            $0.scope = .unknownUser
+            $0.initial = .absent
+            $0.storeFault = .reads
+            $0.outcome = .internalError; $0.code = .systemError
+            $0.saysError = [UserText.notRecorded]
+        }
+        add("R14 unreadable store: a known name, the same words", policy) {
+            $0.storeFault = .reads
+            $0.outcome = .internalError; $0.code = .systemError
+            $0.saysError = [UserText.notRecorded]
+        }
+    }
     add("R14 owner: unknown user → passcode prompt, dummy check charged to a look-alike record, delay, AUTH_ERR", .owner) {
         $0.scope = .unknownUser
         $0.initial = .absent

@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
+#include <sys/statvfs.h>
 #include <fcntl.h>
 #include <errno.h>
 #include <pwd.h>
