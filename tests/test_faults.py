@@ -528,6 +528,9 @@ def test_ctrl_c_racing_a_verdict_never_loses_a_miss_nor_grants_without_a_match(p
     proc = pam.spawn(answers=[], env=rig.env(), count_interrupts=True)
 
     def scan():
+        if offset_ms >= 0:
+            rig.send_vdev(verdict, timeout=10)   # before the Ctrl-C: the finger must reach the reader
+            return
         try:
             rig.send_vdev(verdict, timeout=2)
         except (OSError, TimeoutError):
@@ -567,4 +570,9 @@ def test_ctrl_c_racing_a_verdict_never_loses_a_miss_nor_grants_without_a_match(p
     assert record.F <= verifies, (run, order)
     if "verify-no-match" in judged_before_stop:
         assert record.F >= 1, (run, order)
-    assert run.code == PAM_CONV_ERR and run.interrupts_delivered in (0, 1), run
+    assert run.code == PAM_CONV_ERR, run
+    # A cancel leaves the Ctrl-C to the program; a fallback takes it and asks for the password.
+    if PASSCODE_PROMPT in run.prompts():
+        assert run.interrupts_delivered == 0, run
+    else:
+        assert run.interrupts_delivered == 1 and record.F <= 1, run

@@ -126,11 +126,15 @@ public protocol FingerprintSensor {
     /// Takes the Ctrl-C that ended an attempt as the fallback choice. Not
     /// called for a cancel, which stays pending for the application (R16).
     mutating func consumeInterrupt()
+    /// Whether a Ctrl-C (or the helper client's cancel) is waiting to be
+    /// read between attempts, without taking it.
+    mutating func interruptPending() -> Bool
 }
 
 extension FingerprintSensor {
     public mutating func prepare() {}
     public mutating func consumeInterrupt() {}
+    public mutating func interruptPending() -> Bool { false }
 }
 
 /// The sensor of a build or machine without fingerprint support: never

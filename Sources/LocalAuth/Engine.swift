@@ -293,6 +293,13 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 return .success
             case .noMatch:
                 failures += 1
+                // A Ctrl-C that came while this finger was being judged is
+                // the answer to this attempt: it ends the phase as it would
+                // have before the verdict, and no next attempt is charged.
+                if sensor.interruptPending() {
+                    say(UserText.notRecognized, .error, request)
+                    return interruptedPhaseEnd(failuresBefore: failures - 1, offersFallback: offersFallback)
+                }
                 let fallbackNow = offersFallback && failures >= options.fallbackAfter
                 if failures < allowed {
                     say(UserText.noMatch(options, fallbackOffered: fallbackNow && request.mode == .terminal), .error, request)

@@ -195,6 +195,10 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
         }
     }
 
+    public mutating func interruptPending() -> Bool {
+        interrupt.isPending
+    }
+
     public mutating func consumeInterrupt() {
         interrupt.consume()
     }

@@ -38,6 +38,12 @@ struct TerminalInterrupt {
         return blocked.map { PollRequest(fd: $0.fd, events: PollRequest.readable) }
     }
 
+    /// Whether something is waiting on what `pollRequest` watches.
+    var isPending: Bool {
+        guard let request = pollRequest, let ready = Syscalls.poll([request], timeoutMilliseconds: 0) else { return false }
+        return ready[0] != 0
+    }
+
     /// Takes the pending Ctrl-C as the fallback choice (a channel's frame is
     /// left for the helper to read).
     func consume() {

@@ -32,6 +32,9 @@ final class FakeSensor: FingerprintSensor {
     /// Called at the start of every `verifyAttempt`, after `probe` (e.g. to
     /// move a clock).
     var onVerify: (() -> Void)?
+    /// The attempt (1-based) during which a Ctrl-C arrives: it is found
+    /// pending once that attempt has returned its verdict.
+    var interruptDuringAttempt: Int?
 
     private(set) var availabilityCalls = 0
     private(set) var openCalls = 0
@@ -93,6 +96,11 @@ final class FakeSensor: FingerprintSensor {
 
     func consumeInterrupt() {
         consumeInterruptCalls += 1
+        interruptDuringAttempt = nil
+    }
+
+    func interruptPending() -> Bool {
+        interruptDuringAttempt.map { $0 <= verifyCalls } ?? false
     }
 }
 
@@ -337,6 +345,7 @@ enum Text {
     static let place = "Place your finger on the fingerprint reader."
     static let swipe = "Swipe your finger across the fingerprint reader."
     static let noMatchTryAgain = "Fingerprint not recognized. Try again."
+    static let notRecognized = "Fingerprint not recognized."
     static let ctrlC = "Press Ctrl-C to Enter Password."
     static let timedOut = "Timed out waiting for a fingerprint."
     static let disconnected = "The fingerprint reader was disconnected."

@@ -32,6 +32,8 @@ struct Scenario {
     var availability: SensorAvailability = .available(domainState: [0xD0, 0x0D])
     var open: SensorSession = .opened(.press)
     var script: [SensorStep] = []
+    /// The attempt during which a Ctrl-C arrives (found pending after its verdict).
+    var interruptDuring: Int? = nil
     var answers: [Answer] = []
     /// An app's button at each interrupted wait.
     var choices: [WaitChoice?] = []
@@ -346,6 +348,25 @@ func scenarios() -> [Scenario] {
         $0.f = 1
         $0.sensorOpens = 1; $0.fingerprintAttempts = 2
         $0.says = [Text.ctrlC]
+    }
+    add("R6 owner: Ctrl-C while the first finger is judged a miss → the miss stays, userCancel, no next attempt", .owner) {
+        $0.script = [.noMatch]
+        $0.interruptDuring = 1
+        $0.outcome = .failure(.userCancel); $0.code = .conversationError
+        $0.f = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.saysError = [Text.notRecognized]
+        $0.saysNot = ["Ctrl-C", Text.noMatchTryAgain]
+    }
+    add("R6 owner: Ctrl-C while the second finger is judged a miss → both stay, the passcode, no third attempt", .owner) {
+        $0.script = [.noMatch, .noMatch]
+        $0.interruptDuring = 2
+        $0.answers = [wrongAnswer]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.f = 2; $0.p = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
     }
     add("R6 owner: Ctrl-C before any failure → userCancel, refunded", .owner) {
         $0.initial = .record(f: 1, p: 0)
@@ -956,6 +977,7 @@ final class ScenarioTests: XCTestCase {
         case .writes: store.failWrites = true
         }
         let sensor = FakeSensor(s.availability, open: s.open, script: s.script)
+        sensor.interruptDuringAttempt = s.interruptDuring
         let verifier = FakeVerifier(begin: s.verifierBegins)
         verifier.forcedVerdict = s.forcedVerdict
         let prompter = FakePrompter(s.answers, choices: s.choices)
