@@ -251,7 +251,11 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         }
         defer { sensor.close() }
 
-        let allowed = min(options.maxTries, options.lockout - record.fingerprintFailures)
+        // How many attempts this prompt may make: first from the record read
+        // at the start, then from what each charge found under the lock
+        // (another prompt's success or miss meanwhile changes it).
+        var allowed = min(options.maxTries, options.lockout - record.fingerprintFailures)
+        var failuresOnRecord = record.fingerprintFailures
         let deadline = ledger.clock.bootNanoseconds() + Int64(options.timeoutSeconds) * 1_000_000_000
         let offersFallback = !options.fallbackTitle.isEmpty
         var failures = 0
@@ -265,7 +269,10 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
             let charge = ledger.chargeFingerprint(user, request)
             let sequence: UInt64
             switch charge {
-            case .charged(let value): sequence = value
+            case .charged(let value, let counted):
+                sequence = value
+                failuresOnRecord = counted
+                allowed = min(options.maxTries, failures + max(0, options.lockout - (counted - 1)))
             case .limitReached:
                 say(UserText.locked, .error, request)
                 return .ended(.biometryLockout)
@@ -299,6 +306,12 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 if sensor.interruptPending() {
                     say(UserText.notRecognized, .error, request)
                     return interruptedPhaseEnd(failuresBefore: failures - 1, offersFallback: offersFallback)
+                }
+                // Out of attempts by the lockout as last counted: another
+                // prompt may have reset the count meanwhile, so look again.
+                if failures >= allowed && allowed < options.maxTries, let fresh = ledger.snapshot(user) {
+                    failuresOnRecord = fresh.fingerprintFailures
+                    allowed = min(options.maxTries, failures + max(0, options.lockout - fresh.fingerprintFailures))
                 }
                 let fallbackNow = offersFallback && failures >= options.fallbackAfter
                 if failures < allowed {
@@ -338,7 +351,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 return .ended(.systemCancel)
             }
         }
-        if record.fingerprintFailures + failures >= options.lockout { say(UserText.locked, .error, request) }
+        if failuresOnRecord >= options.lockout { say(UserText.locked, .error, request) }
         return .triesUsed
     }
 

@@ -131,7 +131,9 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
     }
 
     public enum FingerprintCharge: Equatable {
-        case charged(UInt64)
+        /// The attempt's number, and F with this attempt counted, as the
+        /// record stood under the lock (another prompt may have changed it).
+        case charged(UInt64, failures: Int)
         case limitReached
         case storeFailed
     }
@@ -148,7 +150,7 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
             let sequence = current.appendFailure(kind: .fingerprint, wallSeconds: moment.wall, service: request.service,
                                                  tty: request.tty, remoteHost: request.remoteHost)
             record = current
-            return .charged(sequence)
+            return .charged(sequence, failures: current.fingerprintFailures)
         } ?? .storeFailed
     }
 

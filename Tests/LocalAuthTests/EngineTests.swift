@@ -361,6 +361,29 @@ final class EngineTests: XCTestCase {
         XCTAssertEqual(w.store.fingerprintFailures, 2)
     }
 
+    /// Another prompt of the same user succeeds while this one waits for a
+    /// finger: the counts it reset decide how many attempts are left, not
+    /// the record this prompt read at its start (which said one, and then
+    /// "locked").
+    func testAttemptsLeftFollowTheRecordAsEachChargeFindsIt() {
+        let w = World(store: FakeStore(storedRecord(f: 4)))
+        var verifies = 0
+        w.sensor.onVerify = {
+            verifies += 1
+            if verifies == 1 {   // the other prompt's password success
+                _ = try? w.store.withRecord(uid: alice.uid, userName: alice.name) { record, _ in
+                    record?.fingerprintFailures = 0
+                    record?.passcodeFailures = 0
+                }
+            }
+        }
+        let result = w.prompt(script: [.noMatch, .noMatch, .noMatch], passcode: SecretBuffer())
+        XCTAssertEqual(w.sensor.verifyCalls, 3, "three tries, as for a fresh count")
+        XCTAssertFalse(w.prompter.saw(Text.locked), "\(w.prompter.told)")
+        XCTAssertEqual(w.store.fingerprintFailures, 2, "the two misses after the reset")
+        XCTAssertNotEqual(result.outcome, .success(.biometry))
+    }
+
     // MARK: R12
 
     func testDamagedRecordFailsClosedButNeverLocksTheOwnerOut() {
