@@ -13,6 +13,7 @@ Two kinds of test:
 Each attack test checks that nothing was granted, nothing was written where
 it must not be, no charge was lost and the reader was released.
 """
+import contextlib
 import json
 import os
 import shutil
@@ -324,27 +325,40 @@ def test_locker_stopped_mid_prompt_holds_nothing_and_gains_nothing(w, rig):
     assert w.counts(UID) == (1, 0)
 
 
-@pytest.mark.parametrize("how", ["killed", "stopped-then-killed"])
-def test_the_helper_killed_mid_prompt_grants_nothing_and_frees_the_reader(w, rig, how):
-    """The root helper dies while it waits for a finger (the administrator,
-    the OOM killer): the locker gets a failure with a log line, never a
-    success; the pending attempt stays charged (it may have been judged);
-    fprintd gives the reader back when the helper's connection goes."""
+@contextlib.contextmanager
+def helper_waiting_for_a_finger(w):
+    """A locker prompt whose helper has charged the first attempt and waits
+    for a finger. -> (locker process, helper pid); the locker ends on the
+    way out."""
     proc = subprocess.Popen(harness_argv(w, [""]), env=wrapper_env(w), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
         wait_counts(w, (1, 0))
         helper = descendants(proc.pid)
         assert len(helper) == 1
-        if how == "stopped-then-killed":
-            os.kill(helper[0], signal.SIGSTOP)
-            wait_for(lambda: proc_status(helper[0]).get("State", "").startswith("T"), what="the helper stopped")
-        os.kill(helper[0], signal.SIGKILL)
-        out, err = proc.communicate(timeout=30)
+        yield proc, helper[0]
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def stop_and_wait(pid):
+    os.kill(pid, signal.SIGSTOP)
+    wait_for(lambda: proc_status(pid).get("State", "").startswith("T"), what="the helper stopped")
+
+
+@pytest.mark.parametrize("how", ["killed", "stopped-then-killed"])
+def test_the_helper_killed_mid_prompt_grants_nothing_and_frees_the_reader(w, rig, how):
+    """The root helper dies while it waits for a finger (the administrator,
+    the OOM killer): the locker gets a failure with a log line, never a
+    success; the pending attempt stays charged (it may have been judged);
+    fprintd gives the reader back when the helper's connection goes."""
+    with helper_waiting_for_a_finger(w) as (proc, helper):
+        if how == "stopped-then-killed":
+            stop_and_wait(helper)
+        os.kill(helper, signal.SIGKILL)
+        out, err = proc.communicate(timeout=30)
     run = parse_run(out, err)
     assert run.code == PAM_SYSTEM_ERR, run
     assert "localauth-helper failed" in run.stderr
@@ -355,22 +369,12 @@ def test_the_helper_killed_mid_prompt_grants_nothing_and_frees_the_reader(w, rig
 def test_the_helper_stopped_and_continued_goes_on(w, rig):
     """SIGSTOP then SIGCONT of the helper (by root): the prompt carries on
     and a finger put on the reader meanwhile still unlocks."""
-    proc = subprocess.Popen(harness_argv(w, [""]), env=wrapper_env(w), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    try:
-        wait_counts(w, (1, 0))
-        helper = descendants(proc.pid)
-        assert len(helper) == 1
-        os.kill(helper[0], signal.SIGSTOP)
-        wait_for(lambda: proc_status(helper[0]).get("State", "").startswith("T"), what="the helper stopped")
+    with helper_waiting_for_a_finger(w) as (proc, helper):
+        stop_and_wait(helper)
         rig.feed([MATCH], on_cue=False)
         assert rig.feed_wait(timeout=30).ok
-        os.kill(helper[0], signal.SIGCONT)
+        os.kill(helper, signal.SIGCONT)
         out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     run = parse_run(out, err)
     assert run.code == PAM_SUCCESS, run
     assert w.counts(UID) == (0, 0)
