@@ -254,7 +254,13 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         // How many attempts this prompt may make: first from the record read
         // at the start, then from what each charge found under the lock
         // (another prompt's success or miss meanwhile changes it).
-        var allowed = min(options.maxTries, options.lockout - record.fingerprintFailures)
+        let options = self.options
+        /// This prompt's attempts so far plus what the lockout leaves, given
+        /// F on record apart from an attempt still in flight; at most max_tries.
+        func attemptsAllowed(after failures: Int, onRecord: Int) -> Int {
+            min(options.maxTries, failures + max(0, options.lockout - onRecord))
+        }
+        var allowed = attemptsAllowed(after: 0, onRecord: record.fingerprintFailures)
         var failuresOnRecord = record.fingerprintFailures
         let deadline = ledger.clock.bootNanoseconds() + Int64(options.timeoutSeconds) * 1_000_000_000
         let offersFallback = !options.fallbackTitle.isEmpty
@@ -272,7 +278,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
             case .charged(let value, let counted):
                 sequence = value
                 failuresOnRecord = counted
-                allowed = min(options.maxTries, failures + max(0, options.lockout - (counted - 1)))
+                allowed = attemptsAllowed(after: failures, onRecord: counted - 1)
             case .limitReached:
                 say(UserText.locked, .error, request)
                 return .ended(.biometryLockout)
@@ -311,7 +317,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 // prompt may have reset the count meanwhile, so look again.
                 if failures >= allowed && allowed < options.maxTries, let fresh = ledger.snapshot(user) {
                     failuresOnRecord = fresh.fingerprintFailures
-                    allowed = min(options.maxTries, failures + max(0, options.lockout - fresh.fingerprintFailures))
+                    allowed = attemptsAllowed(after: failures, onRecord: fresh.fingerprintFailures)
                 }
                 let fallbackNow = offersFallback && failures >= options.fallbackAfter
                 if failures < allowed {
@@ -460,8 +466,6 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
 
     // MARK: - Messages
 
-    /// Sends a message. Interaction text always goes out (R15); status
-    /// chatter is dropped when silent.
     /// The store failed (logged by the ledger): the person is told, and
     /// nothing is decided.
     mutating func notRecorded(_ request: Request) -> EvaluationResult {
@@ -469,6 +473,8 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         return EvaluationResult(.internalError)
     }
 
+    /// Sends a message. Interaction text always goes out (R15); status
+    /// chatter is dropped when silent.
     mutating func say(_ text: String, _ kind: MessageKind, _ request: Request, status: Bool = false) {
         if status && (request.silent || options.silent) { return }
         prompter.tell(text, kind)
