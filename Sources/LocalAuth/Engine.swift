@@ -311,7 +311,13 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 // have before the verdict, and no next attempt is charged.
                 if sensor.interruptPending() {
                     say(UserText.notRecognized, .error, request)
-                    return interruptedPhaseEnd(failuresBefore: failures - 1, offersFallback: offersFallback)
+                    let end = interruptedPhaseEnd(failuresBefore: failures - 1, offersFallback: offersFallback)
+                    // A miss that reached the lockout is said as such, and
+                    // ends as that miss would have without the Ctrl-C,
+                    // unless the Ctrl-C cancelled.
+                    guard failuresOnRecord >= options.lockout else { return end }
+                    say(UserText.locked, .error, request)
+                    return end == .cancelled ? .cancelled : .triesUsed
                 }
                 // Out of attempts by the lockout as last counted: another
                 // prompt may have reset the count meanwhile, so look again.

@@ -368,6 +368,36 @@ func scenarios() -> [Scenario] {
         $0.passcodeBegins = 1; $0.passcodeChecks = 1
         $0.prompts = [Text.passcodePrompt]
     }
+    add("R6 biometrics: Ctrl-C while the miss that reaches L is judged → locked, as without the Ctrl-C", .biometrics) {
+        $0.initial = .record(f: 3, p: 0)
+        $0.script = [.noMatch, .noMatch]
+        $0.interruptDuring = 2
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+        $0.f = 5
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+        $0.saysError = [Text.locked]
+    }
+    add("R6 owner: Ctrl-C while the first miss, which reaches L, is judged → locked, userCancel", .owner) {
+        $0.initial = .record(f: 4, p: 0)
+        $0.script = [.noMatch]
+        $0.interruptDuring = 1
+        $0.outcome = .failure(.userCancel); $0.code = .conversationError
+        $0.f = 5
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.saysError = [Text.notRecognized, Text.locked]
+    }
+    add("R6 owner: Ctrl-C while the miss that reaches L is judged → locked, then the passcode", .owner) {
+        $0.initial = .record(f: 3, p: 0)
+        $0.script = [.noMatch, .noMatch]
+        $0.interruptDuring = 2
+        $0.answers = [wrongAnswer]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.f = 5; $0.p = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.saysError = [Text.locked]
+        $0.prompts = [Text.passcodePrompt]
+    }
     add("R6 owner: Ctrl-C before any failure → userCancel, refunded", .owner) {
         $0.initial = .record(f: 1, p: 0)
         $0.script = [SensorStep(.interrupted)]
