@@ -3,10 +3,11 @@
  * system calls on chosen paths fail, or swaps a directory for a symlink at
  * the moment the module opens it, for tests/test_faults.py.
  *
- *   FAULT_CALL=open|write|sync|rename|read   which calls fail
+ *   FAULT_CALL=open|write|sync|rename|read|fstat   which calls fail
  *   FAULT_ERRNO=N          the errno they fail with (EIO 5, EACCES 13, ...)
  *   FAULT_MATCH=TEXT       only calls on a path containing TEXT (for write,
- *                          sync and read: the descriptor's path)
+ *                          sync and read: the descriptor's path); TEXT$
+ *                          only calls on a path ending in TEXT
  *   FAULT_SKIP=N           let the first N matching calls through
  *   FAULT_SWAP=DIR         when the module opens DIR (an openat of its last
  *                          name), rename DIR to DIR.moved and put a symlink
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int skipped;
@@ -57,11 +59,19 @@ static void joined_path(int directory, const char *name, char *path, size_t size
     snprintf(path, size, "%s/%s", base, name);
 }
 
+/* Whether `path` contains `match`; a `match` ending in '$' must end the path. */
+static int matches(const char *path, const char *match) {
+    size_t length = strlen(match);
+    if (length == 0 || match[length - 1] != '$') return strstr(path, match) != NULL;
+    size_t path_length = strlen(path);
+    return path_length >= length - 1 && strncmp(path + path_length - (length - 1), match, length - 1) == 0;
+}
+
 /* Whether this call should fail; sets errno when it should. */
 static int inject(const char *call, const char *path) {
     const char *wanted = getenv("FAULT_CALL"), *match = getenv("FAULT_MATCH"), *code = getenv("FAULT_ERRNO");
     if (!wanted || !code || strcmp(wanted, call) != 0) return 0;
-    if (match && !strstr(path, match)) return 0;
+    if (match && !matches(path, match)) return 0;
     const char *skip = getenv("FAULT_SKIP");
     if (skip && skipped < atoi(skip)) {
         skipped++;
@@ -148,6 +158,20 @@ ssize_t pread64(int fd, void *buffer, size_t count, off_t offset) {
 }
 
 ssize_t pread(int fd, void *buffer, size_t count, off_t offset) { return pread64(fd, buffer, count, offset); }
+
+int fstat(int fd, struct stat *info) {
+    static int (*real)(int, struct stat *);
+    if (!real) real = (int (*)(int, struct stat *))dlsym(RTLD_NEXT, "fstat");
+    if (fd > 2 && descriptor_fails("fstat", fd)) return -1;
+    return real(fd, info);
+}
+
+int fstat64(int fd, struct stat64 *info) {
+    static int (*real)(int, struct stat64 *);
+    if (!real) real = (int (*)(int, struct stat64 *))dlsym(RTLD_NEXT, "fstat64");
+    if (fd > 2 && descriptor_fails("fstat", fd)) return -1;
+    return real(fd, info);
+}
 
 int fdatasync(int fd) {
     static int (*real)(int);

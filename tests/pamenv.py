@@ -310,6 +310,17 @@ class PamEnv(SeededState):
     def state_files(self):
         return sorted(p.name for p in self.state.iterdir())
 
+    def record_files(self):
+        """The state files apart from the store's reserve."""
+        return [name for name in self.state_files() if not is_reserve(name)]
+
+
+def is_reserve(name):
+    """What the store keeps made ahead of need, beside the records: spare
+    record and lock files (and the temporary a killed refill can leave),
+    and the look-alike key and lock made with them."""
+    return name.startswith(("spare.", "spare-lock.")) or name in ("lookalike.key", "lookalike.lock")
+
 
 def prompt_timings(pam, users, runs=30, warmup=3, env=None, service="sudo"):
     """For each user, `runs` (time to the first prompt, whole call) pairs in

@@ -383,7 +383,7 @@ def test_sigkill_while_the_sensor_waits_leaves_the_attempt_charged(pam, rig, mis
     path = pam.record_path()
     on_disk = decode_record(path.read_bytes(), uid=1001, name="alice")  # sound, checksummed
     assert (on_disk["F"], on_disk["P"]) == (misses + 1, 0)
-    assert sorted(pam.state_files()) == ["1001.lock", "1001.rec"]
+    assert pam.record_files() == ["1001.lock", "1001.rec"]
 
     # fprintd drops the dead prompt's claim; the next prompt claims the device
     # and a match resets the count.

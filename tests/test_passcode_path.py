@@ -300,7 +300,7 @@ def assert_sound_record(pam, user="alice"):
     info = os.lstat(path)
     assert stat.S_ISREG(info.st_mode) and info.st_uid == 0 and stat.S_IMODE(info.st_mode) == 0o600
     decoded = decode_record(path.read_bytes(), uid=int(path.stem), name=user)
-    assert not [name for name in pam.state_files() if not name.endswith((".rec", ".lock"))], pam.state_files()
+    assert not [name for name in pam.record_files() if not name.endswith((".rec", ".lock"))], pam.state_files()
     return decoded
 
 

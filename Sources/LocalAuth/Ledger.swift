@@ -256,8 +256,6 @@ public func storeFailureText(_ failure: StoreFailure, directory: [UInt8]) -> Str
     case .lockFailed(let errno): return "lock failed (errno \(errno.code))"
     case .writeFailed(let errno): return "write failed (errno \(errno.code))"
     case .readFailed(let errno): return "read failed (errno \(errno.code))"
-    case .noRoom:
-        return "state directory " + printableText(directory) + ": its filesystem has under 1 MiB or 64 inodes free; nothing is charged until there is room"
     case .fileSizeLimited: return "file size limit"
     }
 }

@@ -9,8 +9,6 @@ public enum StoreFailure: Error, Equatable {
     /// Opening or reading the record failed for want of descriptors or
     /// memory: the record may be sound, so it is neither trusted nor replaced.
     case readFailed(Errno)
-    /// The state directory's filesystem is (nearly) out of space or inodes.
-    case noRoom
     /// `ulimit -f` forbids writing a record and cannot be raised.
     case fileSizeLimited
 }
@@ -67,10 +65,11 @@ public struct FileStateStore: StateStore {
     /// The uid of look-alike records for unknown user names (R14): never a
     /// real uid ((uid_t)-1 is reserved).
     public static let lookAlikeUID = UInt32.max
-    /// Below this much free space or these many free inodes on the state
-    /// directory's filesystem, nothing is charged or read (`checkRoom`).
-    public static let minimumFreeBytes: UInt64 = 1 << 20
-    public static let minimumFreeInodes: UInt64 = 64
+    /// How many spare record files the store keeps made: a new or
+    /// replaced record takes one, so a filesystem whose space or inodes
+    /// someone used up still takes a first record (or an unknown name's
+    /// fresh bucket) until the spares run out, for every name alike.
+    public static let spareCount = 8
     /// How many look-alike records there can be: unknown names share 1024
     /// buckets and one lock file, so no number of invented names can fill
     /// the state directory.
@@ -107,15 +106,20 @@ public struct FileStateStore: StateStore {
     /// Called under the look-alike lock; a key file that is not a sound
     /// 32-byte root file is replaced (the buckets are then shuffled anew,
     /// which costs nothing but the counts of invented names).
+    /// A shortage of descriptors or memory is this attempt's failure: a new
+    /// key then would move every unknown name to another bucket.
     func lookAlikeKey(directory: Int32) throws(StoreFailure) -> [UInt8] {
         let name = FileStateStore.lookAlikeKeyName
-        if let fd = try? Syscalls.open(at: directory, name, .readFile) {
+        do throws(Errno) {
+            let fd = try Syscalls.open(at: directory, name, .readFile)
             defer { Syscalls.close(fd) }
-            if let facts = try? Syscalls.facts(fd), facts.isRegular, facts.owner == trustedOwner, facts.mode & 0o077 == 0,
-               facts.size == FileStateStore.lookAlikeKeySize,
-               let key = try? Syscalls.readAll(fd, limit: FileStateStore.lookAlikeKeySize), key.count == FileStateStore.lookAlikeKeySize {
-                return key
+            let facts = try Syscalls.facts(fd)
+            if facts.isRegular, facts.owner == trustedOwner, facts.mode & 0o077 == 0, facts.size == FileStateStore.lookAlikeKeySize {
+                let key = try Syscalls.readAll(fd, limit: FileStateStore.lookAlikeKeySize)
+                if key.count == FileStateStore.lookAlikeKeySize { return key }
             }
+        } catch {
+            if error.isShortage { throw .readFailed(error) }
         }
         guard let key = Syscalls.randomBytes(FileStateStore.lookAlikeKeySize) else { throw .writeFailed(Errno.tryAgain) }
         try write(key, directory: directory, to: name, through: name + literalBytes(".tmp"))
@@ -141,7 +145,6 @@ public struct FileStateStore: StateStore {
     mutating func update(uid: UInt32, userName: [UInt8], _ body: (inout StateRecord?, LoadStatus) -> Void) throws(StoreFailure) {
         let directory = try openDirectory()
         defer { Syscalls.close(directory) }
-        try checkRoom(directory)
         let lookAlike = uid == FileStateStore.lookAlikeUID
         var names = files(uid: uid)
         if lookAlike { names.lock = FileStateStore.lookAlikeLockName }
@@ -176,7 +179,8 @@ public struct FileStateStore: StateStore {
             // Only now is this copy known to be on disk.
             if durable { try mark(fd, generation: generation) }
         } else {
-            try write(RecordSlots.newFile(changed), directory: directory, to: names.record, through: names.temporary)
+            try writeRecordFile(RecordSlots.newFile(changed), directory: directory, names)
+            refillSpares(directory: directory, holdingLookAlikeLock: lookAlike)
         }
     }
 
@@ -247,6 +251,8 @@ public struct FileStateStore: StateStore {
                 fd = try Syscalls.open(at: directory, name, .lockFile)
             } catch {
                 lastError = error
+                // A first lock file on a full filesystem: a spare one.
+                if error.isNoRoom, placeSpareLock(directory: directory, as: name) { continue }
                 guard error == .symlinkLoop || error == .isDirectory || error == .noDeviceOrAddress || error == .accessDenied else {
                     throw .lockFailed(error)
                 }
@@ -301,34 +307,6 @@ public struct FileStateStore: StateStore {
         }
     }
 
-    /// The record file's bytes; nil when reading fails for the file's own
-    /// sake (an I/O error: the record is then damaged, R12); a shortage of
-    /// memory is this attempt's failure, not the record's.
-    func readRecordBytes(_ fd: Int32) throws(StoreFailure) -> [UInt8]? {
-        do {
-            return try Syscalls.readAll(fd, limit: RecordFormat.fileSize)
-        } catch {
-            if error.isShortage {
-                Syscalls.close(fd)
-                throw .readFailed(error)
-            }
-            return nil
-        }
-    }
-
-    /// Refuses every transaction when the state directory's filesystem has
-    /// almost no space or inodes left, for known and unknown names alike.
-    /// A record already on disk could still be charged in place where a
-    /// new file (an unknown name's bucket, a first record) could not, and
-    /// the difference would tell the names apart (R14). Users cannot use
-    /// the blocks reserved for root, but they can use up the inodes.
-    func checkRoom(_ directory: Int32) throws(StoreFailure) {
-        guard let room = try? Syscalls.room(directory) else { return }
-        if room.bytes < FileStateStore.minimumFreeBytes || (room.inodes.map { $0 < FileStateStore.minimumFreeInodes } ?? false) {
-            throw .noRoom
-        }
-    }
-
     /// A lock file as the store makes it: regular, the trusted owner's, not
     /// writable by group or others.
     func isSoundLock(_ facts: FileFacts) -> Bool {
@@ -360,30 +338,45 @@ public struct FileStateStore: StateStore {
             return FoundRecord(record: nil, status: .damaged(.unreadable))
         }
         var found = FoundRecord(record: nil, status: .damaged(.unreadable))
-        if let facts = try? Syscalls.facts(fd) {
-            if !facts.isRegular || facts.owner != trustedOwner || facts.mode & 0o022 != 0 {
-                found.status = .damaged(.unsafeFile)
-            } else if facts.size != RecordFormat.fileSize && facts.size != RecordFormat.size {
-                found.status = .damaged(.wrongSize)
-            } else if let bytes = try readRecordBytes(fd) {
-                let slots = RecordSlots.read(bytes)
-                if let current = slots.current {
-                    let slot = slots.isLegacy ? bytes : RecordSlots.slot(bytes, current)
-                    switch RecordFormat.decode(slot, uid: uid, userName: userName) {
-                    case .success(let record):
-                        // A one-slot file, or one with a second name, is read
-                        // but never written in place: the next change
-                        // replaces the name.
-                        found = FoundRecord(record: record, status: .loaded, fd: fd, slots: slots,
-                                            writableInPlace: !slots.isLegacy && facts.links == 1)
-                    case .failure(let error): found.status = .damaged(error.damage)
-                    }
-                } else {
-                    found.status = .damaged(slots.damage ?? .badChecksum)
+        defer { if found.fd == nil { Syscalls.close(fd) } }
+        // A failure of the file itself (an I/O error) makes the record
+        // damaged (R12); a shortage of descriptors or memory is this
+        // attempt's failure, not the record's.
+        let facts: FileFacts
+        do {
+            facts = try Syscalls.facts(fd)
+        } catch {
+            if error.isShortage { throw .readFailed(error) }
+            return found
+        }
+        if !facts.isRegular || facts.owner != trustedOwner || facts.mode & 0o022 != 0 {
+            found.status = .damaged(.unsafeFile)
+        } else if facts.size != RecordFormat.fileSize && facts.size != RecordFormat.size {
+            found.status = .damaged(.wrongSize)
+        } else {
+            let bytes: [UInt8]
+            do {
+                bytes = try Syscalls.readAll(fd, limit: RecordFormat.fileSize)
+            } catch {
+                if error.isShortage { throw .readFailed(error) }
+                return found
+            }
+            let slots = RecordSlots.read(bytes)
+            if let current = slots.current {
+                let slot = slots.isLegacy ? bytes : RecordSlots.slot(bytes, current)
+                switch RecordFormat.decode(slot, uid: uid, userName: userName) {
+                case .success(let record):
+                    // A one-slot file, or one with a second name, is read
+                    // but never written in place: the next change
+                    // replaces the name.
+                    found = FoundRecord(record: record, status: .loaded, fd: fd, slots: slots,
+                                        writableInPlace: !slots.isLegacy && facts.links == 1)
+                case .failure(let error): found.status = .damaged(error.damage)
                 }
+            } else {
+                found.status = .damaged(slots.damage ?? .badChecksum)
             }
         }
-        if found.fd == nil { Syscalls.close(fd) }
         return found
     }
 
@@ -464,24 +457,163 @@ public struct FileStateStore: StateStore {
                 throw error
             }
             Syscalls.close(fd)
-            do {
-                try Syscalls.rename(in: directory, from: temporary, to: name)
-            } catch {
-                // A directory at the name cannot be renamed over: move it away.
-                guard error == .isDirectory || error == .notEmpty || error == .exists else { throw error }
-                do throws(StoreFailure) {
-                    try replaceOddEntry(directory: directory, name) { $0.isDirectory }
-                } catch {
-                    if case .writeFailed(let cause) = error { throw cause }
-                    throw Errno.isDirectory
-                }
-                try Syscalls.rename(in: directory, from: temporary, to: name)
-            }
+            try moveIntoPlace(directory: directory, from: temporary, to: name)
             #if !LOCALAUTH_BENCHMARK_WITHOUT_SYNC
             try Syscalls.sync(directory)
             #endif
         } catch {
             throw .writeFailed(error)
+        }
+    }
+
+    /// Renames `source` over `name`; a directory at the name, which cannot
+    /// be renamed over, is moved away first.
+    func moveIntoPlace(directory: Int32, from source: [UInt8], to name: [UInt8]) throws(Errno) {
+        do {
+            try Syscalls.rename(in: directory, from: source, to: name)
+        } catch {
+            guard error == .isDirectory || error == .notEmpty || error == .exists else { throw error }
+            do throws(StoreFailure) {
+                try replaceOddEntry(directory: directory, name) { $0.isDirectory }
+            } catch {
+                if case .writeFailed(let cause) = error { throw cause }
+                throw Errno.isDirectory
+            }
+            try Syscalls.rename(in: directory, from: source, to: name)
+        }
+    }
+
+    // MARK: - Spare record files
+
+    /// A new, replaced or migrated record file. It goes into a spare when
+    /// one is ready: writing over a spare's blocks and renaming it needs
+    /// no new inode or block, so a filesystem someone filled still takes
+    /// it, for a known user's first record and an unknown name's fresh
+    /// bucket alike (R14). Without a spare it is written through a
+    /// temporary file, which needs room, for every name alike too.
+    func writeRecordFile(_ bytes: [UInt8], directory: Int32, _ names: RecordFiles) throws(StoreFailure) {
+        guard let spare = claimSpare(directory: directory) else {
+            try write(bytes, directory: directory, to: names.record, through: names.temporary)
+            return
+        }
+        defer { Syscalls.close(spare.fd) }
+        let saved = try allowWrite(upTo: bytes.count)
+        defer { restoreLimit(saved) }
+        do throws(Errno) {
+            try Syscalls.writeAll(spare.fd, bytes, at: 0)
+            #if !LOCALAUTH_BENCHMARK_WITHOUT_SYNC
+            try Syscalls.sync(spare.fd)
+            #endif
+            try moveIntoPlace(directory: directory, from: spare.name, to: names.record)
+            #if !LOCALAUTH_BENCHMARK_WITHOUT_SYNC
+            try Syscalls.sync(directory)
+            #endif
+        } catch {
+            throw .writeFailed(error)
+        }
+        // A temporary file a killed write left behind goes with the next
+        // whole-file write, as it would on the other path.
+        try? Syscalls.unlink(in: directory, names.temporary)
+    }
+
+    static func spareName(_ index: Int) -> [UInt8] { literalBytes("spare.") + utf8Bytes(String(index)) }
+    static func spareLockName(_ index: Int) -> [UInt8] { literalBytes("spare-lock.") + utf8Bytes(String(index)) }
+    static var spareTemporaryName: [UInt8] { literalBytes("spare.tmp") }
+
+    /// Puts a spare lock file at `name`, which is missing and cannot be
+    /// made for want of room: a known user's first lock file then needs
+    /// no inode, like the look-alike lock that already exists. Never over
+    /// a lock file another prompt made meanwhile (two prompts would then
+    /// hold locks on two files).
+    func placeSpareLock(directory: Int32, as name: [UInt8]) -> Bool {
+        for index in 0..<FileStateStore.spareCount {
+            do {
+                try Syscalls.renameWithoutReplacing(in: directory, from: FileStateStore.spareLockName(index), to: name)
+                return true
+            } catch {
+                if error == .exists { return true }
+            }
+        }
+        return false
+    }
+
+    /// A spare as the store makes it: a whole record's size, the trusted
+    /// owner's, private, and with no other name.
+    func isSoundSpare(_ facts: FileFacts) -> Bool {
+        facts.isRegular && facts.owner == trustedOwner && facts.mode & 0o077 == 0 && facts.size == RecordFormat.fileSize
+            && facts.links == 1
+    }
+
+    /// Opens and locks a sound spare that still has its name, or nil when
+    /// none is ready. The lock keeps two prompts from writing one spare;
+    /// the name, looked at again under the lock, tells that no other
+    /// prompt already renamed it into a record.
+    func claimSpare(directory: Int32) -> (fd: Int32, name: [UInt8])? {
+        for index in 0..<FileStateStore.spareCount {
+            let name = FileStateStore.spareName(index)
+            guard let fd = try? Syscalls.open(at: directory, name, .updateFile) else { continue }
+            if (try? Syscalls.tryLockExclusive(fd)) == true, let facts = try? Syscalls.facts(fd), isSoundSpare(facts),
+               let current = try? Syscalls.facts(at: directory, name), current.device == facts.device, current.inode == facts.inode {
+                return (fd, name)
+            }
+            Syscalls.close(fd)
+        }
+        return nil
+    }
+
+    /// Makes the spares that are missing, and before them the look-alike
+    /// key when it is missing: then there are never spares for a known
+    /// user's first record without a key for an unknown name's. At most
+    /// one prompt refills at a time (under the directory's lock, never
+    /// waited for); a full filesystem leaves the pool short, which fails
+    /// nothing now.
+    func refillSpares(directory: Int32, holdingLookAlikeLock: Bool) {
+        if !holdingLookAlikeLock, (try? Syscalls.facts(at: directory, FileStateStore.lookAlikeKeyName)) == nil,
+           let lock = try? Syscalls.open(at: directory, FileStateStore.lookAlikeLockName, .lockFile) {
+            defer { Syscalls.close(lock) }
+            if (try? Syscalls.tryLockExclusive(lock)) == true, let facts = try? Syscalls.facts(lock), isSoundLock(facts),
+               let current = try? Syscalls.facts(at: directory, FileStateStore.lookAlikeLockName),
+               current.device == facts.device, current.inode == facts.inode {
+                _ = try? lookAlikeKey(directory: directory)
+            }
+        }
+        guard (try? Syscalls.tryLockExclusive(directory)) == true else { return }
+        defer { Syscalls.unlock(directory) }
+        let saved: (soft: UInt64, hard: UInt64)?
+        do { saved = try allowWrite(upTo: RecordFormat.fileSize) } catch { return }
+        defer { restoreLimit(saved) }
+        let blank = [UInt8](repeating: 0, count: RecordFormat.fileSize)
+        let temporary = FileStateStore.spareTemporaryName
+        for index in 0..<FileStateStore.spareCount {
+            let name = FileStateStore.spareLockName(index)
+            if (try? Syscalls.facts(at: directory, name)) != nil { continue }
+            // takeLock checks what it opens, as for any lock file.
+            guard let fd = try? Syscalls.open(at: directory, name, .newFile) else { return }
+            Syscalls.close(fd)
+        }
+        for index in 0..<FileStateStore.spareCount {
+            let name = FileStateStore.spareName(index)
+            if let facts = try? Syscalls.facts(at: directory, name), isSoundSpare(facts) { continue }
+            do throws(Errno) {
+                // The directory's lock is held: no other prompt uses the
+                // temporary name, and only this one puts spares in place.
+                try Syscalls.removeEntry(in: directory, temporary, movingNonEmptyDirectoryTo: temporary + literalBytes(".odd"))
+                let fd = try Syscalls.open(at: directory, temporary, .newFile)
+                do throws(Errno) { try Syscalls.writeAll(fd, blank) } catch {
+                    Syscalls.close(fd)
+                    throw error
+                }
+                Syscalls.close(fd)
+                // Whatever else holds the name (a directory, a short file
+                // a crash left) goes; a sound spare is never replaced.
+                do { try Syscalls.rename(in: directory, from: temporary, to: name) } catch {
+                    try Syscalls.removeEntry(in: directory, name, movingNonEmptyDirectoryTo: name + literalBytes(".odd"))
+                    try Syscalls.rename(in: directory, from: temporary, to: name)
+                }
+            } catch {
+                try? Syscalls.unlink(in: directory, temporary)
+                return
+            }
         }
     }
 }

@@ -18,7 +18,9 @@ public struct Errno: Error, Equatable {
     public static var stale: Errno { Errno(ESTALE) }
     public static var notEmpty: Errno { Errno(ENOTEMPTY) }
     public static var exists: Errno { Errno(EEXIST) }
-    public static var noSpace: Errno { Errno(ENOSPC) }
+
+    /// The filesystem (or the owner's quota) has no room for a new file.
+    public var isNoRoom: Bool { code == ENOSPC || code == EDQUOT }
 
     /// The system ran short of something (descriptors, memory) or was
     /// interrupted: a failure of the moment, which says nothing about the
@@ -122,16 +124,6 @@ public enum Syscalls {
         return FileFacts(isRegular: la_s_isreg(info.st_mode) != 0, isDirectory: la_s_isdir(info.st_mode) != 0,
                          owner: info.st_uid, mode: info.st_mode & 0o7777, size: Int(info.st_size),
                          device: UInt64(info.st_dev), inode: UInt64(info.st_ino), links: UInt64(info.st_nlink))
-    }
-
-    /// Free space (bytes) and free inodes on the filesystem of `fd`, as root
-    /// may use them (the blocks reserved for root included); inodes are nil
-    /// where the filesystem does not count them.
-    public static func room(_ fd: Int32) throws(Errno) -> (bytes: UInt64, inodes: UInt64?) {
-        var info = statvfs()
-        if fstatvfs(fd, &info) != 0 { throw Errno.current }
-        let bytes = UInt64(info.f_bfree).multipliedReportingOverflow(by: UInt64(info.f_frsize))
-        return (bytes.overflow ? UInt64.max : bytes.partialValue, info.f_files == 0 ? nil : UInt64(info.f_ffree))
     }
 
     /// Takes an exclusive `flock`, waiting for it; retries on EINTR.
@@ -247,6 +239,21 @@ public enum Syscalls {
             cTo.withUnsafeBufferPointer { toBuffer in
                 renameat(directory, UnsafeRawPointer(fromBuffer.baseAddress!).assumingMemoryBound(to: CChar.self),
                          directory, UnsafeRawPointer(toBuffer.baseAddress!).assumingMemoryBound(to: CChar.self))
+            }
+        }
+        if result != 0 { throw Errno.current }
+    }
+
+    /// Renames `from` to `to` in one directory only when `to` does not
+    /// exist (EEXIST otherwise), in one step.
+    public static func renameWithoutReplacing(in directory: Int32, from: [UInt8], to: [UInt8]) throws(Errno) {
+        var cFrom = from, cTo = to
+        cFrom.append(0)
+        cTo.append(0)
+        let result = cFrom.withUnsafeBufferPointer { fromBuffer in
+            cTo.withUnsafeBufferPointer { toBuffer in
+                la_rename_noreplace(directory, UnsafeRawPointer(fromBuffer.baseAddress!).assumingMemoryBound(to: CChar.self),
+                                    UnsafeRawPointer(toBuffer.baseAddress!).assumingMemoryBound(to: CChar.self))
             }
         }
         if result != 0 { throw Errno.current }

@@ -40,8 +40,10 @@ final class StoreTests: XCTestCase {
         close(fd)
     }
 
-    func readFile(_ name: String) -> [UInt8]? {
-        let fd = open(path(name), O_RDONLY)
+    func readFile(_ name: String) -> [UInt8]? { readFile(absolute: path(name)) }
+
+    func readFile(absolute: String) -> [UInt8]? {
+        let fd = open(absolute, O_RDONLY)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var result: [UInt8] = []
@@ -253,7 +255,127 @@ final class StoreTests: XCTestCase {
         let records = files.filter { $0.hasSuffix(".rec") }
         XCTAssertLessThanOrEqual(records.count, FileStateStore.lookAlikeBuckets)
         XCTAssertGreaterThan(records.count, 900, "3000 names spread over the buckets")
-        XCTAssertEqual(Set(files).subtracting(records), ["lookalike.lock", "lookalike.key"])
+        XCTAssertEqual(Set(files).subtracting(records), Set(["lookalike.lock", "lookalike.key"] + spareNames() + spareLockNames()))
+    }
+
+    func spareLockNames() -> [String] { (0..<FileStateStore.spareCount).map { "spare-lock.\($0)" } }
+
+    /// A first lock file that cannot be made for want of room is a spare
+    /// one, moved into place; never over a lock file that exists.
+    func testASpareLockFileTakesTheMissingName() throws {
+        var s = store()
+        try s.withRecord(uid: 1000, userName: bytes("alice")) { stored, _ in stored = storedRecord(f: 1) }
+        for name in spareLockNames() { XCTAssertEqual(readFile(name), [], name) }
+        let dir = open(directory, O_RDONLY | O_DIRECTORY)
+        defer { close(dir) }
+        let spare = inode("spare-lock.0")
+        XCTAssertTrue(s.placeSpareLock(directory: dir, as: bytes("1005.lock")))
+        XCTAssertEqual(inode("1005.lock"), spare)
+        XCTAssertNil(inode("spare-lock.0"))
+        let held = inode("1000.lock")
+        XCTAssertTrue(s.placeSpareLock(directory: dir, as: bytes("1000.lock")), "the name exists: open it")
+        XCTAssertEqual(inode("1000.lock"), held, "an existing lock file is never replaced")
+        XCTAssertNotNil(inode("spare-lock.1"))
+        for name in spareLockNames().dropFirst() { unlink(path(name)) }
+        XCTAssertFalse(s.placeSpareLock(directory: dir, as: bytes("1006.lock")), "no spare lock left")
+    }
+
+    func spareNames() -> [String] { (0..<FileStateStore.spareCount).map { "spare.\($0)" } }
+
+    func inode(_ name: String) -> UInt64? {
+        var info = stat()
+        return lstat(path(name), &info) == 0 ? UInt64(info.st_ino) : nil
+    }
+
+    func assertSparesAreReady(file: StaticString = #filePath, line: UInt = #line) {
+        for name in spareNames() {
+            var info = stat()
+            XCTAssertEqual(lstat(path(name), &info), 0, name, file: file, line: line)
+            XCTAssertEqual(info.st_mode & 0o170777, 0o100600, name, file: file, line: line)
+            XCTAssertEqual(Int(info.st_size), RecordFormat.fileSize, name, file: file, line: line)
+            XCTAssertEqual(info.st_nlink, 1, name, file: file, line: line)
+        }
+        XCTAssertNil(inode("spare.tmp"), file: file, line: line)
+    }
+
+    /// The first whole-file write makes the spares, and the look-alike key
+    /// with them; later first records and fresh buckets are spares renamed
+    /// (no new inode at that moment), and the pool is made whole again.
+    func testNewRecordsTakeSparesAndThePoolIsRefilled() throws {
+        var s = store()
+        try s.withRecord(uid: 1000, userName: bytes("alice")) { stored, _ in stored = storedRecord(f: 1) }
+        assertSparesAreReady()
+        XCTAssertEqual(readFile("lookalike.key")?.count, FileStateStore.lookAlikeKeySize,
+                       "spares for a first record never exist without the key an unknown name needs")
+        let key = readFile("lookalike.key")
+
+        let spare = inode("spare.0")
+        try s.withRecord(uid: 1001, userName: bytes("bob")) { stored, _ in stored = storedRecord(UserIdentity(uid: 1001, name: bytes("bob")), f: 1) }
+        XCTAssertEqual(inode("1001.rec"), spare, "bob's first record is the spare, renamed")
+        XCTAssertNotEqual(inode("spare.0"), spare)
+        XCTAssertEqual(peek(1001, "bob")?.0, storedRecord(UserIdentity(uid: 1001, name: bytes("bob")), f: 1))
+        assertSparesAreReady()
+
+        let nextSpare = inode("spare.0")
+        chargeLookAlike("nobody-by-this-name")
+        let bucket = names().filter { $0.hasPrefix("u") && $0.hasSuffix(".rec") }
+        XCTAssertEqual(bucket.count, 1)
+        XCTAssertEqual(inode(bucket[0]), nextSpare, "an unknown name's fresh bucket takes a spare too")
+        XCTAssertEqual(readFile("lookalike.key"), key)
+        assertSparesAreReady()
+    }
+
+    /// Only the store's own spares are used: a symlink, a second name, a
+    /// wrong size or mode, a directory or a FIFO at a spare's name is never
+    /// written through, and the refill puts sound spares in their places.
+    func testAnOddSpareIsNeverWrittenAndIsReplaced() throws {
+        let outside = directory + ".outside"
+        let victim = [UInt8](repeating: 0x41, count: RecordFormat.fileSize)
+        let fd = open(outside, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        victim.withUnsafeBytes { _ = write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        defer { unlink(outside); unlink(outside + ".link") }
+        XCTAssertEqual(symlink(outside, path("spare.0")), 0)
+        writeFile("spare.1", victim)
+        XCTAssertEqual(link(path("spare.1"), outside + ".link"), 0)
+        writeFile("spare.2", [UInt8](repeating: 0x41, count: 100))
+        writeFile("spare.3", victim, mode: 0o644)
+        XCTAssertEqual(mkdir(path("spare.4"), 0o700), 0)
+        XCTAssertEqual(mkfifo(path("spare.5"), 0o600), 0)
+        writeFile("spare.tmp", victim)
+        let hostile = (0...5).map { inode("spare.\($0)") }
+
+        var s = store()
+        try s.withRecord(uid: 1000, userName: bytes("alice")) { stored, _ in stored = storedRecord(f: 1) }
+        XCTAssertEqual(peek()?.0, storedRecord(f: 1))
+        XCTAssertFalse((0...5).map { inode("1000.rec") == hostile[$0] }.contains(true))
+        XCTAssertEqual(readFile(absolute: outside), victim)
+        XCTAssertEqual(readFile(absolute: outside + ".link"), victim)
+        assertSparesAreReady()
+        for index in 0...5 { XCTAssertNotEqual(inode("spare.\(index)"), hostile[index], "spare.\(index) replaced") }
+        rmdir(path("spare.4.odd"))
+    }
+
+    /// Two prompts never write one spare: a spare claimed (locked) by one
+    /// is passed over by the next, and one renamed away is not claimed
+    /// through a descriptor opened before the rename.
+    func testASpareIsClaimedOnce() throws {
+        var s = store()
+        try s.withRecord(uid: 1000, userName: bytes("alice")) { stored, _ in stored = storedRecord(f: 1) }
+        let dir = open(directory, O_RDONLY | O_DIRECTORY)
+        defer { close(dir) }
+        let first = try XCTUnwrap(s.claimSpare(directory: dir))
+        let second = try XCTUnwrap(s.claimSpare(directory: dir))
+        XCTAssertNotEqual(first.name, second.name)
+        let early = open(path("spare.2"), O_RDWR)
+        defer { close(early) }
+        close(first.fd)
+        close(second.fd)
+        XCTAssertEqual(rename(path("spare.2"), path("taken.rec")), 0)
+        let third = try XCTUnwrap(s.claimSpare(directory: dir))
+        XCTAssertEqual(String(decoding: third.name, as: UTF8.self), "spare.0")
+        close(third.fd)
+        unlink(path("taken.rec"))
     }
 
     func testABucketHeldByAnotherNameIsAFreshStart() {

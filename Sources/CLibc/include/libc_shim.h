@@ -14,7 +14,6 @@
 #include <sys/resource.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
-#include <sys/statvfs.h>
 #include <fcntl.h>
 #include <errno.h>
 #include <pwd.h>
@@ -64,6 +63,10 @@ static inline const char *la_helper_path(void) { return "/usr/libexec/localauth/
 #include <sys/syscall.h>
 /* close_range may be missing from older C libraries' headers: ask the kernel. */
 static inline int la_close_range(unsigned first) { return (int)syscall(SYS_close_range, first, ~0U, 0); }
+/* renameat2 with RENAME_NOREPLACE (1), asked of the kernel for the same reason. */
+static inline int la_rename_noreplace(int dirfd, const char *from, const char *to) {
+    return (int)syscall(SYS_renameat2, dirfd, from, dirfd, to, 1U);
+}
 static inline int la_normal_scheduling(void) {
     struct sched_param param = {0};
     return sched_setscheduler(0, SCHED_OTHER, &param);
