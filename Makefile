@@ -4,6 +4,7 @@
 #   make test       unit tests (swift test), integration tests (real libpam),
 #                   the unit suite under ASan and a short run of each fuzzer
 #   make install    PREFIX=/usr/local DESTDIR= ; module into the system's PAM dir
+#   make deb        the Debian package, in .build/deb
 SHELL := /bin/bash
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -178,7 +179,8 @@ check-valgrind: test-artifacts
 # the installed binary needs nothing from the toolchain.
 CLI_BUILD := .build/cli
 cli:
-	swift build -c release --product localauth --static-swift-stdlib --scratch-path $(CLI_BUILD)
+	swift build -c release --product localauth --static-swift-stdlib --disable-local-rpath \
+		-Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro --scratch-path $(CLI_BUILD)
 
 MANPAGES := man/pam_localauth.8 man/localauth.1 man/localauth.conf.5
 # Stacks for one service each, installed as examples (the distribution's own
@@ -202,6 +204,13 @@ install: module cli
 	install -m 0644 man/localauth.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/localauth.conf.5
 	install -m 0644 man/pam_localauth.8 $(DESTDIR)$(PREFIX)/share/man/man8/pam_localauth.8
 	install -d -m 0700 $(DESTDIR)/var/lib/localauth
+
+# The Debian package (tools/mkdeb.sh, packaging/debian): .build/deb/
+# localauth_<version>_<arch>.deb; DEB_VERSION and DEB_OUT override the
+# version (the changelog's) and the directory.
+.PHONY: deb
+deb: module cli
+	bash tools/mkdeb.sh
 
 # Leaves /etc/security/localauth.conf (it may hold the administrator's
 # settings) and /var/lib/localauth (the attempt state).

@@ -1,0 +1,264 @@
+"""The Debian package: `make deb`, lintian, and the package's whole life in
+a throwaway root.
+
+The throwaway root is the host's own packages: /usr, /etc and /var are
+overlays whose lower layer is the host's and whose upper layer is a
+directory of this test, mounted in a private mount namespace and entered
+with chroot. dpkg there sees the host's package database, so the
+package's dependencies are met as they would be on this machine, and
+every change (dpkg's database, /etc/pam.d, the state directory, a user
+made for the test) lands in the upper layers only. The host's /etc and
+package database are hashed before and after: unchanged.
+
+In the root: install (nothing enabled), enable the profile, a wrong and a
+correct password through the installed module with real sudo's stack and
+pam_unix, an upgrade to a rebuilt package (the configuration, the state
+and a dpkg-statoverride kept), a removal refused while a hand-written
+stack still names the module, then remove and purge: afterwards no
+/etc/pam.d file names it.
+"""
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pamenv import ROOT, parse_record
+
+VERSION = subprocess.run(["dpkg-parsechangelog", "-l", str(ROOT / "packaging/debian/changelog"), "-S", "Version"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+UPGRADE = VERSION + "+upgrade1"
+ARCH = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True, check=True).stdout.strip()
+HELPER = "/usr/libexec/localauth/localauth-helper"
+MULTIARCH = subprocess.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], capture_output=True, text=True,
+                           check=True).stdout.strip()
+MODULE_PATH = f"/lib/{MULTIARCH}/security/pam_localauth.so"
+PASSWORD = "package-test-secret"
+# Files of ours that a host may hold from `make install`: hidden in the root.
+OURS_ON_HOST = ["/etc/security/localauth.conf", "/etc/pam.d/localauth-passcode", "/usr/share/pam-configs/localauth",
+                "/var/lib/localauth", MODULE_PATH, "/usr/bin/localauth", "/usr/libexec/localauth"]
+# A stack line naming the module (not a comment).
+NAMES_MODULE = r"^[[:space:]]*[^#[:space:]].*pam_localauth\.so"
+
+
+def build(out, version=None):
+    env = dict(os.environ, DEB_OUT=str(out))
+    if version:
+        env["DEB_VERSION"] = version
+    result = subprocess.run(["make", "-s", "deb"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    assert result.returncode == 0, f"make deb failed:\n{result.stdout}\n{result.stderr}"
+    deb = out / f"localauth_{version or VERSION}_{ARCH}.deb"
+    assert deb.is_file(), result.stdout
+    return deb
+
+
+@pytest.fixture(scope="module")
+def debs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("debs")
+    return {"first": build(base / "first"), "upgrade": build(base / "upgrade", UPGRADE)}
+
+
+def field(deb, name):
+    return subprocess.run(["dpkg-deb", "-f", str(deb), name], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_the_package_holds_what_an_administrator_needs(debs):
+    deb = debs["first"]
+    listing = subprocess.run(["dpkg-deb", "-c", str(deb)], capture_output=True, text=True, check=True).stdout
+    entries = {line.split()[-1].lstrip("."): line.split()[0] for line in listing.splitlines()}
+    assert entries[HELPER] == "-rwsr-xr-x"
+    assert entries["/var/lib/localauth/"] == "drwx------"
+    for path in [MODULE_PATH, "/usr/bin/localauth", "/etc/pam.d/localauth-passcode", "/etc/security/localauth.conf",
+                 "/usr/share/pam-configs/localauth", "/usr/share/man/man8/pam_localauth.8.gz",
+                 "/usr/share/man/man1/localauth.1.gz", "/usr/share/man/man5/localauth.conf.5.gz",
+                 "/usr/share/doc/localauth/copyright", "/usr/share/doc/localauth/changelog.gz",
+                 "/usr/share/localauth/pam.d/sudo"]:
+        assert path in entries, path
+    assert all(owner == "root/root" for owner in (line.split()[1] for line in listing.splitlines()))
+    conffiles = subprocess.run(["dpkg-deb", "--ctrl-tarfile", str(deb)], capture_output=True, check=True).stdout
+    assert b"/etc/security/localauth.conf" in conffiles and b"/etc/pam.d/localauth-passcode" in conffiles
+    depends = field(deb, "Depends")
+    # From the binaries: the C library, libpam, libsystemd (sd-bus), and
+    # the C++ runtime the command's static Swift runtime needs.
+    for package in ["libc6", "libpam0g", "libsystemd0", "libpam-runtime"]:
+        assert package + " (>=" in depends, depends
+    assert field(deb, "Recommends") == "fprintd"
+    assert "Default: no" in (ROOT / "config/pam-auth-update.localauth").read_text()
+
+
+def test_lintian_finds_nothing_that_is_not_explained(debs):
+    lintian = shutil.which("lintian")
+    assert lintian, "lintian is missing: run make deps"
+    result = subprocess.run([lintian, "--pedantic", "--display-info", "--show-overrides", str(debs["first"])],
+                            capture_output=True, text=True, timeout=600)
+    tags = [line for line in result.stdout.splitlines() if line[:2] in ("E:", "W:", "I:", "P:", "X:")]
+    assert tags == [], result.stdout
+    overridden = [line for line in result.stdout.splitlines() if line.startswith("O:")]
+    assert overridden, "the overrides are in use"
+    overrides = (ROOT / "packaging/debian/lintian-overrides").read_text().splitlines()
+    for index, line in enumerate(overrides):
+        if line.startswith("localauth:"):
+            # Each override, or group of them, comes after a comment saying why.
+            above = [earlier for earlier in overrides[:index] if not earlier.startswith("localauth:")]
+            assert above and above[-1].startswith("#"), f"override without its reason: {line}"
+
+
+def tree_digest(paths):
+    digest = hashlib.sha256()
+    for top in paths:
+        for path in sorted(Path(top).rglob("*")) if Path(top).is_dir() else [Path(top)]:
+            if path.is_file() and not path.is_symlink():
+                digest.update(str(path).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+HOST_FILES = ["/etc/pam.d", "/etc/security", "/etc/passwd", "/etc/shadow", "/var/lib/dpkg/status", "/var/lib/pam",
+              "/usr/share/pam-configs"]
+
+
+class ThrowawayRoot:
+    """The host's /usr, /etc and /var under overlays whose upper layers are
+    this test's; each `run` is a new private mount namespace and chroot."""
+
+    def __init__(self, base, debs):
+        self.base = base
+        self.root = base / "root"
+        self.debs = debs
+        for layer in ("usr", "etc", "var"):
+            (base / f"{layer}.upper").mkdir(parents=True)
+            (base / f"{layer}.work").mkdir()
+            (self.root / layer).mkdir(parents=True)
+        for name in ("proc", "dev", "tmp", "run", "root", "debs"):
+            (self.root / name).mkdir()
+        for name in ("bin", "sbin", "lib", "lib64"):
+            (self.root / name).symlink_to(f"usr/{name}")
+        self.fresh = True
+
+    def upper(self, path):
+        """Where a file the root changed lies on the host (its upper layer)."""
+        layer, rest = Path(path).relative_to("/").parts[0], Path(path).relative_to("/").parts[1:]
+        return self.base / f"{layer}.upper" / Path(*rest)
+
+    def run(self, script, check=True):
+        mounts = [f"mount -t overlay overlay -o lowerdir=/{layer},upperdir={self.base}/{layer}.upper,"
+                  f"workdir={self.base}/{layer}.work {self.root}/{layer}" for layer in ("usr", "etc", "var")]
+        mounts += [f"mount -t proc proc {self.root}/proc", f"mount --bind /dev {self.root}/dev",
+                   f"mount -t tmpfs tmpfs {self.root}/tmp", f"mount -t tmpfs tmpfs {self.root}/run",
+                   f"mount --bind -o ro {self.debs} {self.root}/debs"]
+        if self.fresh:
+            # What `make install` may have left on the host stays out of the root.
+            mounts.append("rm -rf " + " ".join(f"{self.root}{path}" for path in OURS_ON_HOST))
+            self.fresh = False
+        setup = "set -e\n" + "\n".join(mounts) + f'\nexec chroot {self.root} /bin/sh -ec "$1"'
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C.UTF-8",
+               "HOME": "/root"}
+        result = subprocess.run(["unshare", "--mount", "--propagation", "private", "bash", "-c", setup, "bash", script],
+                                capture_output=True, text=True, env=env, timeout=600, stdin=subprocess.DEVNULL)
+        if check:
+            assert result.returncode == 0, f"{script}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
+        return result
+
+    def stacks_naming_the_module(self):
+        return self.run(f"grep -l -E '{NAMES_MODULE}' /etc/pam.d/* || true").stdout.split()
+
+    def status(self):
+        return self.run("dpkg-query -W -f='${Status} ${Version}' localauth 2>/dev/null || true").stdout.strip()
+
+
+def sudo_stack_password(root, password):
+    """One `sudo` authentication (the host's own sudo stack, which includes
+    common-auth) through pamtester, answering the prompt with `password`."""
+    return root.run(f"printf '%s\\n' '{password}' | pamtester sudo pkguser authenticate", check=False)
+
+
+@pytest.fixture
+def root(tmp_path, debs):
+    deb_dir = tmp_path / "debs"
+    deb_dir.mkdir()
+    for name, deb in debs.items():
+        shutil.copy(deb, deb_dir / f"{name}.deb")
+    before = tree_digest(HOST_FILES)
+    yield ThrowawayRoot(tmp_path / "throwaway", deb_dir)
+    assert tree_digest(HOST_FILES) == before, "the host's /etc or package database changed"
+    subprocess.run(["rm", "-rf", str(tmp_path / "throwaway")], check=False)
+
+
+def record_of(root, uid):
+    return parse_record(root.upper(f"/var/lib/localauth/{uid}.rec").read_bytes(), uid)
+
+
+def test_install_enable_authenticate_upgrade_remove_purge(root):
+    # Install: everything in place, nothing enabled.
+    installed = root.run("dpkg -i /debs/first.deb")
+    assert root.status() == f"install ok installed {VERSION}", installed.stdout
+    assert root.stacks_naming_the_module() == []
+    modes = root.run(f"stat -c '%a %U %G %n' {HELPER} /var/lib/localauth {MODULE_PATH} /etc/security/localauth.conf")
+    assert modes.stdout.split("\n")[:4] == [f"4755 root root {HELPER}", "700 root root /var/lib/localauth",
+                                            f"644 root root {MODULE_PATH}", "644 root root /etc/security/localauth.conf"]
+    assert "Default: no" in root.run("cat /usr/share/pam-configs/localauth").stdout
+
+    # Enable: the profile's line in common-auth, which the lint accepts.
+    root.run("pam-auth-update --enable localauth")
+    assert root.stacks_naming_the_module() == ["/etc/pam.d/common-auth"]
+    common_auth = root.run("cat /etc/pam.d/common-auth").stdout
+    assert "pam_localauth.so" in common_auth and "default=die" in common_auth
+    root.run("localauth config --check")
+
+    # A PAM transaction through the installed module: sudo's stack, pam_unix
+    # behind the passcode service, a user made in the root.
+    root.run(f"useradd -M -u 4242 pkguser && echo 'pkguser:{PASSWORD}' | chpasswd")
+    wrong = sudo_stack_password(root, "not-the-password")
+    assert wrong.returncode != 0 and "Authentication failure" in wrong.stderr + wrong.stdout, wrong
+    assert "Enter Password:" in wrong.stdout + wrong.stderr
+    assert record_of(root, 4242).P == 1, "the installed module charged the attempt"
+    right = sudo_stack_password(root, PASSWORD)
+    assert right.returncode == 0 and "successfully authenticated" in right.stdout + right.stderr, right
+    assert record_of(root, 4242).P == 0
+    assert sudo_stack_password(root, "wrong-again").returncode != 0
+    assert record_of(root, 4242).P == 1
+
+    # Upgrade: the administrator's configuration, the state and a
+    # statoverride on the helper all stay.
+    root.run("echo 'max_tries = 2' >> /etc/security/localauth.conf && "
+             f"dpkg-statoverride --update --add root root 4750 {HELPER}")
+    upgraded = root.run("dpkg -i /debs/upgrade.deb")
+    assert root.status() == f"install ok installed {UPGRADE}", upgraded.stdout
+    assert root.run("tail -n 1 /etc/security/localauth.conf").stdout.strip() == "max_tries = 2"
+    assert root.run("ls /etc/security /etc/pam.d | grep -c dpkg- || true").stdout.strip() == "0"
+    assert root.run(f"stat -c %a {HELPER}").stdout.strip() == "4750"
+    assert record_of(root, 4242).P == 1
+    assert root.stacks_naming_the_module() == ["/etc/pam.d/common-auth"]
+    assert sudo_stack_password(root, PASSWORD).returncode == 0
+    assert record_of(root, 4242).P == 0
+
+    # Removal is refused while a stack written by hand still names the
+    # module (a default=die line pointing at a missing module would refuse
+    # every login).
+    root.run("cp /usr/share/localauth/pam.d/sudo /etc/pam.d/sudo-by-hand")
+    refused = root.run("dpkg -r localauth", check=False)
+    assert refused.returncode != 0
+    assert "/etc/pam.d/sudo-by-hand" in refused.stderr and "still use pam_localauth.so" in refused.stderr
+    assert root.status().endswith(f"ok installed {UPGRADE}"), refused.stderr
+    assert root.stacks_naming_the_module() == ["/etc/pam.d/common-auth", "/etc/pam.d/sudo-by-hand"], \
+        "a refused removal leaves the enabled profile as it was"
+    assert root.run(f"test -e {MODULE_PATH} && echo present").stdout.strip() == "present"
+
+    # Remove: no stack names the module; configuration and state stay.
+    root.run("rm /etc/pam.d/sudo-by-hand")
+    removed = root.run("dpkg -r localauth")
+    assert root.stacks_naming_the_module() == [], removed.stdout
+    assert root.run(f"test -e {MODULE_PATH} || echo gone").stdout.strip() == "gone"
+    assert root.status().startswith("deinstall ok config-files"), root.status()
+    assert root.run("test -f /etc/security/localauth.conf && test -d /var/lib/localauth && echo kept").stdout.strip() == "kept"
+    assert sudo_stack_password(root, PASSWORD).returncode == 0, "sudo works without the module"
+
+    # Purge: the configuration and the state go too.
+    root.run("dpkg -P localauth")
+    assert root.status() == ""
+    gone = root.run("for p in /etc/security/localauth.conf /etc/pam.d/localauth-passcode /var/lib/localauth "
+                    "/usr/share/pam-configs/localauth; do test -e $p && echo $p; done; true")
+    assert gone.stdout.split() == []
+    assert root.stacks_naming_the_module() == []
+    assert root.run(f"grep -r -l -E '{NAMES_MODULE}' /etc || true").stdout.split() == []
