@@ -88,6 +88,25 @@ def test_the_package_holds_what_an_administrator_needs(debs):
     assert "Default: no" in (ROOT / "config/pam-auth-update.localauth").read_text()
 
 
+def test_the_binaries_need_no_toolchain(debs, tmp_path):
+    """Nothing from the Swift toolchain is needed where the package goes:
+    every library a binary asks for comes from a package in Depends, and
+    none has a search path of its own."""
+    subprocess.run(["dpkg-deb", "-x", str(debs["first"]), str(tmp_path)], check=True)
+    depends = field(debs["first"], "Depends")
+    for binary in [MODULE_PATH, "/usr/bin/localauth", HELPER]:
+        dynamic = subprocess.run(["readelf", "-d", str(tmp_path / binary.lstrip("/"))], capture_output=True, text=True,
+                                 check=True).stdout
+        assert "RPATH" not in dynamic and "RUNPATH" not in dynamic, binary
+        for line in dynamic.splitlines():
+            if "(NEEDED)" in line:
+                library = line.split("[")[1].rstrip("]")
+                owner = subprocess.run(["dpkg", "-S", f"*/{library}"], capture_output=True, text=True).stdout
+                packages = {entry.split(":")[0] for entry in owner.splitlines()}
+                assert any(package + " " in depends + " " or package + "," in depends for package in packages), \
+                    (binary, library, packages, depends)
+
+
 def test_lintian_finds_nothing_that_is_not_explained(debs):
     lintian = shutil.which("lintian")
     assert lintian, "lintian is missing: run make deps"
@@ -190,6 +209,8 @@ def record_of(root, uid):
 
 
 def test_install_enable_authenticate_upgrade_remove_purge(root):
+    # The root has the host's packages and nothing else: no Swift toolchain.
+    assert root.run("command -v swift swiftc || echo none").stdout.strip() == "none"
     # Install: everything in place, nothing enabled.
     installed = root.run("dpkg -i /debs/first.deb")
     assert root.status() == f"install ok installed {VERSION}", installed.stdout
