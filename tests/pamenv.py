@@ -318,8 +318,24 @@ class PamEnv(SeededState):
 def is_reserve(name):
     """What the store keeps made ahead of need, beside the records: spare
     record and lock files (and the temporary a killed refill can leave),
-    and the look-alike key and lock made with them."""
-    return name.startswith(("spare.", "spare-lock.")) or name in ("lookalike.key", "lookalike.lock")
+    and the look-alike key, lock and file (every bucket) made with them."""
+    return name.startswith(("spare.", "spare-lock.", "lookalike."))
+
+
+LOOKALIKE_UID = 0xFFFFFFFF
+LOOKALIKE_BUCKETS = 1024
+
+
+def lookalike_records(data: bytes) -> dict:
+    """The look-alike file read independently: every bucket (a record
+    file's image at its offset) that holds a named record, by name."""
+    assert len(data) == LOOKALIKE_BUCKETS * RECORD_SIZE, len(data)
+    records = {}
+    for bucket in range(LOOKALIKE_BUCKETS):
+        record = parse_record(data[bucket * RECORD_SIZE:(bucket + 1) * RECORD_SIZE], LOOKALIKE_UID)
+        if record.name:
+            records[record.name] = record
+    return records
 
 
 def prompt_timings(pam, users, runs=30, warmup=3, env=None, service="sudo"):

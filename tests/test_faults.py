@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from fprint_rig import DEVICE_IFACE, DIE_WITH_TESTS, FPRINT_NAME, MANAGER_IFACE, MANAGER_PATH, PY3, FprintRig, process_state
-from pamenv import (BUILD, PAM_MATRIX, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_SUCCESS, PAM_SYSTEM_ERR, PASSWORDS, USERS, later_boot_clock, parse_record,
-                    parse_run)
+from pamenv import (BUILD, PAM_MATRIX, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_SUCCESS, PAM_SYSTEM_ERR, PASSWORDS, USERS, later_boot_clock, lookalike_records,
+                    parse_record, parse_run)
 
 ALICE = PASSWORDS["alice"]
 UID = USERS["alice"]
@@ -72,7 +72,7 @@ def in_private_mounts(script, copy_out=None):
 
 FILL = {
     # a small tmpfs with its blocks used up, or one with plenty of space and its inodes used up
-    "blocks": ("size=256k", "dd if=/dev/zero of=$STATE/filler bs=4k 2>/dev/null || true"),
+    "blocks": ("size=8m", "dd if=/dev/zero of=$STATE/filler bs=4k 2>/dev/null || true"),
     "inodes": ("size=8m,nr_inodes=80", "i=0; while touch $STATE/f$i 2>/dev/null; do i=$((i+1)); done"),
 }
 
@@ -107,11 +107,11 @@ def test_a_full_filesystem_still_takes_a_charge_in_place(pam, tmp_path, kind):
 
 @pytest.mark.parametrize("kind", sorted(FILL))
 def test_a_full_filesystem_takes_a_first_record_and_a_fresh_unknown_name_alike(pam, tmp_path, kind):
-    """A known user's first record and an unknown name's fresh bucket both
-    take one of the spare files the store keeps made (written over and
-    renamed: no new inode or block), so with the space or the inodes used
-    up both still prompt, count and fail alike: nothing tells the names
-    apart, and nobody is locked out of a first sudo."""
+    """A known user's first record takes one of the spare files the store
+    keeps made (written over and renamed: no new inode or block); an
+    unknown name's bucket, made ahead in the look-alike file, is written
+    in place. So with the space or the inodes used up both still prompt,
+    count and fail alike, and nobody is locked out of a first sudo."""
     seeded_with_one_wrong_password(pam)
     assert len(spares(pam.state)) == 8
     runs, outs = {}, {}
@@ -124,29 +124,34 @@ def test_a_full_filesystem_takes_a_first_record_and_a_fresh_unknown_name_alike(p
     assert known.messages == unknown.messages
     assert known.fail_delay and unknown.fail_delay  # the delay is jittered: both ask for one
     assert parse_record((outs["bob"] / "1002.rec").read_bytes(), 1002).P == 1
-    assert len(list(outs["nosuchuser"].glob("u*.rec"))) == 1
-    # The spare each took is not made again while the filesystem is full.
-    assert len(spares(outs["bob"])) == len(spares(outs["nosuchuser"])) == 7
+    assert lookalike_records((outs["nosuchuser"] / "lookalike.rec").read_bytes())["nosuchuser"].P == 1
+    # bob's spare is not made again while the filesystem is full; the
+    # unknown name took none.
+    assert (len(spares(outs["bob"])), len(spares(outs["nosuchuser"]))) == (7, 8)
 
 
 @pytest.mark.parametrize("kind", sorted(FILL))
-def test_a_full_filesystem_without_spares_refuses_first_records_and_fresh_names_alike(pam, tmp_path, kind):
-    """With the spares used up as well, a first record and a fresh bucket
-    both need room that is not there: both are refused with the same words
-    after the same prompt, and a record already on disk is still charged."""
+def test_a_full_filesystem_without_spares_still_charges_records_and_unknown_names_alike(pam, tmp_path, kind):
+    """With the spares used up as well, a record on disk and an unknown
+    name's bucket are both still charged in place, alike. Only an account
+    that has no record yet is refused (after the same prompt, with the
+    words for an attempt that could not be recorded): what that tells,
+    that the name is an account, any local user can already ask NSS."""
     seeded_with_one_wrong_password(pam)
     runs = {}
-    for user in ("bob", "nosuchuser"):
+    for user in ("alice", "nosuchuser", "bob"):
         out = tmp_path / f"after-{user}"
         runs[user] = pam.run(user=user, answers=["wrong"],
                              wrapper=full_state(pam, tmp_path, kind, out, before_fill="rm -f $STATE/spare.*;"))
-        assert not (out / "1002.rec").exists() and not list(out.glob("u*.rec"))
-    known, unknown = runs["bob"], runs["nosuchuser"]
-    assert known.code == unknown.code == PAM_SYSTEM_ERR, (known, unknown)
-    assert known.prompts() == unknown.prompts() == [PASSCODE_PROMPT]
-    assert known.messages == unknown.messages and known.texts("error") == [NOT_RECORDED]
-    assert known.fail_delay == unknown.fail_delay
-    assert any("errno 28" in line for line in log_lines(known)), known.stderr
+        if user == "bob":
+            assert not (out / "1002.rec").exists()
+    known, unknown, first = runs["alice"], runs["nosuchuser"], runs["bob"]
+    assert known.code == unknown.code == PAM_AUTH_ERR, (known, unknown)
+    assert known.messages == unknown.messages and known.prompts() == [PASSCODE_PROMPT]
+    assert known.fail_delay and unknown.fail_delay
+    assert first.code == PAM_SYSTEM_ERR and first.prompts() == [PASSCODE_PROMPT], first
+    assert first.texts("error") == [NOT_RECORDED]
+    assert any("errno 28" in line for line in log_lines(first)), first.stderr
 
 
 def test_a_read_only_state_directory_refuses_without_asking(pam):
@@ -188,14 +193,14 @@ def test_a_shortage_reading_the_look_alike_key_refuses_and_keeps_the_key(pam, er
     invented name's count again."""
     assert pam.run(user="nosuchuser", answers=["wrong"]).code == PAM_AUTH_ERR
     key = (pam.state / "lookalike.key").read_bytes()
-    buckets = {path.name: path.read_bytes() for path in pam.state.glob("u*.rec")}
+    buckets = (pam.state / "lookalike.rec").read_bytes()
     run = pam.run(user="nosuchuser", answers=["wrong"], env=faulty(pam, "open", errno, FAULT_MATCH="/lookalike.key$"))
     assert faults_hit(pam)
     assert run.code == PAM_SYSTEM_ERR and run.texts("error") == [NOT_RECORDED], run
     assert (pam.state / "lookalike.key").read_bytes() == key
-    assert {path.name: path.read_bytes() for path in pam.state.glob("u*.rec")} == buckets
+    assert (pam.state / "lookalike.rec").read_bytes() == buckets
     assert pam.run(user="nosuchuser", answers=["wrong"]).code == PAM_AUTH_ERR
-    assert [parse_record(path.read_bytes(), 0xFFFFFFFF).P for path in pam.state.glob("u*.rec")] == [2]
+    assert lookalike_records((pam.state / "lookalike.rec").read_bytes())["nosuchuser"].P == 2
 
 
 def test_a_shortage_looking_at_the_record_refuses_and_keeps_it(pam):
@@ -208,6 +213,21 @@ def test_a_shortage_looking_at_the_record_refuses_and_keeps_it(pam):
     assert run.code == PAM_SYSTEM_ERR and run.texts("error") == [NOT_RECORDED], run
     assert any("read failed (errno 12)" in line for line in log_lines(run)), run.stderr
     assert pam.record_path().read_bytes() == before
+
+
+def test_a_spare_that_cannot_be_written_is_retired(pam):
+    """A bad block in a spare refuses that one prompt only: the spare is
+    removed, the next first prompt takes another, and the refill makes the
+    pool whole again."""
+    seeded_with_one_wrong_password(pam)
+    assert len(spares(pam.state)) == 8
+    run = pam.run(user="bob", answers=["wrong"], env=faulty(pam, "write", 5, FAULT_MATCH="/spare.0$"))
+    assert faults_hit(pam)
+    assert run.code == PAM_SYSTEM_ERR and run.texts("error") == [NOT_RECORDED], run
+    assert "spare.0" not in spares(pam.state) and not (pam.state / "1002.rec").exists()
+    assert pam.run(user="bob", answers=["wrong"]).code == PAM_AUTH_ERR
+    assert parse_record((pam.state / "1002.rec").read_bytes(), 1002).P == 1
+    assert len(spares(pam.state)) == 8
 
 
 def test_a_failing_rename_of_a_new_record_refuses_and_leaves_only_a_temporary(pam):
@@ -337,7 +357,7 @@ def test_an_odd_user_name_looks_like_any_unknown_user_and_writes_only_buckets(pa
     reference = pam.run(user="nosuchuser", answers=["x"])
     run = pam.run(user=name, answers=["x"])
     assert (run.code, run.messages) == (reference.code, reference.messages) == (PAM_AUTH_ERR, [("prompt-off", PASSCODE_PROMPT)])
-    assert all(n.startswith("u") and n.endswith(".rec") for n in pam.record_files()), pam.state_files()
+    assert pam.record_files() == [], pam.state_files()
     assert sorted(p.name for p in pam.base.iterdir()) == ["group", "pam.d", "passdb", "passwd", "state"]
 
 

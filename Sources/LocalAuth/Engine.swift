@@ -315,6 +315,10 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                     // A miss that reached the lockout is said as such, and
                     // ends as that miss would have without the Ctrl-C,
                     // unless the Ctrl-C cancelled.
+                    // Another prompt's success may have reset the count.
+                    if failuresOnRecord >= options.lockout, let fresh = ledger.snapshot(user) {
+                        failuresOnRecord = fresh.fingerprintFailures
+                    }
                     guard failuresOnRecord >= options.lockout else { return end }
                     say(UserText.locked, .error, request)
                     return end == .cancelled ? .cancelled : .triesUsed

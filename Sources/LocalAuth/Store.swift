@@ -76,11 +76,16 @@ public struct FileStateStore: StateStore {
     public static let lookAlikeBuckets = 1024
 
     /// The files of one record: `<uid>.rec` and `<uid>.lock`, or for an
-    /// unknown name `u<bucket>.rec` and the shared `lookalike.lock`.
+    /// unknown name its bucket, a region of the shared `lookalike.rec`,
+    /// and the shared `lookalike.lock`.
     struct RecordFiles {
         var record: [UInt8]
         var lock: [UInt8]
+        /// Where the record starts in its file: a bucket's region of the
+        /// look-alike file, else 0.
+        var base = 0
         var temporary: [UInt8] { record + literalBytes(".tmp") }
+        var isBucket: Bool { record == FileStateStore.lookAlikeRecordName }
     }
 
     func files(uid: UInt32) -> RecordFiles {
@@ -92,10 +97,38 @@ public struct FileStateStore: StateStore {
     func lookAlikeFiles(userName: [UInt8], key: [UInt8]) -> RecordFiles {
         let digest = SHA256.hash(key + userName)
         let bucket = (Int(digest[0]) << 8 | Int(digest[1])) % FileStateStore.lookAlikeBuckets
+        return RecordFiles(record: FileStateStore.lookAlikeRecordName, lock: FileStateStore.lookAlikeLockName,
+                           base: bucket * RecordFormat.fileSize)
+    }
+
+    static var lookAlikeRecordName: [UInt8] { literalBytes("lookalike.rec") }
+    static var lookAlikeFileSize: Int { lookAlikeBuckets * RecordFormat.fileSize }
+
+    /// The look-alike file as made: every bucket a record file's image
+    /// holding a record of no name, which is a fresh start for any name.
+    static func blankLookAlikeFile() -> [UInt8] {
+        let blank = RecordSlots.newFile(StateRecord(uid: lookAlikeUID, userName: [], createdWallSeconds: 0))
+        var file: [UInt8] = []
+        file.reserveCapacity(lookAlikeFileSize)
+        for _ in 0..<lookAlikeBuckets { file += blank }
+        return file
+    }
+
+    /// Makes the look-alike file, all its buckets, in one file written
+    /// whole (and the per-name bucket files of earlier releases go).
+    /// Made ahead, with the key: an unknown name's first charge then goes
+    /// into its bucket in place, as a known user's charge goes into that
+    /// user's record, and needs no new file on a full filesystem (R14).
+    /// Called under the look-alike lock.
+    func makeLookAlikeFile(directory: Int32, _ image: [UInt8]? = nil) throws(StoreFailure) {
+        let name = FileStateStore.lookAlikeRecordName
+        try write(image ?? FileStateStore.blankLookAlikeFile(), directory: directory, to: name, through: name + literalBytes(".tmp"))
         let digits: StaticString = "0123456789abcdef"
-        var name = literalBytes("u")
-        for shift in [8, 4, 0] { name.append(digits.utf8Start[(bucket >> shift) & 0x0F]) }
-        return RecordFiles(record: name + literalBytes(".rec"), lock: FileStateStore.lookAlikeLockName)
+        for bucket in 0..<FileStateStore.lookAlikeBuckets {
+            var old = literalBytes("u")
+            for shift in [8, 4, 0] { old.append(digits.utf8Start[(bucket >> shift) & 0x0F]) }
+            try? Syscalls.unlink(in: directory, old + literalBytes(".rec"))
+        }
     }
 
     static var lookAlikeLockName: [UInt8] { literalBytes("lookalike.lock") }
@@ -122,6 +155,10 @@ public struct FileStateStore: StateStore {
             if error.isShortage { throw .readFailed(error) }
         }
         guard let key = Syscalls.randomBytes(FileStateStore.lookAlikeKeySize) else { throw .writeFailed(Errno.tryAgain) }
+        // The buckets before the key: a key on disk means they were made.
+        if (try? Syscalls.facts(at: directory, FileStateStore.lookAlikeRecordName)) == nil {
+            try makeLookAlikeFile(directory: directory)
+        }
         try write(key, directory: directory, to: name, through: name + literalBytes(".tmp"))
         return key
     }
@@ -151,12 +188,21 @@ public struct FileStateStore: StateStore {
         let (lock, lockWasOdd) = try takeLock(directory: directory, name: names.lock)
         defer { Syscalls.close(lock) }
         if lookAlike { names = lookAlikeFiles(userName: userName, key: try lookAlikeKey(directory: directory)) }
-        let found = try load(directory: directory, names, uid: uid, userName: userName)
+        var found = try load(directory: directory, names, uid: uid, userName: userName)
+        if lookAlike, found.status == .absent {
+            // No look-alike file (a store from before it was made with the
+            // key): make it once, then use this bucket in place.
+            try makeLookAlikeFile(directory: directory)
+            found = try load(directory: directory, names, uid: uid, userName: userName)
+        }
         defer { if let fd = found.fd { Syscalls.close(fd) } }
         var stored = found.record
         var status = found.status
-        // A bucket holding another unknown name's record is this name's fresh start.
-        if lookAlike, status == .damaged(.foreign) { status = .absent }
+        // A bucket holding another unknown name's record (or the record of
+        // no name it was made with) is this name's fresh start, written
+        // over in place.
+        let freshBucket = lookAlike && status == .damaged(.foreign)
+        if freshBucket { status = .absent }
         // Someone other than the store put a file where the lock belongs:
         // the record beside it is not to be trusted either (R12).
         if lockWasOdd, status == .loaded || status == .absent {
@@ -166,18 +212,30 @@ public struct FileStateStore: StateStore {
         var record = stored
         body(&record, status)
         guard let changed = record, changed != stored || status != .loaded else { return }
-        if status == .loaded, let previous = stored, let fd = found.fd, let slots = found.slots, found.writableInPlace {
-            let durable = changed.mustBeDurable(replacing: previous)
+        let base = names.base
+        if status == .loaded || freshBucket, let fd = found.fd, let slots = found.slots, found.writableInPlace {
+            // A new owner of a bucket must be on disk like any new count.
+            let durable = stored.map { changed.mustBeDurable(replacing: $0) } ?? true
             if slots.plan == .otherSlotAfterSync {
                 // Which copy is on disk is not known: make the current one
                 // so, and say it, before writing over the other.
-                try syncAndMark(fd, generation: slots.header?.generation ?? 0)
+                try syncAndMark(fd, generation: slots.header?.generation ?? 0, base: base)
             }
             let generation = slots.nextGeneration
             try writeInPlace(fd, RecordFormat.encode(changed, generation: generation, durable: durable),
-                             at: slots.nextSlot * RecordFormat.size, durable: durable)
+                             at: base + slots.nextSlot * RecordFormat.size, durable: durable)
             // Only now is this copy known to be on disk.
-            if durable { try mark(fd, generation: generation) }
+            if durable { try mark(fd, generation: generation, base: base) }
+        } else if names.isBucket, let fd = found.fd {
+            // A damaged bucket in a sound look-alike file: its region is
+            // written whole, in place (R12's record, on disk at once).
+            try writeInPlace(fd, RecordSlots.newFile(changed), at: base, durable: true)
+        } else if names.isBucket {
+            // The look-alike file itself is unusable: made again, with
+            // this bucket's record in it.
+            var image = FileStateStore.blankLookAlikeFile()
+            image.replaceSubrange(base..<(base + RecordFormat.fileSize), with: RecordSlots.newFile(changed))
+            try makeLookAlikeFile(directory: directory, image)
         } else {
             try writeRecordFile(RecordSlots.newFile(changed), directory: directory, names)
             refillSpares(directory: directory, holdingLookAlikeLock: lookAlike)
@@ -349,33 +407,47 @@ public struct FileStateStore: StateStore {
             if error.isShortage { throw .readFailed(error) }
             return found
         }
+        let sizes = names.isBucket ? [FileStateStore.lookAlikeFileSize] : [RecordFormat.fileSize, RecordFormat.size]
         if !facts.isRegular || facts.owner != trustedOwner || facts.mode & 0o022 != 0 {
             found.status = .damaged(.unsafeFile)
-        } else if facts.size != RecordFormat.fileSize && facts.size != RecordFormat.size {
+            return found
+        }
+        guard sizes.contains(facts.size) else {
             found.status = .damaged(.wrongSize)
-        } else {
-            let bytes: [UInt8]
-            do {
-                bytes = try Syscalls.readAll(fd, limit: RecordFormat.fileSize)
-            } catch {
-                if error.isShortage { throw .readFailed(error) }
-                return found
-            }
-            let slots = RecordSlots.read(bytes)
-            if let current = slots.current {
-                let slot = slots.isLegacy ? bytes : RecordSlots.slot(bytes, current)
-                switch RecordFormat.decode(slot, uid: uid, userName: userName) {
-                case .success(let record):
-                    // A one-slot file, or one with a second name, is read
-                    // but never written in place: the next change
-                    // replaces the name.
-                    found = FoundRecord(record: record, status: .loaded, fd: fd, slots: slots,
-                                        writableInPlace: !slots.isLegacy && facts.links == 1)
-                case .failure(let error): found.status = .damaged(error.damage)
-                }
-            } else {
-                found.status = .damaged(slots.damage ?? .badChecksum)
-            }
+            return found
+        }
+        let bytes: [UInt8]
+        do {
+            bytes = names.isBucket ? try Syscalls.read(fd, count: RecordFormat.fileSize, at: names.base)
+                                   : try Syscalls.readAll(fd, limit: RecordFormat.fileSize)
+        } catch {
+            if error.isShortage { throw .readFailed(error) }
+            return found
+        }
+        // A bucket of a sound look-alike file is written in place whatever
+        // it holds: another name's record, the record of no name it was
+        // made with, or damage (then R12's record).
+        if names.isBucket && facts.links == 1 {
+            found.fd = fd
+            found.writableInPlace = true
+        }
+        let slots = RecordSlots.read(bytes)
+        found.slots = slots
+        guard let current = slots.current, !(names.isBucket && slots.isLegacy) else {
+            found.status = .damaged(slots.damage ?? .badChecksum)
+            return found
+        }
+        let slot = slots.isLegacy ? bytes : RecordSlots.slot(bytes, current)
+        switch RecordFormat.decode(slot, uid: uid, userName: userName) {
+        case .success(let record):
+            // A one-slot file, or one with a second name, is read but
+            // never written in place: the next change replaces the name.
+            found.record = record
+            found.status = .loaded
+            found.fd = fd
+            found.writableInPlace = !slots.isLegacy && facts.links == 1
+        case .failure(let error):
+            found.status = .damaged(error.damage)
         }
         return found
     }
@@ -401,17 +473,17 @@ public struct FileStateStore: StateStore {
     }
 
     /// Syncs the file and marks `generation` as on disk.
-    func syncAndMark(_ fd: Int32, generation: UInt64) throws(StoreFailure) {
+    func syncAndMark(_ fd: Int32, generation: UInt64, base: Int) throws(StoreFailure) {
         #if !LOCALAUTH_BENCHMARK_WITHOUT_SYNC
         do throws(Errno) { try Syscalls.syncData(fd) } catch { throw .writeFailed(error) }
         #endif
-        try mark(fd, generation: generation)
+        try mark(fd, generation: generation, base: base)
     }
 
     /// Marks `generation` as on disk, once its sync has returned. The mark
     /// itself need not wait: lost, the next write syncs first.
-    func mark(_ fd: Int32, generation: UInt64) throws(StoreFailure) {
-        try writeInPlace(fd, RecordFormat.syncMark(generation), at: RecordFormat.syncMarkOffset, durable: false)
+    func mark(_ fd: Int32, generation: UInt64, base: Int) throws(StoreFailure) {
+        try writeInPlace(fd, RecordFormat.syncMark(generation), at: base + RecordFormat.syncMarkOffset, durable: false)
     }
 
     /// One slot written in place, and for a durable change its data synced
@@ -505,12 +577,19 @@ public struct FileStateStore: StateStore {
             try Syscalls.sync(spare.fd)
             #endif
             try moveIntoPlace(directory: directory, from: spare.name, to: names.record)
-            #if !LOCALAUTH_BENCHMARK_WITHOUT_SYNC
-            try Syscalls.sync(directory)
-            #endif
         } catch {
+            // A spare that cannot be written (a bad block) is retired, so
+            // that the next prompt takes another and the refill makes a
+            // new one: it must not refuse every first record.
+            if let facts = try? Syscalls.facts(spare.fd), let current = try? Syscalls.facts(at: directory, spare.name),
+               current.device == facts.device, current.inode == facts.inode {
+                try? Syscalls.unlink(in: directory, spare.name)
+            }
             throw .writeFailed(error)
         }
+        #if !LOCALAUTH_BENCHMARK_WITHOUT_SYNC
+        do throws(Errno) { try Syscalls.sync(directory) } catch { throw .writeFailed(error) }
+        #endif
         // A temporary file a killed write left behind goes with the next
         // whole-file write, as it would on the other path.
         try? Syscalls.unlink(in: directory, names.temporary)
@@ -527,14 +606,17 @@ public struct FileStateStore: StateStore {
     /// hold locks on two files).
     func placeSpareLock(directory: Int32, as name: [UInt8]) -> Bool {
         for index in 0..<FileStateStore.spareCount {
+            let spare = FileStateStore.spareLockName(index)
+            guard let facts = try? Syscalls.facts(at: directory, spare), isSoundLock(facts) else { continue }
             do {
-                try Syscalls.renameWithoutReplacing(in: directory, from: FileStateStore.spareLockName(index), to: name)
+                try Syscalls.renameWithoutReplacing(in: directory, from: spare, to: name)
                 return true
             } catch {
                 if error == .exists { return true }
             }
         }
-        return false
+        // Another prompt may have put the last spare at this very name.
+        return (try? Syscalls.facts(at: directory, name)) != nil
     }
 
     /// A spare as the store makes it: a whole record's size, the trusted
@@ -586,8 +668,11 @@ public struct FileStateStore: StateStore {
         let temporary = FileStateStore.spareTemporaryName
         for index in 0..<FileStateStore.spareCount {
             let name = FileStateStore.spareLockName(index)
-            if (try? Syscalls.facts(at: directory, name)) != nil { continue }
-            // takeLock checks what it opens, as for any lock file.
+            if let facts = try? Syscalls.facts(at: directory, name) {
+                if isSoundLock(facts) { continue }
+                guard (try? Syscalls.removeEntry(in: directory, name, movingNonEmptyDirectoryTo: name + literalBytes(".odd"))) != nil
+                else { return }
+            }
             guard let fd = try? Syscalls.open(at: directory, name, .newFile) else { return }
             Syscalls.close(fd)
         }
@@ -599,7 +684,12 @@ public struct FileStateStore: StateStore {
                 // temporary name, and only this one puts spares in place.
                 try Syscalls.removeEntry(in: directory, temporary, movingNonEmptyDirectoryTo: temporary + literalBytes(".odd"))
                 let fd = try Syscalls.open(at: directory, temporary, .newFile)
-                do throws(Errno) { try Syscalls.writeAll(fd, blank) } catch {
+                do throws(Errno) {
+                    try Syscalls.writeAll(fd, blank)
+                    // On disk, so that its blocks are there to be written
+                    // over when the filesystem is full.
+                    try Syscalls.sync(fd)
+                } catch {
                     Syscalls.close(fd)
                     throw error
                 }

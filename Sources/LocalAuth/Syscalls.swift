@@ -191,6 +191,25 @@ public enum Syscalls {
         return result
     }
 
+    /// Reads exactly `count` bytes at `offset` (EIO when the file ends
+    /// first), leaving the file offset alone.
+    public static func read(_ fd: Int32, count: Int, at offset: Int) throws(Errno) -> [UInt8] {
+        var result = [UInt8](repeating: 0, count: count)
+        var total = 0
+        while total < count {
+            let got = result.withUnsafeMutableBytes { buffer in
+                CLibc.pread(fd, buffer.baseAddress! + total, count - total, off_t(offset + total))
+            }
+            if got < 0 {
+                if la_errno() == EINTR { continue }
+                throw Errno.current
+            }
+            if got == 0 { throw Errno(EIO) }
+            total += got
+        }
+        return result
+    }
+
     public static func writeAll(_ fd: Int32, _ bytes: [UInt8]) throws(Errno) {
         var written = 0
         while written < bytes.count {

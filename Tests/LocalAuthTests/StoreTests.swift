@@ -252,10 +252,14 @@ final class StoreTests: XCTestCase {
     func testInventedNamesNeverMakeMoreThanTheBucketsAndOneLock() {
         for index in 0..<3000 { chargeLookAlike("invented-\(index)") }
         let files = names()
-        let records = files.filter { $0.hasSuffix(".rec") }
-        XCTAssertLessThanOrEqual(records.count, FileStateStore.lookAlikeBuckets)
-        XCTAssertGreaterThan(records.count, 900, "3000 names spread over the buckets")
-        XCTAssertEqual(Set(files).subtracting(records), Set(["lookalike.lock", "lookalike.key"] + spareNames() + spareLockNames()))
+        XCTAssertEqual(files, ["lookalike.key", "lookalike.lock", "lookalike.rec"],
+                       "every charge went into its bucket in place: no spare was needed")
+        XCTAssertEqual(readFile("lookalike.rec")?.count, FileStateStore.lookAlikeFileSize)
+        let s = store()
+        let key = readFile("lookalike.key") ?? []
+        let buckets = Set((0..<3000).map { s.lookAlikeFiles(userName: bytes("invented-\($0)"), key: key).base })
+        XCTAssertGreaterThan(buckets.count, 900, "3000 names spread over the buckets")
+        XCTAssertEqual(peek(FileStateStore.lookAlikeUID, "invented-2999")?.0?.passcodeFailures, 1)
     }
 
     func spareLockNames() -> [String] { (0..<FileStateStore.spareCount).map { "spare-lock.\($0)" } }
@@ -278,6 +282,30 @@ final class StoreTests: XCTestCase {
         XCTAssertNotNil(inode("spare-lock.1"))
         for name in spareLockNames().dropFirst() { unlink(path(name)) }
         XCTAssertFalse(s.placeSpareLock(directory: dir, as: bytes("1006.lock")), "no spare lock left")
+        XCTAssertTrue(s.placeSpareLock(directory: dir, as: bytes("1005.lock")),
+                      "another prompt put the last spare at this name: it is there to open")
+    }
+
+    /// An odd entry at a spare lock's name is never moved to a user's lock,
+    /// and the refill replaces it.
+    func testAnOddSpareLockIsPassedOverAndReplaced() throws {
+        var s = store()
+        try s.withRecord(uid: 1000, userName: bytes("alice")) { stored, _ in stored = storedRecord(f: 1) }
+        for name in spareLockNames() { unlink(path(name)) }
+        XCTAssertEqual(mkdir(path("spare-lock.0"), 0o700), 0)
+        XCTAssertEqual(symlink("/etc/passwd", path("spare-lock.1")), 0)
+        writeFile("spare-lock.2", [], mode: 0o666)
+        let dir = open(directory, O_RDONLY | O_DIRECTORY)
+        defer { close(dir) }
+        XCTAssertFalse(s.placeSpareLock(directory: dir, as: bytes("1007.lock")))
+        XCTAssertNil(inode("1007.lock"))
+        s.refillSpares(directory: dir, holdingLookAlikeLock: false)
+        for name in spareLockNames() {
+            var info = stat()
+            XCTAssertEqual(lstat(path(name), &info), 0, name)
+            XCTAssertEqual(info.st_mode & 0o170777, 0o100600, name)
+        }
+        XCTAssertTrue(s.placeSpareLock(directory: dir, as: bytes("1007.lock")))
     }
 
     func spareNames() -> [String] { (0..<FileStateStore.spareCount).map { "spare.\($0)" } }
@@ -316,13 +344,62 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(peek(1001, "bob")?.0, storedRecord(UserIdentity(uid: 1001, name: bytes("bob")), f: 1))
         assertSparesAreReady()
 
-        let nextSpare = inode("spare.0")
+        // The key came with every bucket made ahead: an unknown name's
+        // first charge goes into its bucket in place, and takes no spare.
+        XCTAssertEqual(readFile("lookalike.rec")?.count, FileStateStore.lookAlikeFileSize)
+        let before = inode("lookalike.rec")
+        let spares = spareNames().map { inode($0) }
         chargeLookAlike("nobody-by-this-name")
-        let bucket = names().filter { $0.hasPrefix("u") && $0.hasSuffix(".rec") }
-        XCTAssertEqual(bucket.count, 1)
-        XCTAssertEqual(inode(bucket[0]), nextSpare, "an unknown name's fresh bucket takes a spare too")
+        XCTAssertEqual(inode("lookalike.rec"), before, "written in place")
+        XCTAssertEqual(spareNames().map { inode($0) }, spares)
+        XCTAssertEqual(peek(FileStateStore.lookAlikeUID, "nobody-by-this-name")?.0?.passcodeFailures, 1)
         XCTAssertEqual(readFile("lookalike.key"), key)
-        assertSparesAreReady()
+    }
+
+    /// A store of an earlier release, one file per bucket: the first
+    /// unknown name makes the shared file (the old files go) and charges its
+    /// bucket there, in place from then on.
+    func testTheLookAlikeFileIsMadeOnceAndUsedInPlace() throws {
+        writeFile("lookalike.key", [UInt8](repeating: 9, count: FileStateStore.lookAlikeKeySize))
+        writeFile("u000.rec", [UInt8](repeating: 0, count: RecordFormat.fileSize))
+        writeFile("u3ff.rec", [UInt8](repeating: 0, count: RecordFormat.fileSize))
+        chargeLookAlike("first")
+        XCTAssertEqual(names(), ["lookalike.key", "lookalike.lock", "lookalike.rec"])
+        let made = inode("lookalike.rec")
+        chargeLookAlike("first")
+        chargeLookAlike("second")
+        XCTAssertEqual(inode("lookalike.rec"), made)
+        XCTAssertEqual(peek(FileStateStore.lookAlikeUID, "first")?.0?.passcodeFailures, 2)
+        XCTAssertEqual(peek(FileStateStore.lookAlikeUID, "second")?.0?.passcodeFailures, 1)
+    }
+
+    /// A damaged bucket is R12's record, written into its region in place;
+    /// a look-alike file of the wrong size is made again.
+    func testADamagedBucketOrLookAlikeFileFailsClosed() throws {
+        chargeLookAlike("someone")
+        let s = store()
+        let key = try XCTUnwrap(readFile("lookalike.key"))
+        let base = s.lookAlikeFiles(userName: bytes("someone"), key: key).base
+        var file = try XCTUnwrap(readFile("lookalike.rec"))
+        for index in base..<(base + RecordFormat.fileSize) { file[index] ^= 0x5A }
+        writeFile("lookalike.rec", file)
+        let made = inode("lookalike.rec")
+        XCTAssertEqual(peek(FileStateStore.lookAlikeUID, "someone")?.1, .damaged(.badMagic))
+        var t = store()
+        try t.withRecord(uid: FileStateStore.lookAlikeUID, userName: bytes("someone")) { record, status in
+            XCTAssertEqual(status, .damaged(.badMagic))
+            record = StateRecord(uid: FileStateStore.lookAlikeUID, userName: bytes("someone"), createdWallSeconds: 1)
+            record?.fingerprintFailures = 5
+        }
+        XCTAssertEqual(inode("lookalike.rec"), made, "in place")
+        XCTAssertEqual(peek(FileStateStore.lookAlikeUID, "someone")?.0?.fingerprintFailures, 5)
+        writeFile("lookalike.rec", [1, 2, 3])
+        XCTAssertEqual(peek(FileStateStore.lookAlikeUID, "someone")?.1, .damaged(.wrongSize))
+        try t.withRecord(uid: FileStateStore.lookAlikeUID, userName: bytes("someone")) { record, _ in
+            record = StateRecord(uid: FileStateStore.lookAlikeUID, userName: bytes("someone"), createdWallSeconds: 1)
+        }
+        XCTAssertEqual(readFile("lookalike.rec")?.count, FileStateStore.lookAlikeFileSize)
+        XCTAssertEqual(peek(FileStateStore.lookAlikeUID, "someone")?.1, .loaded)
     }
 
     /// Only the store's own spares are used: a symlink, a second name, a
@@ -384,10 +461,10 @@ final class StoreTests: XCTestCase {
         writeFile("lookalike.key", key)
         // Two names in one bucket under this key.
         var first = "", second = ""
-        var seen: [String: String] = [:]
+        var seen: [Int: String] = [:]
         for index in 0..<5000 {
             let name = "n\(index)"
-            let bucket = String(decoding: s.lookAlikeFiles(userName: bytes(name), key: key).record, as: UTF8.self)
+            let bucket = s.lookAlikeFiles(userName: bytes(name), key: key).base
             if let earlier = seen[bucket] { first = earlier; second = name; break }
             seen[bucket] = name
         }
@@ -400,6 +477,11 @@ final class StoreTests: XCTestCase {
             return status
         }
         XCTAssertEqual(status, .absent, "never the fail-closed record: another unknown name is no damage")
+        let before = inode("lookalike.rec")
+        chargeLookAlike(second)
+        XCTAssertEqual(inode("lookalike.rec"), before, "the bucket is taken over in place")
+        XCTAssertEqual(peek(FileStateStore.lookAlikeUID, second)?.0?.passcodeFailures, 1)
+        XCTAssertNil(peek(FileStateStore.lookAlikeUID, first)?.0, "the first name starts afresh in its turn")
     }
 
     func testAnOddLookAlikeKeyIsReplaced() {
