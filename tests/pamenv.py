@@ -341,14 +341,20 @@ def lookalike_records(data: bytes) -> dict:
 def prompt_timings(pam, users, runs=30, warmup=3, env=None, service="sudo"):
     """For each user, `runs` (time to the first prompt, whole call) pairs in
     microseconds, one wrong password each, the users interleaved round by
-    round so that drift hits them alike. The records are removed before
-    each run (outside the timed call) so the back-off never starts; lock
-    files and the look-alike key stay, as on a machine in use."""
+    round so that drift hits them alike. The records are removed, and the
+    look-alike file put back as it was made, before each run (outside the
+    timed call) so the back-off never starts; lock files, the key and the
+    spares stay, as on a machine in use."""
     timings = {user: [] for user in users}
+    # A cancelled prompt for an unknown name makes the look-alike file and
+    # key, and charges nothing.
+    assert pam.run(service, "no-such-user-for-timing", [""], env=env).code == PAM_CONV_ERR
+    blank = (pam.state / "lookalike.rec").read_bytes()
     for index in range(warmup + runs):
         for user in users:
-            for path in pam.state.glob("*.rec"):
+            for path in pam.state.glob("[0-9]*.rec"):
                 path.unlink()
+            (pam.state / "lookalike.rec").write_bytes(blank)
             run = pam.run(service, user, ["wrong"], env=env, latency=True)
             assert run.first_prompt_us is not None and run.elapsed_us is not None, run.stdout
             if index >= warmup:

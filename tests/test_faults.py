@@ -154,6 +154,24 @@ def test_a_full_filesystem_without_spares_still_charges_records_and_unknown_name
     assert any("errno 28" in line for line in log_lines(first)), first.stderr
 
 
+@pytest.mark.parametrize("kind", sorted(FILL))
+def test_a_store_of_an_earlier_release_gets_its_look_alike_file_from_a_known_users_prompt(pam, tmp_path, kind):
+    """A store with the key and per-name bucket files but no look-alike
+    file: the next known user's prompt makes it (and removes the old
+    files), so that when the disk fills afterwards an unknown name's first
+    prompt still finds its bucket, and is answered like a known user's."""
+    seeded_with_one_wrong_password(pam)
+    (pam.state / "lookalike.rec").unlink()
+    (pam.state / "u123.rec").write_bytes(bytes(4112))
+    assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
+    assert (pam.state / "lookalike.rec").stat().st_size == 1024 * 4112 and not (pam.state / "u123.rec").exists()
+    runs = {}
+    for user in ("alice", "nosuchuser"):
+        runs[user] = pam.run(user=user, answers=["wrong"], wrapper=full_state(pam, tmp_path, kind, tmp_path / f"after-{user}"))
+    assert runs["alice"].code == runs["nosuchuser"].code == PAM_AUTH_ERR, runs
+    assert runs["alice"].messages == runs["nosuchuser"].messages
+
+
 def test_a_read_only_state_directory_refuses_without_asking(pam):
     before = seeded_with_one_wrong_password(pam)
     ro = f"STATE={pam.state}; mount --bind $STATE $STATE; mount -o remount,bind,ro $STATE"

@@ -239,7 +239,9 @@ public struct FileStateStore: StateStore {
         } else {
             try writeRecordFile(RecordSlots.newFile(changed), directory: directory, names)
             refillSpares(directory: directory, holdingLookAlikeLock: lookAlike)
+            return
         }
+        if !lookAlike { prepareLookAlike(directory: directory) }
     }
 
     /// Opens the state directory, walking from `/` without following
@@ -576,15 +578,19 @@ public struct FileStateStore: StateStore {
             #if !LOCALAUTH_BENCHMARK_WITHOUT_SYNC
             try Syscalls.sync(spare.fd)
             #endif
-            try moveIntoPlace(directory: directory, from: spare.name, to: names.record)
         } catch {
             // A spare that cannot be written (a bad block) is retired, so
             // that the next prompt takes another and the refill makes a
-            // new one: it must not refuse every first record.
-            if let facts = try? Syscalls.facts(spare.fd), let current = try? Syscalls.facts(at: directory, spare.name),
+            // new one: it must not refuse every first record. (A full disk
+            // says ENOSPC here only where overwrites need new blocks.)
+            if error.code != Errno.noSpaceCode, let facts = try? Syscalls.facts(spare.fd),
+               let current = try? Syscalls.facts(at: directory, spare.name),
                current.device == facts.device, current.inode == facts.inode {
                 try? Syscalls.unlink(in: directory, spare.name)
             }
+            throw .writeFailed(error)
+        }
+        do throws(Errno) { try moveIntoPlace(directory: directory, from: spare.name, to: names.record) } catch {
             throw .writeFailed(error)
         }
         #if !LOCALAUTH_BENCHMARK_WITHOUT_SYNC
@@ -643,6 +649,26 @@ public struct FileStateStore: StateStore {
         return nil
     }
 
+    /// Makes the look-alike file and key when either is missing (a store
+    /// of an earlier release, a crash between the two), under the
+    /// look-alike lock, never waited for: so that an unknown name's first
+    /// prompt finds its bucket made, and does no more work before the
+    /// prompt than a known name's (R14), and needs no room on a full disk.
+    /// Each known user's write looks (two `fstatat`); the work is done once.
+    func prepareLookAlike(directory: Int32) {
+        func missing(_ name: [UInt8]) -> Bool {
+            do throws(Errno) { _ = try Syscalls.facts(at: directory, name); return false } catch { return error == .noEntry }
+        }
+        guard missing(FileStateStore.lookAlikeRecordName) || missing(FileStateStore.lookAlikeKeyName),
+              let lock = try? Syscalls.open(at: directory, FileStateStore.lookAlikeLockName, .lockFile) else { return }
+        defer { Syscalls.close(lock) }
+        guard (try? Syscalls.tryLockExclusive(lock)) == true, let facts = try? Syscalls.facts(lock), isSoundLock(facts),
+              let current = try? Syscalls.facts(at: directory, FileStateStore.lookAlikeLockName),
+              current.device == facts.device, current.inode == facts.inode else { return }
+        if missing(FileStateStore.lookAlikeRecordName) { _ = try? makeLookAlikeFile(directory: directory) }
+        _ = try? lookAlikeKey(directory: directory)
+    }
+
     /// Makes the spares that are missing, and before them the look-alike
     /// key when it is missing: then there are never spares for a known
     /// user's first record without a key for an unknown name's. At most
@@ -650,15 +676,7 @@ public struct FileStateStore: StateStore {
     /// waited for); a full filesystem leaves the pool short, which fails
     /// nothing now.
     func refillSpares(directory: Int32, holdingLookAlikeLock: Bool) {
-        if !holdingLookAlikeLock, (try? Syscalls.facts(at: directory, FileStateStore.lookAlikeKeyName)) == nil,
-           let lock = try? Syscalls.open(at: directory, FileStateStore.lookAlikeLockName, .lockFile) {
-            defer { Syscalls.close(lock) }
-            if (try? Syscalls.tryLockExclusive(lock)) == true, let facts = try? Syscalls.facts(lock), isSoundLock(facts),
-               let current = try? Syscalls.facts(at: directory, FileStateStore.lookAlikeLockName),
-               current.device == facts.device, current.inode == facts.inode {
-                _ = try? lookAlikeKey(directory: directory)
-            }
-        }
+        if !holdingLookAlikeLock { prepareLookAlike(directory: directory) }
         guard (try? Syscalls.tryLockExclusive(directory)) == true else { return }
         defer { Syscalls.unlock(directory) }
         let saved: (soft: UInt64, hard: UInt64)?

@@ -373,6 +373,22 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(peek(FileStateStore.lookAlikeUID, "second")?.0?.passcodeFailures, 1)
     }
 
+    /// A store with the key but no look-alike file (an earlier release's,
+    /// or a crash between the two): the next known user's write makes the
+    /// file, so that no unknown name's first prompt has to.
+    func testAKnownUsersWriteMakesAMissingLookAlikeFile() throws {
+        var s = store()
+        try s.withRecord(uid: 1000, userName: bytes("alice")) { stored, _ in stored = storedRecord(f: 1) }
+        let key = readFile("lookalike.key")
+        unlink(path("lookalike.rec"))
+        try s.withRecord(uid: 1000, userName: bytes("alice")) { stored, _ in stored = storedRecord(f: 2) }
+        XCTAssertEqual(readFile("lookalike.rec")?.count, FileStateStore.lookAlikeFileSize)
+        XCTAssertEqual(readFile("lookalike.key"), key, "the key is kept")
+        unlink(path("lookalike.key"))
+        try s.withRecord(uid: 1000, userName: bytes("alice")) { stored, _ in stored = storedRecord(f: 3) }
+        XCTAssertEqual(readFile("lookalike.key")?.count, FileStateStore.lookAlikeKeySize)
+    }
+
     /// A damaged bucket is R12's record, written into its region in place;
     /// a look-alike file of the wrong size is made again.
     func testADamagedBucketOrLookAlikeFileFailsClosed() throws {
