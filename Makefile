@@ -214,7 +214,11 @@ deb: module cli
 
 # Leaves /etc/security/localauth.conf (it may hold the administrator's
 # settings) and /var/lib/localauth (the attempt state).
+# Refused where the Debian package owns the files: removing them under dpkg
+# would leave an enabled profile naming a missing module.
 uninstall:
+	@if [ -z "$(DESTDIR)" ] && dpkg-query -W -f='$${Status}' localauth 2>/dev/null | grep -q ' installed'; then \
+		echo "make uninstall: the localauth package is installed; remove it with apt instead" >&2; exit 1; fi
 	rm -f $(DESTDIR)$(LIBEXECDIR)/localauth-helper
 	-rmdir $(DESTDIR)$(LIBEXECDIR)
 	rm -rf $(DESTDIR)$(PREFIX)/share/localauth

@@ -125,15 +125,24 @@ def test_lintian_finds_nothing_that_is_not_explained(debs):
 
 
 def tree_digest(paths):
+    """Names, modes, owners, link targets and contents."""
     digest = hashlib.sha256()
     for top in paths:
-        for path in sorted(Path(top).rglob("*")) if Path(top).is_dir() else [Path(top)]:
-            if path.is_file() and not path.is_symlink():
-                digest.update(str(path).encode() + b"\0" + path.read_bytes())
+        for path in [Path(top)] + (sorted(Path(top).rglob("*")) if Path(top).is_dir() else []):
+            if not os.path.lexists(path):
+                digest.update(b"missing " + str(path).encode())
+                continue
+            info = os.lstat(path)
+            digest.update(f"{path} {info.st_mode:o} {info.st_uid} {info.st_gid}".encode())
+            if path.is_symlink():
+                digest.update(os.readlink(path).encode())
+            elif path.is_file():
+                digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
-HOST_FILES = ["/etc/pam.d", "/etc/security", "/etc/passwd", "/etc/shadow", "/var/lib/dpkg/status", "/var/lib/pam",
+HOST_FILES = ["/etc/pam.d", "/etc/security", "/etc/passwd", "/etc/shadow", "/etc/group", "/etc/gshadow", "/etc/subuid",
+              "/etc/subgid", "/var/lib/dpkg/status", "/var/lib/dpkg/statoverride", "/var/lib/dpkg/info", "/var/lib/pam",
               "/usr/share/pam-configs"]
 
 
@@ -180,7 +189,16 @@ class ThrowawayRoot:
         return result
 
     def stacks_naming_the_module(self):
-        return self.run(f"grep -l -E '{NAMES_MODULE}' /etc/pam.d/* || true").stdout.split()
+        """Every file under /etc/pam.d with a line that names the module
+        once comments are cut (read here, not with the package's own code)."""
+        dump = self.run("find /etc/pam.d -xtype f | sort | while read -r f; do echo \"=== $f\"; cat \"$f\"; done").stdout
+        naming, current = [], None
+        for line in dump.splitlines():
+            if line.startswith("=== /etc/pam.d/"):
+                current = line[4:]
+            elif current and "pam_localauth.so" in line.split("#")[0] and current not in naming:
+                naming.append(current)
+        return naming
 
     def status(self):
         return self.run("dpkg-query -W -f='${Status} ${Version}' localauth 2>/dev/null || true").stdout.strip()
@@ -254,21 +272,40 @@ def test_install_enable_authenticate_upgrade_remove_purge(root):
     assert sudo_stack_password(root, PASSWORD).returncode == 0
     assert record_of(root, 4242).P == 0
 
-    # Removal is refused while a stack written by hand still names the
+    # Removal is refused while a stack written by hand still uses the
     # module (a default=die line pointing at a missing module would refuse
-    # every login).
-    root.run("cp /usr/share/localauth/pam.d/sudo /etc/pam.d/sudo-by-hand")
-    refused = root.run("dpkg -r localauth", check=False)
-    assert refused.returncode != 0
-    assert "/etc/pam.d/sudo-by-hand" in refused.stderr and "still use pam_localauth.so" in refused.stderr
-    assert root.status().endswith(f"ok installed {UPGRADE}"), refused.stderr
-    assert root.stacks_naming_the_module() == ["/etc/pam.d/common-auth", "/etc/pam.d/sudo-by-hand"], \
-        "a refused removal leaves the enabled profile as it was"
-    assert root.run(f"test -e {MODULE_PATH} && echo present").stdout.strip() == "present"
+    # every login): named directly, through an include of the package's
+    # example stack, in a substack below /etc/pam.d, or added by hand to
+    # common-auth. Each refusal changes nothing: the profile stays enabled.
+    for setup, named, undo in [
+        ("cp /usr/share/localauth/pam.d/sudo /etc/pam.d/sudo-by-hand", "/etc/pam.d/sudo-by-hand",
+         "rm /etc/pam.d/sudo-by-hand"),
+        ("echo '@include /usr/share/localauth/pam.d/sudo' > /etc/pam.d/sudo-include", "/etc/pam.d/sudo-include",
+         "rm /etc/pam.d/sudo-include"),
+        ("mkdir /etc/pam.d/local && echo 'auth required pam_localauth.so' > /etc/pam.d/local/fp && "
+         "echo 'auth substack local/fp' > /etc/pam.d/login-sub", "/etc/pam.d/local/fp",
+         "rm -r /etc/pam.d/local /etc/pam.d/login-sub"),
+        ("sed -i '1i auth optional pam_localauth.so authsucc' /etc/pam.d/common-auth", "/etc/pam.d/common-auth",
+         "sed -i '1d' /etc/pam.d/common-auth"),
+    ]:
+        before = root.run("cat /etc/pam.d/common-auth /var/lib/pam/auth").stdout
+        root.run(setup)
+        refused = root.run("dpkg -r localauth", check=False)
+        assert refused.returncode != 0, setup
+        assert named in refused.stderr and "still use pam_localauth.so" in refused.stderr, refused.stderr
+        assert root.status().endswith(f"ok installed {UPGRADE}"), refused.stderr
+        assert root.run(f"test -e {MODULE_PATH} && echo present").stdout.strip() == "present"
+        root.run(undo)
+        assert root.run("cat /etc/pam.d/common-auth /var/lib/pam/auth").stdout == before, \
+            f"a refused removal changes nothing ({setup})"
+
+    # Backups and comments do not hold a removal up.
+    root.run("cp /usr/share/localauth/pam.d/sudo /etc/pam.d/sudo~ && "
+             "echo 'auth optional pam_permit.so # not pam_localauth.so' > /etc/pam.d/commented")
 
     # Remove: no stack names the module; configuration and state stay.
-    root.run("rm /etc/pam.d/sudo-by-hand")
     removed = root.run("dpkg -r localauth")
+    root.run("rm /etc/pam.d/sudo~ /etc/pam.d/commented")
     assert root.stacks_naming_the_module() == [], removed.stdout
     assert root.run(f"test -e {MODULE_PATH} || echo gone").stdout.strip() == "gone"
     assert root.status().startswith("deinstall ok config-files"), root.status()
@@ -283,3 +320,4 @@ def test_install_enable_authenticate_upgrade_remove_purge(root):
     assert gone.stdout.split() == []
     assert root.stacks_naming_the_module() == []
     assert root.run(f"grep -r -l -E '{NAMES_MODULE}' /etc || true").stdout.split() == []
+    assert root.run("grep -r -l /usr/share/localauth /etc/pam.d || true").stdout.split() == []

@@ -7,6 +7,7 @@
 # Depends is computed from the binaries by dpkg-shlibdeps. Files in the
 # package carry the changelog's date, so two builds of one tree are alike.
 set -euo pipefail
+umask 022
 cd "$(dirname "$0")/.."
 meta=packaging/debian
 version=${DEB_VERSION:-$(dpkg-parsechangelog -l "$meta/changelog" -S Version)}
@@ -39,7 +40,10 @@ shlibs=$(cd "$work/src" && dpkg-shlibdeps -O -e"$root$pamdir/pam_localauth.so" \
     -e"$root/usr/libexec/localauth/localauth-helper" -e"$root/usr/bin/localauth" | sed -n 's/^shlibs:Depends=//p')
 [ -n "$shlibs" ] || { echo "mkdeb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 
-size=$(du -sk --apparent-size "$root" | cut -f1)
+# Installed-Size as dpkg-gencontrol counts it: each file's KiB rounded up,
+# one for each directory or link, whatever filesystem this is built on.
+size=$(find "$root" -path "$root/DEBIAN" -prune -o -printf '%y %s\n' |
+    awk '$1 == "f" { total += int(($2 + 1023) / 1024) } $1 != "f" { total += 1 } END { print total }')
 sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" -e "s/@SIZE@/$size/" -e "s/@SHLIBS@/$shlibs/" \
     "$meta/control.in" > "$root/DEBIAN/control"
 install -m 0644 "$meta/conffiles" "$root/DEBIAN/conffiles"
