@@ -54,10 +54,30 @@ def build(out, version=None):
     return deb
 
 
+UPGRADE_MARK = "# changed by the upgrade"
+
+
+def changed_for_the_upgrade(deb, work):
+    """The rebuilt package as a release with new files would be: its
+    profile gains a module argument and its passcode service a line, so
+    the upgrade shows what the maintainer scripts and dpkg do with them."""
+    tree = work / "tree"
+    subprocess.run(["dpkg-deb", "-R", str(deb), str(tree)], check=True)
+    profile = tree / "usr/share/pam-configs/localauth"
+    profile.write_text(profile.read_text().replace("pam_localauth.so", "pam_localauth.so silent"))
+    passcode = tree / "etc/pam.d/localauth-passcode"
+    passcode.write_text(passcode.read_text() + UPGRADE_MARK + "\n")
+    sums = subprocess.run("find . -path ./DEBIAN -prune -o -type f -printf '%P\\0' | LC_ALL=C sort -z | xargs -0 md5sum",
+                          shell=True, cwd=tree, capture_output=True, text=True, check=True).stdout
+    (tree / "DEBIAN/md5sums").write_text(sums)
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(tree), str(deb)], check=True, capture_output=True)
+    return deb
+
+
 @pytest.fixture(scope="module")
 def debs(tmp_path_factory):
     base = tmp_path_factory.mktemp("debs")
-    return {"first": build(base / "first"), "upgrade": build(base / "upgrade", UPGRADE)}
+    return {"first": build(base / "first"), "upgrade": changed_for_the_upgrade(build(base / "upgrade", UPGRADE), base)}
 
 
 def field(deb, name):
@@ -259,7 +279,9 @@ def test_install_enable_authenticate_upgrade_remove_purge(root):
     assert record_of(root, 4242).P == 1
 
     # Upgrade: the administrator's configuration, the state and a
-    # statoverride on the helper all stay.
+    # statoverride on the helper all stay; the changed profile is applied
+    # to the enabled stack, and the changed passcode service (not edited
+    # here) replaces the old one.
     root.run("echo 'max_tries = 2' >> /etc/security/localauth.conf && "
              f"dpkg-statoverride --update --add root root 4750 {HELPER}")
     upgraded = root.run("dpkg -i /debs/upgrade.deb")
@@ -269,6 +291,8 @@ def test_install_enable_authenticate_upgrade_remove_purge(root):
     assert root.run(f"stat -c %a {HELPER}").stdout.strip() == "4750"
     assert record_of(root, 4242).P == 1
     assert root.stacks_naming_the_module() == ["/etc/pam.d/common-auth"]
+    assert "pam_localauth.so silent" in root.run("cat /etc/pam.d/common-auth").stdout
+    assert root.run("tail -n 1 /etc/pam.d/localauth-passcode").stdout.strip() == UPGRADE_MARK
     assert sudo_stack_password(root, PASSWORD).returncode == 0
     assert record_of(root, 4242).P == 0
 
