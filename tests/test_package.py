@@ -32,9 +32,14 @@ VERSION = subprocess.run(["dpkg-parsechangelog", "-l", str(ROOT / "packaging/deb
 UPGRADE = VERSION + "+upgrade1"
 ARCH = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True, check=True).stdout.strip()
 HELPER = "/usr/libexec/localauth/localauth-helper"
-MULTIARCH = subprocess.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], capture_output=True, text=True,
-                           check=True).stdout.strip()
-MODULE_PATH = f"/lib/{MULTIARCH}/security/pam_localauth.so"
+def pam_module_directory():
+    """Where libpam keeps its modules on this release, as tools/mkdeb.sh asks."""
+    ask = lambda variable: subprocess.run(["pkg-config", f"--variable={variable}", "pam"], capture_output=True,
+                                          text=True, check=True).stdout.strip()
+    return ask("securedir") or ask("libdir") + "/security"
+
+
+MODULE_PATH = pam_module_directory() + "/pam_localauth.so"
 PASSWORD = "package-test-secret"
 # Files of ours that a host may hold from `make install`: hidden in the root.
 OURS_ON_HOST = ["/etc/security/localauth.conf", "/etc/pam.d/localauth-passcode", "/usr/share/pam-configs/localauth",

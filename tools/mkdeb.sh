@@ -19,7 +19,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # The tree dpkg-shlibdeps expects: a source directory, the package in debian/<name>.
 root=$work/src/debian/localauth
-pamdir=/lib/$multiarch/security
+# libpam's module directory on the release this is built for, asked as the
+# Makefile asks (bookworm: /lib/<triplet>/security; later: under /usr).
+pamdir=$(pkg-config --variable=securedir pam)
+[ -n "$pamdir" ] || pamdir=$(pkg-config --variable=libdir pam)/security
+case "$pamdir" in /*/"$multiarch"/security) ;; *) echo "mkdeb: unexpected PAM module directory $pamdir" >&2; exit 1 ;; esac
 
 make -s install DESTDIR="$root" PREFIX=/usr PAMDIR="$pamdir" >/dev/null
 strip --strip-unneeded --remove-section=.comment --remove-section=.note "$root$pamdir/pam_localauth.so"
@@ -31,7 +35,8 @@ doc=$root/usr/share/doc/localauth
 install -d "$doc" "$root/usr/share/lintian/overrides"
 install -m 0644 "$meta/copyright" "$doc/copyright"
 gzip -9nc "$meta/changelog" > "$doc/changelog.gz"
-install -m 0644 "$meta/lintian-overrides" "$root/usr/share/lintian/overrides/localauth"
+sed "s|@PAMDIR@|${pamdir#/}|" "$meta/lintian-overrides" > "$root/usr/share/lintian/overrides/localauth"
+chmod 0644 "$root/usr/share/lintian/overrides/localauth"
 
 # Depends from the binaries' libraries.
 printf 'Source: localauth\n\nPackage: localauth\nArchitecture: any\n' > "$work/src/debian/control"
