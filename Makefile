@@ -217,7 +217,8 @@ deb: module cli
 # Refused where the Debian package owns the files: removing them under dpkg
 # would leave an enabled profile naming a missing module.
 uninstall:
-	@if [ -z "$(DESTDIR)" ] && dpkg-query -W -f='$${Status}' localauth 2>/dev/null | grep -q ' installed'; then \
+	@status=$$(dpkg-query -W -f='$${db:Status-Status}' localauth 2>/dev/null || true); \
+	if [ -z "$(DESTDIR)" ] && [ -n "$$status" ] && [ "$$status" != not-installed ] && [ "$$status" != config-files ]; then \
 		echo "make uninstall: the localauth package is installed; remove it with apt instead" >&2; exit 1; fi
 	rm -f $(DESTDIR)$(LIBEXECDIR)/localauth-helper
 	-rmdir $(DESTDIR)$(LIBEXECDIR)

@@ -316,6 +316,12 @@ def test_install_enable_authenticate_upgrade_remove_purge(root):
          "rm -r /etc/pam.d/local /etc/pam.d/login-sub"),
         ("sed -i '1i auth optional pam_localauth.so authsucc' /etc/pam.d/common-auth", "/etc/pam.d/common-auth",
          "sed -i '1d' /etc/pam.d/common-auth"),
+        # Two levels of absolute includes outside /etc/pam.d, the second
+        # keyword in capitals, a line continued.
+        ("mkdir /etc/pam-local && echo 'auth [success=1 default=die] pam_localauth.so' > /etc/pam-local/fp && "
+         "printf 'auth Include \\\\\\n  /etc/pam-local/fp\\n' > /etc/pam-local/sudo && "
+         "echo '@include /etc/pam-local/sudo' > /etc/pam.d/probe", "/etc/pam.d/probe",
+         "rm -r /etc/pam-local /etc/pam.d/probe"),
     ]:
         before = root.run("cat /etc/pam.d/common-auth /var/lib/pam/auth").stdout
         root.run(setup)
@@ -328,13 +334,15 @@ def test_install_enable_authenticate_upgrade_remove_purge(root):
         assert root.run("cat /etc/pam.d/common-auth /var/lib/pam/auth").stdout == before, \
             f"a refused removal changes nothing ({setup})"
 
-    # Backups and comments do not hold a removal up.
-    root.run("cp /usr/share/localauth/pam.d/sudo /etc/pam.d/sudo~ && "
-             "echo 'auth optional pam_permit.so # not pam_localauth.so' > /etc/pam.d/commented")
+    # Backups, comments and an include of common-auth itself do not hold
+    # a removal up.
+    root.run("cp /usr/share/localauth/pam.d/sudo /etc/pam.d/sudo~ && cp /usr/share/localauth/pam.d/sudo /etc/pam.d/sudo.orig && "
+             "echo 'auth optional pam_permit.so # not pam_localauth.so' > /etc/pam.d/commented && "
+             "echo '@include /etc/pam.d/common-auth' > /etc/pam.d/abs-common")
 
     # Remove: no stack names the module; configuration and state stay.
     removed = root.run("dpkg -r localauth")
-    root.run("rm /etc/pam.d/sudo~ /etc/pam.d/commented")
+    root.run("rm /etc/pam.d/sudo~ /etc/pam.d/sudo.orig /etc/pam.d/commented /etc/pam.d/abs-common")
     assert root.stacks_naming_the_module() == [], removed.stdout
     assert root.run(f"test -e {MODULE_PATH} || echo gone").stdout.strip() == "gone"
     assert root.status().startswith("deinstall ok config-files"), root.status()

@@ -582,8 +582,9 @@ public struct FileStateStore: StateStore {
             // A spare that cannot be written (a bad block) is retired, so
             // that the next prompt takes another and the refill makes a
             // new one: it must not refuse every first record. (A full disk
-            // says ENOSPC here only where overwrites need new blocks.)
-            if error.code != Errno.noSpaceCode, let facts = try? Syscalls.facts(spare.fd),
+            // or a quota says ENOSPC or EDQUOT here only where overwrites
+            // need new blocks: the spare is kept.)
+            if !error.isNoRoom, let facts = try? Syscalls.facts(spare.fd),
                let current = try? Syscalls.facts(at: directory, spare.name),
                current.device == facts.device, current.inode == facts.inode {
                 try? Syscalls.unlink(in: directory, spare.name)

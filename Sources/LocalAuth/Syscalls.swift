@@ -21,7 +21,6 @@ public struct Errno: Error, Equatable {
 
     /// The filesystem (or the owner's quota) has no room for a new file.
     public var isNoRoom: Bool { code == ENOSPC || code == EDQUOT }
-    public static var noSpaceCode: Int32 { ENOSPC }
 
     /// The system ran short of something (descriptors, memory) or was
     /// interrupted: a failure of the moment, which says nothing about the
