@@ -251,31 +251,29 @@ public enum Syscalls {
     }
 
     public static func rename(in directory: Int32, from: [UInt8], to: [UInt8]) throws(Errno) {
-        var cFrom = from, cTo = to
-        cFrom.append(0)
-        cTo.append(0)
-        let result = cFrom.withUnsafeBufferPointer { fromBuffer in
-            cTo.withUnsafeBufferPointer { toBuffer in
-                renameat(directory, UnsafeRawPointer(fromBuffer.baseAddress!).assumingMemoryBound(to: CChar.self),
-                         directory, UnsafeRawPointer(toBuffer.baseAddress!).assumingMemoryBound(to: CChar.self))
-            }
-        }
+        let result = withCStrings(from, to) { renameat(directory, $0, directory, $1) }
         if result != 0 { throw Errno.current }
     }
 
     /// Renames `from` to `to` in one directory only when `to` does not
     /// exist (EEXIST otherwise), in one step.
     public static func renameWithoutReplacing(in directory: Int32, from: [UInt8], to: [UInt8]) throws(Errno) {
-        var cFrom = from, cTo = to
-        cFrom.append(0)
-        cTo.append(0)
-        let result = cFrom.withUnsafeBufferPointer { fromBuffer in
-            cTo.withUnsafeBufferPointer { toBuffer in
-                la_rename_noreplace(directory, UnsafeRawPointer(fromBuffer.baseAddress!).assumingMemoryBound(to: CChar.self),
-                                    UnsafeRawPointer(toBuffer.baseAddress!).assumingMemoryBound(to: CChar.self))
+        let result = withCStrings(from, to) { la_rename_noreplace(directory, $0, $1) }
+        if result != 0 { throw Errno.current }
+    }
+
+    /// Runs `body` with two byte strings as NUL-terminated C strings.
+    static func withCStrings<R>(_ first: [UInt8], _ second: [UInt8],
+                                _ body: (UnsafePointer<CChar>, UnsafePointer<CChar>) -> R) -> R {
+        var cFirst = first, cSecond = second
+        cFirst.append(0)
+        cSecond.append(0)
+        return cFirst.withUnsafeBufferPointer { firstBuffer in
+            cSecond.withUnsafeBufferPointer { secondBuffer in
+                body(UnsafeRawPointer(firstBuffer.baseAddress!).assumingMemoryBound(to: CChar.self),
+                     UnsafeRawPointer(secondBuffer.baseAddress!).assumingMemoryBound(to: CChar.self))
             }
         }
-        if result != 0 { throw Errno.current }
     }
 
     /// Removes a file (not a directory) below a directory; a missing file is fine.
