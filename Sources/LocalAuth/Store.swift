@@ -238,7 +238,7 @@ public struct FileStateStore: StateStore {
             try makeLookAlikeFile(directory: directory, image)
         } else {
             try writeRecordFile(RecordSlots.newFile(changed), directory: directory, names)
-            refillSpares(directory: directory, holdingLookAlikeLock: lookAlike)
+            refillSpares(directory: directory)
             return
         }
         if !lookAlike { prepareLookAlike(directory: directory) }
@@ -671,13 +671,13 @@ public struct FileStateStore: StateStore {
     }
 
     /// Makes the spares that are missing, and before them the look-alike
-    /// key when it is missing: then there are never spares for a known
-    /// user's first record without a key for an unknown name's. At most
-    /// one prompt refills at a time (under the directory's lock, never
-    /// waited for); a full filesystem leaves the pool short, which fails
-    /// nothing now.
-    func refillSpares(directory: Int32, holdingLookAlikeLock: Bool) {
-        if !holdingLookAlikeLock { prepareLookAlike(directory: directory) }
+    /// file and key when either is missing. Called after a known user's
+    /// whole-file write (a look-alike bucket is never written whole
+    /// through a spare). At most one prompt refills at a time (under the
+    /// directory's lock, never waited for); a full filesystem leaves the
+    /// pool short, which fails nothing now.
+    func refillSpares(directory: Int32) {
+        prepareLookAlike(directory: directory)
         guard (try? Syscalls.tryLockExclusive(directory)) == true else { return }
         defer { Syscalls.unlock(directory) }
         let saved: (soft: UInt64, hard: UInt64)?

@@ -299,7 +299,7 @@ final class StoreTests: XCTestCase {
         defer { close(dir) }
         XCTAssertFalse(s.placeSpareLock(directory: dir, as: bytes("1007.lock")))
         XCTAssertNil(inode("1007.lock"))
-        s.refillSpares(directory: dir, holdingLookAlikeLock: false)
+        s.refillSpares(directory: dir)
         for name in spareLockNames() {
             var info = stat()
             XCTAssertEqual(lstat(path(name), &info), 0, name)
