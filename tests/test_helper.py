@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import time
+import warnings
 
 import pytest
 
@@ -53,6 +54,31 @@ def rig():
     with FprintRig() as rig:
         rig.enroll(USER)
         yield rig
+
+
+@pytest.fixture(autouse=True)
+def fprintd_alive(rig):
+    """fprintd (1.94) can crash when a client is killed while it verifies
+    (a NULL dereference, seen in CI after the helper's SIGKILL). A real
+    system's bus starts it again at the next call; so does this, with a
+    warning, so that one crash of fprintd's does not fail every later test."""
+    if not rig.fprintd_running():
+        warnings.warn("fprintd had exited (crashed?) before this test; started again")
+        rig.start_fprintd()
+
+
+def reader_given_back(rig):
+    """The reader can be claimed again once the dead helper's connection is
+    gone; an fprintd that crashed on that disconnection is started again,
+    as the bus would."""
+    try:
+        rig.wait_until_claimable(USER, timeout=10)
+    except Exception:
+        if rig.fprintd_running():
+            raise
+        warnings.warn("fprintd crashed when the helper's connection went; started again")
+        rig.start_fprintd()
+        rig.wait_until_claimable(USER, timeout=10)
 
 
 @pytest.fixture(scope="module")
@@ -363,7 +389,7 @@ def test_the_helper_killed_mid_prompt_grants_nothing_and_frees_the_reader(w, rig
     assert run.code == PAM_SYSTEM_ERR, run
     assert "localauth-helper failed" in run.stderr
     assert w.counts(UID) == (1, 0)
-    rig.wait_until_claimable(USER, timeout=10)
+    reader_given_back(rig)
 
 
 def test_the_helper_stopped_and_continued_goes_on(w, rig):
