@@ -262,20 +262,6 @@ public enum Syscalls {
         if result != 0 { throw Errno.current }
     }
 
-    /// Runs `body` with two byte strings as NUL-terminated C strings.
-    static func withCStrings<R>(_ first: [UInt8], _ second: [UInt8],
-                                _ body: (UnsafePointer<CChar>, UnsafePointer<CChar>) -> R) -> R {
-        var cFirst = first, cSecond = second
-        cFirst.append(0)
-        cSecond.append(0)
-        return cFirst.withUnsafeBufferPointer { firstBuffer in
-            cSecond.withUnsafeBufferPointer { secondBuffer in
-                body(UnsafeRawPointer(firstBuffer.baseAddress!).assumingMemoryBound(to: CChar.self),
-                     UnsafeRawPointer(secondBuffer.baseAddress!).assumingMemoryBound(to: CChar.self))
-            }
-        }
-    }
-
     /// Removes a file (not a directory) below a directory; a missing file is fine.
     public static func unlink(in directory: Int32, _ name: [UInt8]) throws(Errno) {
         var cName = name
