@@ -144,12 +144,15 @@ def processes_named(name, uid=None):
 
 class Xvfb:
     """An X server for the X lockers, without access control (the lockers
-    run as another uid)."""
+    run as another uid). It never resets: by default an X server resets
+    when its last client leaves (after xdpyinfo's check, after each test's
+    locker), and a locker connecting during the reset is refused
+    ("Could not connect to X11")."""
 
     def __init__(self, display=":57"):
         self.display = display
         self.env = {"DISPLAY": display, "PATH": "/usr/bin:/bin"}
-        self.proc = subprocess.Popen(["Xvfb", display, "-screen", "0", "1024x768x24", "-nolisten", "tcp", "-ac"],
+        self.proc = subprocess.Popen(["Xvfb", display, "-screen", "0", "1024x768x24", "-nolisten", "tcp", "-ac", "-noreset"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(lambda: subprocess.run(["xdpyinfo"], env=self.env, capture_output=True).returncode == 0,
                  what="Xvfb up")
@@ -189,8 +192,9 @@ class Locker:
         self.proc = None
 
     def launch(self, argv, env, **kwargs):
+        kwargs.setdefault("stderr", subprocess.DEVNULL)
         self.proc = subprocess.Popen(self.world.argv(*argv, uid=self.uid), env=env, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, **kwargs)
+                                     **kwargs)
 
     def unlocked(self, timeout=STEP):
         try:
@@ -226,13 +230,21 @@ class I3lock(Locker):
 
     def start(self):
         env = dict(self.world.env(self.user), DISPLAY=self.x.display)
-        self.launch(["i3lock", "-n", "-c", "336699"], env)
-        wait_for(lambda: self.x.has_window("i3lock"), what="i3lock's window")
+        self.errors = tempfile.TemporaryFile()   # what i3lock says if it gives up
+        self.launch(["i3lock", "-n", "-c", "336699"], env, stderr=self.errors)
+        wait_for(lambda: self.x.has_window("i3lock") or self.proc.poll() is not None, what="i3lock's window")
+        if self.proc.poll() is not None:
+            self.errors.seek(0)
+            raise AssertionError(f"i3lock exited {self.proc.returncode} before its window: {self.errors.read()!r}")
         time.sleep(0.3)  # i3lock grabs the keyboard after mapping its window
         return self
 
     def submit(self, text):
         self.x.type(text)
+
+    def close(self):
+        super().close()
+        self.errors.close()
 
 
 class Swaylock(Locker):
@@ -446,28 +458,19 @@ class Xscreensaver(Locker):
         settings.write_text("mode: blank\nlock: True\nsplash: False\npasswdTimeout: 0:01:00\nfade: False\n")
         for path in (self.home, settings):
             os.chown(path, self.uid, self.uid)
-        # xscreensaver 6.06 on Xvfb now and then exits with status 1 right
-        # after "running in process N", before it answers: started again
-        # once, with the first log kept; a second such exit fails the test.
-        first_exit = None
-        for attempt in range(2):
-            with open(self.log, "w") as log:
-                self.proc = subprocess.Popen(self.world.argv("xscreensaver", "-no-splash", "-verbose", uid=self.uid),
-                                             env=self.env(), stdout=log, stderr=subprocess.STDOUT)
+        with open(self.log, "w") as log:
+            self.proc = subprocess.Popen(self.world.argv("xscreensaver", "-no-splash", "-verbose", uid=self.uid),
+                                         env=self.env(), stdout=log, stderr=subprocess.STDOUT)
 
-            def answering():
-                if self.proc.poll() is not None:
-                    return "exited"
-                return "screen" in self.command("-time")
-            # Starting takes a few seconds (it waits for the X server's
-            # extensions); on a busy machine more than one step.
-            if wait_for(answering, timeout=2 * STEP, what="xscreensaver answering") != "exited":
-                break
-            text = f"xscreensaver exited ({self.proc.returncode}):\n{self.log.read_text(errors='replace')[-2000:]}"
-            if first_exit is not None:
-                raise AssertionError(f"{first_exit}\nand again:\n{text}")
-            first_exit = text
-            print(f"xscreensaver exited at start; starting it again. {text}")
+        def answering():
+            if self.proc.poll() is not None:
+                return "exited"
+            return "screen" in self.command("-time")
+        # Starting takes a few seconds (it waits for the X server's
+        # extensions); on a busy machine more than one step.
+        if wait_for(answering, timeout=2 * STEP, what="xscreensaver answering") == "exited":
+            raise AssertionError(f"xscreensaver exited ({self.proc.returncode}) at start:\n"
+                                 f"{self.log.read_text(errors='replace')[-2000:]}")
         self.command("-lock")
         wait_for(lambda: "locked" in self.command("-time"), what="the screen locked")
         return self
