@@ -192,9 +192,9 @@ class Locker:
         self.proc = None
 
     def launch(self, argv, env, **kwargs):
+        kwargs.setdefault("stdout", subprocess.DEVNULL)
         kwargs.setdefault("stderr", subprocess.DEVNULL)
-        self.proc = subprocess.Popen(self.world.argv(*argv, uid=self.uid), env=env, stdout=subprocess.DEVNULL,
-                                     **kwargs)
+        self.proc = subprocess.Popen(self.world.argv(*argv, uid=self.uid), env=env, **kwargs)
 
     def unlocked(self, timeout=STEP):
         try:
@@ -459,8 +459,7 @@ class Xscreensaver(Locker):
         for path in (self.home, settings):
             os.chown(path, self.uid, self.uid)
         with open(self.log, "w") as log:
-            self.proc = subprocess.Popen(self.world.argv("xscreensaver", "-no-splash", "-verbose", uid=self.uid),
-                                         env=self.env(), stdout=log, stderr=subprocess.STDOUT)
+            self.launch(["xscreensaver", "-no-splash", "-verbose"], self.env(), stdout=log, stderr=subprocess.STDOUT)
 
         def answering():
             if self.proc.poll() is not None:
