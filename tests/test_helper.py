@@ -45,7 +45,7 @@ INSTRUCTION = f"i3lock needs to confirm your identity ({USER}). Swipe your finge
 LOCKED = "Too many failed fingerprint attempts. Fingerprint is locked until you enter your password."
 ANSWER_TIMEOUT = 5
 FAKE_HELPER = BUILD / "fakehelper"
-PAM_SUCCESS, PAM_SYSTEM_ERR, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_CONV_ERR, PAM_IGNORE = 0, 4, 7, 9, 19, 25
+PAM_SUCCESS, PAM_SYSTEM_ERR, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_CONV_ERR = 0, 4, 7, 9, 19
 USER_CANCEL_ERROR, USER_FALLBACK_ERROR, APP_CANCEL, INVALID_CONTEXT = -2, -3, -9, -10
 
 
@@ -410,7 +410,7 @@ def test_locker_other_users_name_is_out_of_scope(w):
     proc = subprocess.run(harness_argv(w, [OTHER_PASSWORD], user=OTHER), env=wrapper_env(w), capture_output=True,
                           text=True, timeout=60)
     run = parse_run(proc.stdout, proc.stderr)
-    # PAM_IGNORE from the module; pam_unix (as the user) cannot check another account.
+    # The module steps aside (PAM_AUTHINFO_UNAVAIL); pam_unix (as the user) cannot check another account.
     assert run.code != PAM_SUCCESS
     assert FIRST_PROMPT not in run.prompts()
     assert w.state_untouched()
@@ -776,7 +776,7 @@ def test_helper_user_fallback_at_the_first_prompt_is_user_fallback_for_biometric
     assert read_frame(h.sock)[0] == PROMPT_OFF
     h.sock.sendall(frame(USER_FALLBACK))
     messages, result = converse(h.sock)
-    assert result["pam"] == PAM_IGNORE and result["error"] == USER_FALLBACK_ERROR, (messages, result)
+    assert result["pam"] == PAM_AUTHINFO_UNAVAIL and result["error"] == USER_FALLBACK_ERROR, (messages, result)
     assert h.wait() == 1
     assert w.counts(UID) == (0, 0)
 
@@ -896,3 +896,28 @@ def test_localauth_test_as_the_user_goes_through_the_helper(w, rig):
     code, output = run_in_terminal(argv, w.env(USER), answers=[PASSWORD])
     assert code == 0 and "authenticated: password" in output, output
     assert w.counts(UID) == (0, 0)
+
+
+@pytest.mark.parametrize("control", ["required", "requisite", "[success=ok ignore=ignore default=bad]"])
+def test_a_locker_line_after_lines_that_succeed_never_passes_the_step_aside(w, rig, control):
+    """pam_fprintd's line in gdm-fingerprint given to the module, as a
+    locker running as the user reaches it (through the helper): the lines
+    before it succeed for anyone, so an ignore would be a login. The
+    fallback typed at the first prompt and another user's name step aside,
+    and the line fails; the finger still unlocks."""
+    try:
+        w.write_service("i3lock", ["auth requisite pam_nologin.so",
+                                   "auth required pam_succeed_if.so user != root quiet_success",
+                                   w.module_line(control=control, args="policy=biometrics"),
+                                   "account required pam_permit.so"])
+        fallback = unlock(w, ["typed text"])
+        assert fallback.code != PAM_SUCCESS, fallback
+        assert w.counts(UID) == (0, 0)
+        proc = subprocess.run(harness_argv(w, [OTHER_PASSWORD], user=OTHER), env=wrapper_env(w), capture_output=True,
+                              text=True, timeout=60)
+        other = parse_run(proc.stdout, proc.stderr)
+        assert other.code != PAM_SUCCESS, other
+        finger = unlock(w, [""], feed=[MATCH], rig=rig)
+        assert finger.code == PAM_SUCCESS, finger
+    finally:
+        w.write_locker_stack("i3lock")

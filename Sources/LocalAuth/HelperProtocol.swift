@@ -271,6 +271,13 @@ public struct HelperResult: Equatable {
     /// The most domain-state bytes carried.
     public static let maxDomainState = 64
 
+    /// The helper evaluated nothing because the request is out of scope
+    /// (for apps: the administrator has not listed their service).
+    public var isOutOfScope: Bool {
+        status == .evaluated && error == nil && pamCode != PAMCode.success.rawValue
+            && ResultTable.authenticationAnswer(pamCode) == ResultTable.pamCode(for: .outOfScope).rawValue
+    }
+
     public func encoded() -> [UInt8] {
         let methodByte: UInt8
         switch method {

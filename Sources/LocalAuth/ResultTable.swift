@@ -3,23 +3,57 @@
 
 /// The Linux-PAM return codes this module uses. Raw values are Linux-PAM's
 /// (`_pam_types.h`); a test compares each with the C constant.
-public enum PAMCode: Int32, Equatable, CaseIterable {
+public enum PAMCode: Int32, Equatable, CaseIterable, Sendable {
     case success = 0
     case systemError = 4
     case authError = 7
     case authInfoUnavailable = 9
     case conversationError = 19
     case ignore = 25
+
+    /// The name a PAM file gives this code in a bracket control
+    /// (`authinfo_unavail=ignore`).
+    public var libpamName: String {
+        switch self {
+        case .success: return "success"
+        case .systemError: return "system_err"
+        case .authError: return "auth_err"
+        case .authInfoUnavailable: return "authinfo_unavail"
+        case .conversationError: return "conv_err"
+        case .ignore: return "ignore"
+        }
+    }
 }
 
 /// The one table from outcomes to PAM codes (docs/DESIGN.md, "Result codes").
+///
+/// `PAM_IGNORE` is never an answer of `pam_sm_authenticate`: under
+/// `required` or `requisite` libpam passes an ignore through, so after
+/// lines that succeed for anyone (gdm-fingerprint's pam_succeed_if) a
+/// module that ignores has let the stack succeed with no credential.
+/// Where the module steps aside for the password line (out of scope, the
+/// biometrics fallback, no reader) it says `PAM_AUTHINFO_UNAVAIL`, which
+/// `required` turns into a failure, `requisite` into the end of the stack,
+/// and which the shipped lines map to `ignore` by name.
 public enum ResultTable {
+    /// The code for "not mine: let the password line decide".
+    public static let stepAside: PAMCode = .authInfoUnavailable
+
+    /// The last step of every `pam_sm_authenticate` answer, whichever path
+    /// made it: an ignore (from any path, an older helper included) becomes
+    /// the step-aside code, and a value libpam does not define, which it
+    /// would treat as a failure anyway, becomes `PAM_SYSTEM_ERR`.
+    public static func authenticationAnswer(_ code: Int32) -> Int32 {
+        guard let known = PAMCode(rawValue: code) else { return PAMCode.systemError.rawValue }
+        return known == .ignore ? stepAside.rawValue : known.rawValue
+    }
+
     /// The PAM code for an LAError. `PAM_MAXTRIES` is deliberately absent:
     /// sudo turns it into instant retries and sshd disconnects on it.
     public static func pamCode(for error: LAError) -> PAMCode {
         switch error {
         case .authenticationFailed: return .authError
-        case .userFallback: return .ignore
+        case .userFallback: return stepAside
         case .userCancel, .appCancel, .notInteractive: return .conversationError
         case .systemCancel, .biometryNotAvailable, .biometryNotEnrolled, .biometryLockout,
              .biometryDisconnected, .passcodeNotSet:
@@ -30,7 +64,7 @@ public enum ResultTable {
 
     public static func pamCode(for outcome: Outcome) -> PAMCode {
         switch outcome {
-        case .outOfScope: return .ignore
+        case .outOfScope: return stepAside
         case .success: return .success
         case .failure(let error): return pamCode(for: error)
         case .internalError: return .systemError

@@ -61,6 +61,25 @@ public enum Scope {
         return .outOfScope(.requester)
     }
 
+    /// The services the helper acts for on one request: the configured
+    /// ones, plus the requested one where the request needs no listing. A
+    /// preflight never prompts or charges, so it is in scope for any
+    /// service but apps' (whose `canEvaluatePolicy` follows the list, so
+    /// that turning apps off turns it off too). `localauth test`
+    /// (localauth-test) is a person trying their own account before the
+    /// services are set up; the helper cannot tell which program asks, so
+    /// an app naming that service meets the apps' switch: it is in scope
+    /// only while localauth-app is.
+    public static func helperOptions(_ configured: Options, service: [UInt8], preflight: Bool) -> Options {
+        var options = configured
+        let isApp = bytesEqual(service, "localauth-app")
+        let isTest = bytesEqual(service, "localauth-test")
+        if (preflight && !isApp) || (isTest && configured.covers(service: Array("localauth-app".utf8))) {
+            options.services.append(service)
+        }
+        return options
+    }
+
     /// An unset `PAM_RHOST`, or a loopback address literal. Host names come
     /// from reverse lookups that a remote attacker may control, so a name
     /// counts as local only where a local-only program sets it by

@@ -518,7 +518,7 @@ func helperVerdict(_ outcome: HelperOutcome) throws -> Result<AuthenticationMeth
         guard result.status == .evaluated else { throw CLIError(helperStatusText(result.status)) }
         if result.pamCode == PAMCode.success.rawValue { return .success(result.method ?? .biometry) }
         if let error = result.error { return .failure(error) }
-        if result.pamCode == PAMCode.ignore.rawValue {
+        if result.isOutOfScope {
             // Out of scope: the administrator has not listed localauth-app.
             return .failure(.biometryNotAvailable)
         }

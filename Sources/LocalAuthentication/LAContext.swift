@@ -223,7 +223,7 @@ open class LAContext: NSObject, @unchecked Sendable {
             if result.pamCode == PAMCode.success.rawValue {
                 return .success(result.domainState.isEmpty ? nil : Data(result.domainState))
             }
-            if result.pamCode == PAMCode.ignore.rawValue && result.error == nil {
+            if result.isOutOfScope {
                 return .failure(LAError(.biometryNotAvailable,
                                         message: "The administrator has not enabled localauth for apps (service \(appServiceName))."))
             }

@@ -5,12 +5,21 @@
 import LocalAuth
 import SystemAdapters
 
+/// Every answer goes through `ResultTable.authenticationAnswer`: whatever
+/// path made it, the module never answers `PAM_IGNORE`, which `required`
+/// would pass through as if nothing had been asked.
 @_cdecl("localauth_authenticate")
 public func localauthAuthenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32,
                                   _ argv: UnsafePointer<UnsafePointer<CChar>?>?) -> Int32 {
+    ResultTable.authenticationAnswer(authenticate(pamh, flags, argc, argv))
+}
+
+func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv: UnsafePointer<UnsafePointer<CChar>?>?) -> Int32 {
     guard let pamh else { return PAMCode.systemError.rawValue }
-    // An instance reached inside our own password check does nothing.
-    if PAMHandle.insideOwnPasscodeCheck { return PAMCode.ignore.rawValue }
+    // An instance reached inside our own password check steps aside, and
+    // the visit is noted: that check then gives no verdict, whatever the
+    // control flag of this line made of the answer.
+    if PAMHandle.insideOwnPasscodeCheck { return ResultTable.stepAside.rawValue }
     let handle = PAMHandle(raw: pamh)
     let options = loadOptions(handle, arguments: moduleArguments(argc, argv))
     var log = PAMLog(handle: handle, debug: options.debug)
@@ -18,7 +27,7 @@ public func localauthAuthenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc
         // Resets happen only in the root path; the helper never accepts one.
         guard Syscalls.effectiveUserID() == 0 else {
             log.log(.notice, "authsucc not running as root: nothing reset")
-            return PAMCode.ignore.rawValue
+            return ResultTable.stepAside.rawValue
         }
         return resetAfterPasswordModule(handle, options: options, log: log)
     }
@@ -65,7 +74,7 @@ func authenticateThroughHelper(_ handle: PAMHandle, options: Options, flags: Int
     case .decided(let end): return end
     case .acting(let scope, let name, _, _):
         // Not root: an unknown name is out of scope already (R1).
-        guard scope == .inScope else { return PAMCode.ignore.rawValue }
+        guard scope == .inScope else { return ResultTable.stepAside.rawValue }
         userName = name
     }
     let service = handle.service
@@ -133,7 +142,7 @@ func callScope(_ handle: PAMHandle, options: Options, log: inout PAMLog) -> Call
     let scope = Scope.decide(facts, options: options)
     if case .outOfScope = scope {
         log.log(.debug, "out of scope for service \(printableText(service)); ignoring")
-        return .decided(PAMCode.ignore.rawValue)
+        return .decided(ResultTable.pamCode(for: .outOfScope).rawValue)
     }
     return .acting(scope, userName, target, session)
 }
@@ -175,17 +184,21 @@ public func localauthAccountManagement(_ pamh: OpaquePointer?, _ flags: Int32, _
 
 /// R11: reached only through the password module's success; resets the
 /// counters only when this module's own authenticate ran for the same uid.
+/// The line only records: it is no credential, so it never answers success
+/// (under `sufficient` that would end the stack as granted) and always
+/// steps aside; its line is `optional`.
 func resetAfterPasswordModule(_ handle: PAMHandle, options: Options, log: PAMLog) -> Int32 {
     var log = log
     guard case .name(let name) = handle.userName(), let target = Syscalls.lookupUser(name),
           let marked = handle.marker(), marked == target.uid else {
         log.log(.notice, "authsucc without a matching earlier prompt in this transaction; nothing reset")
-        return PAMCode.ignore.rawValue
+        return ResultTable.stepAside.rawValue
     }
     var ledger = makeSystemLedger(options, log: log)
-    return ledger.resetAfterPasswordSuccess(UserIdentity(uid: target.uid, name: target.name),
-                                            domainState: currentDomainState(userName: target.name))
-        ? PAMCode.success.rawValue : PAMCode.ignore.rawValue
+    // A failed write is logged by the ledger; the answer is the same.
+    _ = ledger.resetAfterPasswordSuccess(UserIdentity(uid: target.uid, name: target.name),
+                                         domainState: currentDomainState(userName: target.name))
+    return ResultTable.stepAside.rawValue
 }
 
 func moduleArguments(_ argc: Int32, _ argv: UnsafePointer<UnsafePointer<CChar>?>?) -> [[UInt8]] {

@@ -233,18 +233,11 @@ struct HelperSession {
         let facts = ScopeFacts(service: request.service, callerUID: callerUID, targetUID: target.uid, targetName: target.name,
                                requestingUser: [], remoteHost: [], localHostName: Syscalls.hostName(),
                                sessionIsRemote: LogindSession.callerIsRemote())
-        // The preflight never prompts, and `localauth test` is a person
-        // testing their own account: neither needs its service listed.
-        var scopeOptions = options
-        // (Apps' preflight follows the service list, so that turning apps
-        // off turns off their canEvaluatePolicy too.)
-        if (request.action == .check && !bytesEqual(request.service, "localauth-app")) || bytesEqual(request.service, "localauth-test") {
-            scopeOptions.services.append(request.service)
-        }
+        let scopeOptions = Scope.helperOptions(options, service: request.service, preflight: request.action == .check)
         let scope = Scope.decide(facts, options: scopeOptions)
         if case .outOfScope = scope {
             log.log(.debug, "out of scope for service \(printableText(request.service)); ignoring")
-            return finish(HelperResult(status: .evaluated, pamCode: PAMCode.ignore.rawValue), &log)
+            return finish(HelperResult(status: .evaluated, pamCode: ResultTable.pamCode(for: .outOfScope).rawValue), &log)
         }
         let prompter = ChannelPrompter(channel: channel, state: state,
                                        answerNanoseconds: Int64(options.answerTimeoutSeconds) * 1_000_000_000, hardDeadline: hardDeadline)
@@ -382,7 +375,7 @@ extension HelperResult {
         case .failure(let error):
             self.init(status: status, pamCode: ResultTable.pamCode(for: error).rawValue, error: error, failDelay: failDelay)
         case .outOfScope:
-            self.init(status: status, pamCode: PAMCode.ignore.rawValue)
+            self.init(status: status, pamCode: ResultTable.pamCode(for: .outOfScope).rawValue)
         case .internalError:
             self.init(status: .internalError, pamCode: PAMCode.systemError.rawValue)
         }

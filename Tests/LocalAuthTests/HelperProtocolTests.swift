@@ -102,6 +102,18 @@ final class HelperProtocolTests: XCTestCase {
         XCTAssertNil(HelperResult.decode(badStatus))
     }
 
+    /// Out of scope is an evaluated non-success with no error, whether the
+    /// helper says it with the step-aside code or (an older helper) ignore.
+    func testOutOfScopeIsAStepAsideWithNoError() {
+        let stepAside = ResultTable.pamCode(for: .outOfScope).rawValue
+        XCTAssertTrue(HelperResult(status: .evaluated, pamCode: stepAside).isOutOfScope)
+        XCTAssertTrue(HelperResult(status: .evaluated, pamCode: PAMCode.ignore.rawValue).isOutOfScope)
+        XCTAssertFalse(HelperResult(status: .evaluated, pamCode: stepAside, error: .userFallback).isOutOfScope)
+        XCTAssertFalse(HelperResult(status: .evaluated, pamCode: PAMCode.success.rawValue).isOutOfScope)
+        XCTAssertFalse(HelperResult(status: .evaluated, pamCode: PAMCode.authError.rawValue).isOutOfScope)
+        XCTAssertFalse(HelperResult(status: .internalError, pamCode: stepAside).isOutOfScope)
+    }
+
     func testPresentationChangesOnlyPresentation() {
         var configured = Options()
         configured.timeoutSeconds = 20

@@ -8,7 +8,7 @@ final class ResultTableTests: XCTestCase {
         let expected: [LAError: PAMCode] = [
             .authenticationFailed: .authError,
             .userCancel: .conversationError,
-            .userFallback: .ignore,
+            .userFallback: .authInfoUnavailable,
             .systemCancel: .authInfoUnavailable,
             .passcodeNotSet: .authInfoUnavailable,
             .biometryNotAvailable: .authInfoUnavailable,
@@ -44,12 +44,12 @@ final class ResultTableTests: XCTestCase {
     }
 
     func testEveryOutcomeKind() {
-        XCTAssertEqual(ResultTable.pamCode(for: .outOfScope), .ignore)
+        XCTAssertEqual(ResultTable.pamCode(for: .outOfScope), .authInfoUnavailable)
         XCTAssertEqual(ResultTable.pamCode(for: .success(.biometry)), .success)
         XCTAssertEqual(ResultTable.pamCode(for: .success(.passcode)), .success)
         XCTAssertEqual(ResultTable.pamCode(for: .internalError), .systemError)
         XCTAssertEqual(EvaluationResult(.internalError).pamCode, .systemError)
-        XCTAssertEqual(EvaluationResult(.failure(.userFallback)).pamCode, .ignore)
+        XCTAssertEqual(EvaluationResult(.failure(.userFallback)).pamCode, .authInfoUnavailable)
         XCTAssertEqual(EvaluationResult(.success(.passcode)).pamCode, .success)
         XCTAssertFalse(EvaluationResult(.success(.passcode)).failDelay)
         // Only a success is PAM_SUCCESS.
@@ -59,6 +59,24 @@ final class ResultTableTests: XCTestCase {
             let isSuccess: Bool
             if case .success = outcome { isSuccess = true } else { isSuccess = false }
             XCTAssertEqual(ResultTable.pamCode(for: outcome) == .success, isSuccess, "\(outcome)")
+        }
+    }
+
+    /// No outcome is PAM_IGNORE, and the answer every entry point gives
+    /// passes nothing through as an ignore: under `required` an ignore after
+    /// lines that succeed for anyone would be a login with no credential.
+    func testNoAuthenticationAnswerIsIgnore() {
+        var outcomes: [Outcome] = [.outOfScope, .internalError, .success(.biometry), .success(.passcode)]
+        outcomes += LAError.allCases.map { Outcome.failure($0) }
+        for outcome in outcomes { XCTAssertNotEqual(ResultTable.pamCode(for: outcome), .ignore, "\(outcome)") }
+        XCTAssertEqual(ResultTable.authenticationAnswer(PAM_IGNORE), PAM_AUTHINFO_UNAVAIL)
+        XCTAssertEqual(ResultTable.stepAside, .authInfoUnavailable)
+        for code in PAMCode.allCases where code != .ignore {
+            XCTAssertEqual(ResultTable.authenticationAnswer(code.rawValue), code.rawValue, "\(code)")
+        }
+        // Codes libpam does not define here, or at all, fail.
+        for code: Int32 in [-1, PAM_BUF_ERR, PAM_ABORT, PAM_INCOMPLETE, PAM_NEW_AUTHTOK_REQD, 32, 1000, Int32.min] {
+            XCTAssertEqual(ResultTable.authenticationAnswer(code), PAM_SYSTEM_ERR, "\(code)")
         }
     }
 

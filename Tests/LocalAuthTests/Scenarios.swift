@@ -90,7 +90,7 @@ func scenarios() -> [Scenario] {
             add("R1 out of scope (\(refusal)) → IGNORE, no record touched", policy) {
                 $0.scope = .outOfScope(refusal)
                 $0.initial = .record(f: 2, p: 1)
-                $0.outcome = .outOfScope; $0.code = .ignore
+                $0.outcome = .outOfScope; $0.code = .authInfoUnavailable
                 $0.f = 2; $0.p = 1; $0.storeUntouched = true
             }
         }
@@ -344,7 +344,7 @@ func scenarios() -> [Scenario] {
     }
     add("R6 biometrics: fallback after the first failure → userFallback, IGNORE", .biometrics) {
         $0.script = [.noMatch, SensorStep(.interrupted)]
-        $0.outcome = .failure(.userFallback); $0.code = .ignore
+        $0.outcome = .failure(.userFallback); $0.code = .authInfoUnavailable
         $0.f = 1
         $0.sensorOpens = 1; $0.fingerprintAttempts = 2
         $0.says = [Text.ctrlC]
@@ -435,7 +435,7 @@ func scenarios() -> [Scenario] {
     add("R6 biometrics: fallback_after=0 → Ctrl-C first is the fallback", .biometrics) {
         $0.configure = { $0.fallbackAfter = 0 }
         $0.script = [SensorStep(.interrupted)]
-        $0.outcome = .failure(.userFallback); $0.code = .ignore
+        $0.outcome = .failure(.userFallback); $0.code = .authInfoUnavailable
         $0.sensorOpens = 1; $0.fingerprintAttempts = 1
         $0.says = [Text.ctrlC]
     }
@@ -504,14 +504,14 @@ func scenarios() -> [Scenario] {
     add("app biometrics: the fallback button after a miss is userFallback", .biometrics) {
         $0.script = [.noMatch, SensorStep(.interrupted)]
         $0.choices = [.fallback]
-        $0.outcome = .failure(.userFallback); $0.code = .ignore
+        $0.outcome = .failure(.userFallback); $0.code = .authInfoUnavailable
         $0.f = 1
         $0.sensorOpens = 1; $0.fingerprintAttempts = 2
     }
     add("app biometrics prompt mode: the fallback button at the first prompt is userFallback", .biometrics) {
         $0.mode = .prompt
         $0.answers = [.fallback]
-        $0.outcome = .failure(.userFallback); $0.code = .ignore
+        $0.outcome = .failure(.userFallback); $0.code = .authInfoUnavailable
         $0.prompts = [Text.firstPrompt]
     }
     add("app owner prompt mode: the fallback button at the first prompt asks for the passcode", .owner) {
@@ -548,7 +548,7 @@ func scenarios() -> [Scenario] {
     }
     add("R3 biometrics: Ctrl-C after a possible scan, fallback offered: charged, userFallback", .biometrics) {
         $0.script = [.noMatch, SensorStep(.stoppedAfterPossibleScan(.interrupted))]
-        $0.outcome = .failure(.userFallback); $0.code = .ignore
+        $0.outcome = .failure(.userFallback); $0.code = .authInfoUnavailable
         $0.f = 2
         $0.sensorOpens = 1; $0.fingerprintAttempts = 2
     }
@@ -708,7 +708,7 @@ func scenarios() -> [Scenario] {
     add("R16 biometrics prompt mode: a typed answer is the fallback (IGNORE), never checked here", .biometrics) {
         $0.mode = .prompt
         $0.answers = [rightAnswer]
-        $0.outcome = .failure(.userFallback); $0.code = .ignore
+        $0.outcome = .failure(.userFallback); $0.code = .authInfoUnavailable
         $0.prompts = [Text.firstPrompt]
     }
     add("R16 biometrics prompt mode: Enter starts the sensor", .biometrics) {

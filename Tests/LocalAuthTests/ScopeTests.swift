@@ -19,6 +19,29 @@ final class ScopeTests: XCTestCase {
         }
     }
 
+    /// The helper's widening: a row per (apps listed, service, preflight)
+    /// and whether the requested service is then in scope.
+    func testTheHelpersServicesFollowTheAppsSwitch() {
+        let rows: [(apps: Bool, service: String, preflight: Bool, inScope: Bool)] = [
+            (true, "localauth-test", false, true),
+            (false, "localauth-test", false, false),   // turning apps off turns off apps that name the test service
+            (false, "localauth-test", true, true),     // a preflight never prompts
+            (true, "localauth-app", false, true),
+            (false, "localauth-app", false, false),
+            (false, "localauth-app", true, false),     // apps' canEvaluatePolicy follows the list
+            (false, "sshd", true, true),
+            (false, "sshd", false, false),
+            (true, "i3lock", false, true),             // listed by default
+        ]
+        for row in rows {
+            var configured = Options()
+            if !row.apps { configured.services.removeAll { $0 == bytes("localauth-app") } }
+            XCTAssertEqual(configured.covers(service: bytes("localauth-app")), row.apps)
+            let options = Scope.helperOptions(configured, service: bytes(row.service), preflight: row.preflight)
+            XCTAssertEqual(decide(facts(service: row.service), options) == .inScope, row.inScope, "\(row)")
+        }
+    }
+
     func testOtherServicesAreNot() {
         for service in ["sshd", "passwd", "SUDO", "sudo ", "sud", "sudo-i", "", "localauth-passcode"] {
             XCTAssertEqual(decide(facts(service: service)), .outOfScope(.service), service)
