@@ -196,7 +196,8 @@ public enum PasscodeVerdict: Equatable {
     case correct
     case wrong
     /// The stack never asked for the passcode (a missing service falls back
-    /// to `other`): it cannot have judged it, so there is no verdict.
+    /// to `other`), or it reached this module again: it cannot have judged
+    /// it, so there is no verdict.
     case noVerdict
 }
 

@@ -157,9 +157,10 @@ struct LibPAMTransaction {
     }
 
     /// Authenticates with the secret lent to the conversation, inside the
-    /// recursion guard. Returns the PAM code and how many prompts were
-    /// answered, and whether anything else was asked.
-    mutating func authenticate(_ secret: SecretBuffer) -> (code: Int32, answered: Int, violated: Bool)? {
+    /// recursion guard. Returns the PAM code, how many prompts were
+    /// answered, whether anything else was asked, and whether the stack
+    /// reached this module again.
+    mutating func authenticate(_ secret: SecretBuffer) -> (code: Int32, answered: Int, violated: Bool, reachedItself: Bool)? {
         guard let handle, let state else { return nil }
         la_passcode_guard_enter()
         defer { la_passcode_guard_leave() }
@@ -168,7 +169,7 @@ struct LibPAMTransaction {
             defer { state.pointee.passcode = nil }
             return pam_authenticate(handle, Int32(PAM_DISALLOW_NULL_AUTHTOK))
         }
-        return (code, state.pointee.answered, state.pointee.violated)
+        return (code, state.pointee.answered, state.pointee.violated, la_passcode_guard_was_reached() != 0)
     }
 
     mutating func end() {
@@ -190,9 +191,13 @@ struct LibPAMTransaction {
 }
 
 /// True inside the module's own password transaction on this thread: an
-/// instance of the module reached there must do nothing.
+/// instance of the module reached there must do nothing. Asking notes the
+/// visit, so that the transaction's owner knows its stack is not a plain
+/// list of password modules.
 func insidePasscodeTransaction() -> Bool {
-    la_passcode_guard_active() != 0
+    guard la_passcode_guard_active() != 0 else { return false }
+    la_passcode_guard_note_reached()
+    return true
 }
 
 /// The inner conversation: one echo-off prompt gets the passcode (in memory
