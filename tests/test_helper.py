@@ -635,6 +635,47 @@ def test_helper_started_as_a_process_group_leader_refuses(w):
     assert w.state_untouched()
 
 
+def test_helpers_that_never_say_hello_are_bounded_per_user(w, helpers):
+    """The bound is kept before HELLO: helpers run as root, so the caller's
+    process limit does not count them, and four silent ones already hold
+    every slot. The fifth ends at once instead of waiting for its caller."""
+    silent = [helpers() for _ in range(4)]
+    wait_for(lambda: len(helper_pids()) >= 4, what="four helpers waiting for HELLO")
+    started = time.monotonic()
+    fifth = helpers()
+    assert fifth.proc.wait(timeout=5) == 1
+    assert time.monotonic() - started < 3
+    assert read_frame(fifth.sock)[0] == HELLO
+    messages, result = converse(fifth.sock)
+    assert messages == [(ERROR_TEXT, "localauth-helper: too many prompts at once for this account")]
+    assert result["status"] == STATUS_REFUSED
+    assert all(h.proc.poll() is None for h in silent)
+    silent[0].close()
+    again = helpers()
+    again.ask()
+    assert read_frame(again.sock) == (PROMPT_OFF, FIRST_PROMPT.encode())
+
+
+def test_a_full_state_filesystem_does_not_refuse_a_first_helper(w):
+    """No free inodes where the helper's slots live (another user filled
+    them): a user who never ran the helper before has no slot file and none
+    can be made. The bound cannot be kept then; the right password must
+    still unlock, not meet "too many prompts"."""
+    seed = w.base / "inode-seed"
+    (w.state / "helpers").mkdir(mode=0o700, exist_ok=True)
+    script = (f"STATE={w.state}; rm -rf {seed}; mkdir -p {seed}; cp -a $STATE/. {seed}/; "
+              f"mount -t tmpfs -o size=8m,nr_inodes=64,mode=0700 none $STATE; cp -a {seed}/. $STATE/; "
+              "i=0; while touch $STATE/f$i 2>/dev/null; do i=$((i+1)); done; "
+              f"test ! -e $STATE/helpers/{UID}-0.lock; "
+              f"exec setpriv --reuid={UID} --regid={UID} --init-groups -- \"$@\"")
+    argv = ["unshare", "--mount", "/bin/sh", str(w.enter), "sh", "-ec", script, "sh", HARNESS, "-s", "i3lock", "-u", USER,
+            "-a", PASSWORD]
+    proc = subprocess.run([str(a) for a in argv], env=wrapper_env(w), capture_output=True, text=True, timeout=60)
+    run = parse_run(proc.stdout, proc.stderr)
+    assert run.code == PAM_SUCCESS, (run, proc.stderr)
+    assert not any("too many prompts" in text for text in run.texts()), run
+
+
 def test_helper_runs_at_most_four_prompts_per_user(w, helpers):
     """Each waiting helper holds a system-bus connection billed to root: a
     fifth one for the same user is refused before it connects."""
@@ -645,11 +686,17 @@ def test_helper_runs_at_most_four_prompts_per_user(w, helpers):
         assert read_frame(h.sock) == (PROMPT_OFF, FIRST_PROMPT.encode())
         waiting.append(h)
     fifth = helpers()
-    fifth.ask()
-    messages, result = converse(fifth.sock, [PASSWORD])
+    # Refused before it reads anything from its caller: it does not wait
+    # for HELLO, and its answer waits in the socket.
+    assert fifth.proc.wait(timeout=5) == 1
+    assert read_frame(fifth.sock)[0] == HELLO
+    messages, result = converse(fifth.sock)
     assert messages == [(ERROR_TEXT, "localauth-helper: too many prompts at once for this account")]
     assert result["status"] == STATUS_REFUSED and result["pam"] != PAM_SUCCESS
-    assert fifth.wait() == 1
+    # The module, as a fifth client, still reads that answer and says it.
+    run = unlock(w, [PASSWORD])
+    assert run.code == PAM_SYSTEM_ERR, run
+    assert "localauth-helper: too many prompts at once for this account" in run.texts("error"), run
     waiting[0].sock.close()
     assert waiting[0].proc.wait(timeout=15) == 3
     again = helpers()                                   # a slot is free again

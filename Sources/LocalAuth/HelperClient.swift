@@ -83,9 +83,10 @@ public struct HelperClient<Conversation: Prompter> {
             }
             silence = min(max(Int64(announced), 1000), HelperClient.maximumSilenceMilliseconds) * 1_000_000
         }
-        guard channel.send(.request, request.encoded(), deadline: Syscalls.bootTimeNanoseconds() + silence) else {
-            return .failed("the helper did not take the request")
-        }
+        // A helper that refused at once (too many prompts) has written its
+        // answer and gone: the request then finds no reader, and the
+        // frames already sent are still read.
+        let requestTaken = channel.send(.request, request.encoded(), deadline: Syscalls.bootTimeNanoseconds() + silence)
         while true {
             let frame: ReceivedFrame
             let deadline = Syscalls.bootTimeNanoseconds() + silence
@@ -106,7 +107,8 @@ public struct HelperClient<Conversation: Prompter> {
                 }
             }
             switch channel.receive(deadline: deadline) {
-            case .failure(.closed): return .failed("the helper ended without a result")
+            case .failure(.closed):
+                return .failed(requestTaken ? "the helper ended without a result" : "the helper did not take the request")
             case .failure(let violation): return .failed("helper: \(violation.text)")
             case .success(let received): frame = received
             }

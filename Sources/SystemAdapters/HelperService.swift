@@ -173,17 +173,35 @@ struct HelperSession {
     mutating func serve(privileged: Bool) -> HelperExit {
         var log = HelperLog(debug: false)
         let opening = Syscalls.bootTimeNanoseconds() + HelperService.openingSeconds * 1_000_000_000
+        let configuration = Configuration.load()
+        configuration.report(to: &log)
+        let configured = configuration.options
+        log = HelperLog(debug: configured.debug)
+        let silence = configured.timeoutSeconds * 1000 + HelperService.workSlackMilliseconds
+        // A bounded number of helpers per caller, counted before anything
+        // is read from it: a helper runs as root, so the caller's process
+        // limit does not count it, and each one waiting for HELLO is a
+        // process the caller could otherwise multiply without end. The
+        // refusal is written at once, HELLO first, for the client to read
+        // after this process has gone.
+        let slot = privileged ? HelperSlots.take(stateDir: configured.stateDir, callerUID: callerUID) : .unavailable
+        if privileged && slot == .unavailable {
+            log.log(.notice, "no helper slot can be made for uid \(callerUID) (state directory unusable or full): running unbounded")
+        }
+        if slot == .allTaken {
+            log.log(.notice, "uid \(callerUID) already runs \(HelperSlots.perCaller) prompts; refused")
+            let now = Syscalls.bootTimeNanoseconds()
+            _ = channel.send(.hello, HelloFrame.helper(silenceMilliseconds: UInt32(silence)), deadline: now + 1_000_000_000)
+            _ = channel.send(.errorText, utf8Bytes("localauth-helper: too many prompts at once for this account"),
+                             deadline: now + 1_000_000_000)
+            return finish(HelperResult(status: .refused, pamCode: PAMCode.systemError.rawValue, error: .invalidContext), &log)
+        }
         // HELLO, then the request, both within the opening deadline.
         switch channel.receive(deadline: opening) {
         case .success(let frame) where frame.type == .hello && HelloFrame.isClientHello(frame.payload): break
         case .success: return protocolFailure(.badHello, &log)
         case .failure(let violation): return protocolFailure(violation, &log)
         }
-        let configuration = Configuration.load()
-        configuration.report(to: &log)
-        let configured = configuration.options
-        log = HelperLog(debug: configured.debug)
-        let silence = configured.timeoutSeconds * 1000 + HelperService.workSlackMilliseconds
         guard channel.send(.hello, HelloFrame.helper(silenceMilliseconds: UInt32(silence)), deadline: opening) else {
             return protocolFailure(.channelError, &log)
         }
@@ -214,14 +232,6 @@ struct HelperSession {
                 return refuse(.notAllowed(literalBytes("user")), &log)
             }
             target = UserIdentity(uid: other.uid, name: other.name)
-        }
-        // A bounded number of helpers per caller: each holds a system-bus
-        // connection (billed to root) while it waits for answers.
-        if case .allTaken = HelperSlots.take(stateDir: configured.stateDir, callerUID: callerUID) {
-            log.log(.notice, "uid \(callerUID) already runs \(HelperSlots.perCaller) prompts; refused")
-            _ = channel.send(.errorText, utf8Bytes("localauth-helper: too many prompts at once for this account"),
-                             deadline: Syscalls.bootTimeNanoseconds() + 1_000_000_000)
-            return finish(HelperResult(status: .refused, pamCode: PAMCode.systemError.rawValue, error: .invalidContext), &log)
         }
         let (options, diagnostics) = configured.withPresentation(request.presentation)
         for message in diagnostics { log.log(.notice, "from the caller: \(message)") }
@@ -339,12 +349,14 @@ struct HelperSession {
 enum HelperSlots {
     static let perCaller = 4
 
-    enum Taken {
+    enum Taken: Equatable {
         /// This descriptor holds the slot until the process exits.
         case held(Int32)
+        /// Every slot exists and another helper holds it.
         case allTaken
-        /// The directory cannot be used: the state store's own checks
-        /// decide (it refuses every attempt then), so this refuses nothing.
+        /// The directory or a slot file cannot be used (no free inodes,
+        /// say): the bound cannot be told, and a right password must not be
+        /// refused for that; the state store's own checks decide.
         case unavailable
     }
 
@@ -357,12 +369,16 @@ enum HelperSlots {
         guard let slots = try? Syscalls.open(at: state, name, .directory) else { return .unavailable }
         defer { Syscalls.close(slots) }
         guard let facts = try? Syscalls.facts(slots), facts.owner == 0, facts.mode & 0o077 == 0 else { return .unavailable }
+        var unusable = false
         for index in 0..<perCaller {
-            guard let fd = try? Syscalls.open(at: slots, utf8Bytes("\(callerUID)-\(index).lock"), .lockFile) else { continue }
+            guard let fd = try? Syscalls.open(at: slots, utf8Bytes("\(callerUID)-\(index).lock"), .lockFile) else {
+                unusable = true
+                continue
+            }
             if (try? Syscalls.tryLockExclusive(fd)) == true { return .held(fd) }
             Syscalls.close(fd)
         }
-        return .allTaken
+        return unusable ? .unavailable : .allTaken
     }
 }
 
