@@ -218,3 +218,42 @@ def test_a_prompt_never_waits_for_the_state_directory_lock(pam):
         assert (pam.record().F, pam.record().P) == (0, 0)
     finally:
         os.close(directory)
+
+
+# ---- what a record belongs to ----
+
+def test_a_second_name_of_the_same_uid_counts_on_the_same_record(pam):
+    """A record is the uid's; its name tells a reused uid apart. A second
+    passwd name for the uid (an alias, or a local and a directory entry
+    sharing it) is the same account: its wrong answers count on the same
+    record, and a switch of names does not replace the record as a reused
+    uid's (which would lock the finger and start a back-off at once)."""
+    with open(pam.passwd, "a") as passwd:
+        passwd.write(f"alice-alias:x:{USERS['alice']}:{USERS['alice']}:alias:/home/alice:/bin/sh\n")
+    with open(pam.passdb, "a") as passdb:
+        passdb.write(f"alice-alias:{ALICE}:localauth-passcode\n")
+    pam.write_owner_stack()
+    assert pam.run(answers=["wrong-1"]).code == PAM_AUTH_ERR
+    for attempt in range(2):
+        assert pam.run(user="alice-alias", answers=[f"wrong-alias-{attempt}"]).code == PAM_AUTH_ERR
+        assert pam.run(answers=[f"wrong-{attempt}"]).code == PAM_AUTH_ERR
+    record = pam.record()
+    assert (record.name, record.F, record.P) == ("alice", 0, 5), record
+    # The fifth wrong answer started the first back-off, not a replacement.
+    assert 0 < record.backoff_ms <= FIRST_WAIT_S * 1000, record
+    assert pam.run(user="alice-alias", answers=[ALICE], wrapper=later_boot_clock(FIRST_WAIT_S + 1)).code == PAM_SUCCESS
+    assert (pam.record().P, pam.record().name) == (0, "alice")
+
+
+def test_a_record_whose_name_leads_nowhere_now_is_a_reused_uids(pam):
+    """The name the record was made with no longer names this uid: the uid
+    was given to someone new, who starts from the fail-closed record."""
+    pam.write_owner_stack()
+    assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
+    pam.passwd.write_text(pam.passwd.read_text().replace("alice:x:", "dave:x:"))
+    with open(pam.passdb, "a") as passdb:
+        passdb.write(f"dave:{ALICE}:localauth-passcode\n")
+    run = pam.run(user="dave", answers=["wrong"])
+    assert run.code == PAM_AUTH_ERR
+    record = pam.record()
+    assert record.name == "dave" and record.F == LOCKOUT and record.P >= FIRST_BACKOFF, record

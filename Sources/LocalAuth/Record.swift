@@ -299,14 +299,20 @@ public enum RecordFormat {
     }
 
     /// Decodes a slot and checks that it belongs to `uid` and `userName`.
-    public static func decode(_ bytes: [UInt8], uid: UInt32, userName: [UInt8]) -> Result<StateRecord, RecordDamageError> {
+    /// A record is the uid's; its name tells a reused uid apart. A record
+    /// made under another name of the same account (an alias, a local and a
+    /// directory entry sharing the uid) is still this account's when
+    /// `sameAccount` says the stored name leads to this uid today: it is
+    /// read as it is, under the name it was made with.
+    public static func decode(_ bytes: [UInt8], uid: UInt32, userName: [UInt8],
+                              sameAccount: ([UInt8]) -> Bool = { _ in false }) -> Result<StateRecord, RecordDamageError> {
         if case .failure(let damage) = header(bytes) { return .failure(damage) }
         let reader = ByteReader(bytes: bytes)
         let nameLength = Int(reader.integer(at: 20, bytes: 2))
         guard nameLength <= maxNameLength else { return .failure(RecordDamageError(.malformed)) }
         let storedUID = UInt32(truncatingIfNeeded: reader.integer(at: 16, bytes: 4))
         let storedName = Array(bytes[nameOffset..<(nameOffset + nameLength)])
-        guard storedUID == uid, storedName == userName else { return .failure(RecordDamageError(.foreign)) }
+        guard storedUID == uid, storedName == userName || sameAccount(storedName) else { return .failure(RecordDamageError(.foreign)) }
         var offset = fieldsOffset
         var record = StateRecord(uid: storedUID, userName: storedName, createdWallSeconds: Int64(bitPattern: reader.integer(at: offset, bytes: 8)))
         offset += 8

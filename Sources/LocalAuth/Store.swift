@@ -57,6 +57,10 @@ public struct FileStateStore: StateStore {
     /// Owner that the directory, lock and record files must have.
     public let trustedOwner: UInt32
 
+    /// The uid a user name leads to today (the system's user database):
+    /// a record made under another name of the same uid is still its.
+    public var accountUID: ([UInt8]) -> UInt32? = { Syscalls.lookupUser($0)?.uid }
+
     public init(directoryPath: [UInt8], trustedOwner: UInt32 = 0) {
         self.directoryPath = directoryPath
         self.trustedOwner = trustedOwner
@@ -440,7 +444,10 @@ public struct FileStateStore: StateStore {
             return found
         }
         let slot = slots.isLegacy ? bytes : RecordSlots.slot(bytes, current)
-        switch RecordFormat.decode(slot, uid: uid, userName: userName) {
+        // A per-uid record made under another name of this same account is
+        // this account's; in a look-alike bucket only the name counts.
+        let sameAccount: ([UInt8]) -> Bool = { stored in !names.isBucket && accountUID(stored) == uid }
+        switch RecordFormat.decode(slot, uid: uid, userName: userName, sameAccount: sameAccount) {
         case .success(let record):
             // A one-slot file, or one with a second name, is read but
             // never written in place: the next change replaces the name.
