@@ -224,7 +224,7 @@ def test_config_check_names_each_problem(cli, tmp_path):
     assert result.returncode == 1
     out = result.stdout
     assert "sudo:1: 'done' on the pam_localauth.so line" in out
-    assert "su:1: when the module returns" in out and "only optional modules" in out
+    assert "su:1: when the module steps aside" in out and "only optional modules" in out
     assert "login:1: a policy=biometrics line needs a later 'pam_localauth.so authsucc' line" in out
     assert "localauth-passcode:1: the passcode service must be an explicit list" in out
     assert "localauth-passcode:2: pam_fprintd.so must not be in the passcode service" in out
@@ -235,9 +235,21 @@ def test_config_check_names_each_problem(cli, tmp_path):
 
 
 BAD_STACKS = {
-    # A required line ignores PAM_IGNORE: out of scope, only pam_permit decides.
-    "ignore-to-optional": ({"sudo": "auth required pam_localauth.so\nauth optional pam_permit.so\n"},
-                           "sudo:1: when the module returns ignore the stack goes on to only optional modules"),
+    # gdm-fingerprint with pam_fprintd's line given to the module as optional:
+    # the lines before it succeed for anyone, and nothing after it asks.
+    "gdm-fingerprint-optional": ({"gdm-fingerprint": "auth requisite pam_nologin.so\n"
+                                                     "auth required pam_succeed_if.so user != root quiet_success\n"
+                                                     "auth optional pam_localauth.so policy=biometrics\n"},
+                                 "gdm-fingerprint:3: when the module steps aside (out of scope, the biometrics fallback, no reader, "
+                                 "a locked fingerprint) it answers authinfo_unavail, which this line turns into 'ignore' and the "
+                                 "stack goes on to only optional modules: it would succeed on the lines before it with no match "
+                                 "and no password"),
+    # The authsucc line answers authinfo_unavail: 'required' fails every login.
+    "authsucc-required": ({"sudo": "auth [success=3 conv_err=die default=ignore] pam_localauth.so policy=biometrics\n"
+                                   "auth [success=1 default=die] pam_unix.so\nauth requisite pam_deny.so\n"
+                                   "auth required pam_localauth.so authsucc\nauth required pam_permit.so\n"},
+                          "sudo:4: the authsucc line only records and always answers authinfo_unavail, which this line turns "
+                          "into 'bad': every login that reaches it would fail; make it optional"),
     # Policy owner going on to the password line after a wrong passcode.
     "owner-default-ignore": ({"sudo": "auth [success=2 default=ignore] pam_localauth.so\n"
                                       "auth [success=1 default=ignore] pam_unix.so\nauth requisite pam_deny.so\n"
@@ -282,3 +294,19 @@ def test_config_check_rejects_stacks_that_weaken_the_policy(cli, tmp_path, case)
     result = lint(cli, pam_dir)
     assert result.returncode == 1, result.stdout
     assert expected in result.stdout, result.stdout
+
+
+def test_config_check_says_what_the_module_does_on_a_required_line(cli, tmp_path):
+    """pam_fprintd's line in gdm-fingerprint given to the module unchanged:
+    safe (the step-aside fails the stack), and the lint says what that costs."""
+    pam_dir = tmp_path / "pam.d"
+    pam_dir.mkdir()
+    (pam_dir / "localauth-passcode").write_text((ROOT / "pam.d" / "localauth-passcode").read_text())
+    (pam_dir / "gdm-fingerprint").write_text("auth requisite pam_nologin.so\n"
+                                             "auth required pam_succeed_if.so user != root quiet_success\n"
+                                             "auth required pam_localauth.so policy=biometrics\n")
+    result = lint(cli, pam_dir)
+    assert ("warning: gdm-fingerprint:3: when the module steps aside (out of scope: another service, a remote login, "
+            "another user; the fallback, no reader, a locked fingerprint) it answers authinfo_unavail, which this line "
+            "turns into 'bad': nobody gets in here that way, not even with the right password") in result.stdout, result.stdout
+    assert "only optional modules" not in result.stdout, result.stdout

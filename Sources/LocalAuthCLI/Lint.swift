@@ -33,7 +33,10 @@ func configCommand(_ arguments: Arguments) throws -> ExitCode {
     guard let entries = Syscalls.directoryEntries(at: nil, directory, limit: 1024) else {
         throw CLIError("cannot read \(printableText(directory))")
     }
-    let lint = StackLint { name in Syscalls.readRegularFile(at: nil, directory + [0x2F] + utf8Bytes(name), limit: 1 << 20) }
+    // libpam reads an include that names an absolute path as it is.
+    let lint = StackLint { name in
+        Syscalls.readRegularFile(at: nil, name.hasPrefix("/") ? utf8Bytes(name) : directory + [0x2F] + utf8Bytes(name), limit: 1 << 20)
+    }
     var passcodeServices = [printableText(options.passcodeService)]
     for entry in entries where !entry.isDirectory {
         for named in lint.passcodeServicesNamed(printableText(entry.name)) where !passcodeServices.contains(named) {

@@ -184,6 +184,25 @@ public struct StackLint {
         }
     }
 
+    /// The module's step-aside answer, by libpam's name for it.
+    static let stepAside = ResultTable.stepAside.libpamName
+    /// Each code the module answers when it does not grant, with what it
+    /// means, from the result table: what the lint tells an administrator
+    /// the module will do on a line.
+    /// The step-aside first: it is what an administrator most often meets.
+    static let moduleFailures: [(code: String, meaning: String)] =
+        ([ResultTable.stepAside] + PAMCode.allCases.filter { ![.success, .ignore, ResultTable.stepAside].contains($0) }).map { code in
+            let meaning: String
+            switch code {
+            case .authInfoUnavailable: meaning = "steps aside (out of scope, the biometrics fallback, no reader, a locked fingerprint)"
+            case .authError: meaning = "refuses (a wrong password, the misses used up, an unknown user)"
+            case .conversationError: meaning = "is cancelled"
+            case .systemError: meaning = "hits an internal error"
+            case .success, .ignore: meaning = "answers \(code.libpamName)"
+            }
+            return (code.libpamName, meaning)
+        }
+
     static let failureCodes = ["auth_err", "cred_insufficient", "authinfo_unavail", "user_unknown", "maxtries", "conv_err",
                                "system_err", "ignore", "abort"]
 
@@ -210,14 +229,26 @@ public struct StackLint {
             if rule.control.lowercased() == "sufficient" || rule.control.lowercased().contains("=done") {
                 error(rule, "'done' on the pam_localauth.so line ends the whole service when the file is included; jump with success=N")
             }
-            // Every way past the module must meet a mandatory password check.
-            for code in ["ignore", "authinfo_unavail", "auth_err", "cred_insufficient", "conv_err", "system_err"] {
+            // Every way past the module must meet a mandatory password check:
+            // on a line that ignores a failure, nothing the module (or any
+            // module) returns can fail the stack.
+            for (code, meaning) in StackLint.moduleFailures {
                 let action = rule.action(for: code)
                 guard action != "bad", let next = landing(action, from: index) else { continue }
                 if !(next < count && mandatory[next]) {
-                    error(rule, "when the module returns \(code) the stack goes on to only optional modules; add a mandatory password module or pam_deny.so")
+                    error(rule, "when the module \(meaning) it answers \(code), which this line turns into '\(action)' and the stack "
+                          + "goes on to only optional modules: it would succeed on the lines before it with no match and no password; "
+                          + "add a mandatory password module or pam_deny.so after it")
                     break
                 }
+            }
+            // Where the step-aside fails the stack, say what that costs.
+            let onStepAside = rule.action(for: StackLint.stepAside)
+            if onStepAside == "bad" || onStepAside == "die" {
+                findings.append(Finding(severity: "warning", text: "\(rule.location): when the module steps aside (out of scope: "
+                    + "another service, a remote login, another user\(biometrics ? "; the fallback, no reader, a locked fingerprint" : "")) "
+                    + "it answers \(StackLint.stepAside), which this line turns into '\(onStepAside)': nobody gets in here that way, "
+                    + "not even with the right password; write \(StackLint.stepAside)=ignore (or a jump) to let the password module decide"))
             }
             if let successLanding = landing(rule.action(for: "success"), from: index), successLanding < rules.count,
                rules[successLanding].moduleName == "pam_deny.so" {
@@ -259,6 +290,10 @@ public struct StackLint {
             }
         }
         for (target, rule) in rules.enumerated() where rule.isAuthsucc {
+            if rule.action(for: StackLint.stepAside) != "ignore" {
+                error(rule, "the authsucc line only records and always answers \(StackLint.stepAside), which this line turns into "
+                      + "'\(rule.action(for: StackLint.stepAside))': every login that reaches it would fail; make it optional")
+            }
             let previous = target > 0 ? rules[target - 1] : nil
             if previous == nil || previous!.moduleName != "pam_deny.so" || !previous!.failureDies {
                 error(rule, "the authsucc line must follow 'auth requisite pam_deny.so', so that only a jump from the password module's success reaches it (R11)")

@@ -96,6 +96,14 @@ final class StackLintTests: XCTestCase {
             ("biometrics without authsucc",
              "auth [success=2 conv_err=die default=ignore] pam_localauth.so policy=biometrics\nauth [success=1 default=die] pam_unix.so\nauth requisite pam_deny.so\nauth required pam_permit.so\n",
              "needs a later 'pam_localauth.so authsucc' line"),
+            ("gdm-fingerprint with the module optional",
+             "auth requisite pam_nologin.so\nauth required pam_succeed_if.so user != root quiet_success\n"
+             + "auth optional pam_localauth.so policy=biometrics\n",
+             "it would succeed on the lines before it with no match and no password"),
+            ("authsucc under required",
+             "auth [success=3 conv_err=die default=ignore] pam_localauth.so policy=biometrics\nauth [success=1 default=die] pam_unix.so\n"
+             + "auth requisite pam_deny.so\nauth required pam_localauth.so authsucc\nauth required pam_permit.so\n",
+             "the authsucc line only records and always answers authinfo_unavail"),
             ("authsucc reachable without the password",
              "auth [success=3 conv_err=die default=ignore] pam_localauth.so policy=biometrics\nauth [success=2 default=ignore] pam_unix.so\nauth optional pam_permit.so\nauth optional pam_localauth.so authsucc\nauth required pam_permit.so\n",
              "the authsucc line must follow 'auth requisite pam_deny.so'"),
@@ -104,6 +112,26 @@ final class StackLintTests: XCTestCase {
             let found = errors(lint(["svc": stack]).serviceFindings("svc"))
             XCTAssertTrue(found.contains { $0.contains(expected) }, "\(name): \(found)")
         }
+    }
+
+    /// What the lint tells an administrator comes from the result table:
+    /// every code the module answers without granting, the step-aside first.
+    func testTheModulesFailuresComeFromTheResultTable() {
+        XCTAssertEqual(StackLint.moduleFailures.map(\.code), ["authinfo_unavail", "system_err", "auth_err", "conv_err"])
+        XCTAssertEqual(StackLint.stepAside, "authinfo_unavail")
+        XCTAssertFalse(StackLint.moduleFailures.contains { $0.code == "ignore" || $0.code == "success" })
+    }
+
+    /// A line that fails the stack on the step-aside is safe, and the lint
+    /// says what it costs; one that maps it to ignore before a password
+    /// module says nothing.
+    func testTheStepAsideOnARequiredLineIsExplained() {
+        let required = lint(["gdm-fingerprint": "auth requisite pam_nologin.so\nauth required pam_localauth.so\n"])
+            .serviceFindings("gdm-fingerprint")
+        XCTAssertTrue(required.contains { $0.severity == "warning" && $0.text.contains("which this line turns into 'bad': nobody gets in") },
+                      "\(required)")
+        XCTAssertFalse(required.contains { $0.text.contains("only optional modules") }, "\(required)")
+        XCTAssertFalse(lint(["sudo": owner + "\n" + passwordLines]).serviceFindings("sudo").contains { $0.text.contains("steps aside") })
     }
 
     func testLockersThatRunAsTheUser() {
