@@ -2,6 +2,7 @@
 pamenv.py (the PAM world) and fprint_rig.py (fprintd)."""
 import pytest
 
+from fprint_rig import FprintRig
 from logind_mock import LogindMock, Session
 from pamenv import PamEnv, build
 
@@ -16,6 +17,17 @@ def pam(tmp_path):
     env = PamEnv(tmp_path)
     env.write_owner_stack("sudo")
     return env
+
+
+@pytest.fixture
+def rig(pam):
+    """fprintd with the virtual device, alice's finger enrolled, and alice's
+    first password of this boot typed: the finger is enough now. A test file
+    that needs another rig defines its own `rig`."""
+    with FprintRig() as rig:
+        rig.enroll("alice")
+        pam.password_entered("alice", rig)
+        yield rig
 
 
 @pytest.fixture

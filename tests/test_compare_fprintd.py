@@ -44,7 +44,7 @@ agree even though the modules' own codes differ.
 import pytest
 
 from pamenv import PAM_AUTH_ERR, PAM_FPRINTD, PAM_MATRIX, PAM_SUCCESS, PASSWORDS
-from fprint_rig import (DEVICE_IFACE, FPRINT_NAME, MANAGER_IFACE, MANAGER_PATH, FprintRig, _Client)
+from fprint_rig import (DEVICE_IFACE, FPRINT_NAME, MANAGER_IFACE, MANAGER_PATH, _Client)
 from test_shipped_stacks import install
 
 REFERENCE = "fprintd-reference"
@@ -66,14 +66,6 @@ def write_reference(pam):
         "auth requisite pam_deny.so",
         "auth required pam_permit.so",
     ])
-
-
-@pytest.fixture
-def rig(pam):
-    with FprintRig() as rig:
-        rig.enroll("alice")
-        pam.password_entered("alice", rig)  # the first password of this boot: the finger is enough now
-        yield rig
 
 
 @pytest.fixture

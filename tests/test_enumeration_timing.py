@@ -12,20 +12,9 @@ so noise does not reach a factor of 2 while the leak it guards against is
 far above it. `make bench` prints the same medians."""
 import statistics
 
-import pytest
-
 from pamenv import prompt_timings
-from fprint_rig import FprintRig
 
 FACTOR = 2.0
-
-
-@pytest.fixture
-def rig(pam):
-    with FprintRig() as rig:
-        rig.enroll("alice")  # bob is known to the system, with no finger enrolled
-        pam.password_entered("alice", rig)  # the first password of this boot: the finger is enough now
-        yield rig
 
 
 def test_an_unknown_name_takes_as_long_as_a_known_user_without_a_finger(pam, rig):

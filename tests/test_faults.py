@@ -509,13 +509,6 @@ def test_verdicts_of_the_wrong_type_are_never_counted(pam, stand_in):
 
 # ---- signals at each step of a prompt (the real fprintd) ----
 
-@pytest.fixture
-def rig(pam):
-    with FprintRig() as rig:
-        rig.enroll("alice")
-        pam.password_entered("alice", rig)
-        yield rig
-
 
 def wait_for_counts(pam, counts, proc, timeout=20):
     deadline = time.monotonic() + timeout

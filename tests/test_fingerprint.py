@@ -9,7 +9,7 @@ import pytest
 
 from pamenv import (CLAIM_DELAY_SHIM, PAM_AUTHINFO_UNAVAIL, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_SUCCESS, PASSWORDS,
                     parse_run)
-from fprint_rig import FprintRig, process_state
+from fprint_rig import process_state
 
 ALICE = PASSWORDS["alice"]
 FIRST_PROMPT = "Password, or press Enter to use your fingerprint: "
@@ -17,14 +17,6 @@ PASSCODE_PROMPT = "Enter Password: "
 MATCH = "SCAN finger-alice"
 MISS = "SCAN finger-nobody"
 LOCKED = "Fingerprint is locked"
-
-
-@pytest.fixture
-def rig(pam):
-    with FprintRig() as rig:
-        rig.enroll("alice")
-        pam.password_entered("alice", rig)  # the first password of this boot: the finger is enough now
-        yield rig
 
 
 def run(pam, rig, answers, feed=(), **kwargs):

@@ -18,7 +18,6 @@ import subprocess
 
 import pytest
 
-from fprint_rig import FprintRig
 from pamenv import (MODULE, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_CONV_ERR, PAM_IGNORE, PAM_MATRIX, PAM_SUCCESS,
                     PAM_SYSTEM_ERR, PASSWORDS, localauth_command, reseal_record)
 
@@ -145,14 +144,6 @@ class World:
                                  str(self.pam.services)], capture_output=True, text=True, timeout=30)
         return [line for line in result.stdout.splitlines()
                 if line.startswith("error: ") and (f" {SERVICE}:" in line or f"{SERVICE}-inner:" in line)]
-
-
-@pytest.fixture
-def rig(pam):
-    with FprintRig() as rig:
-        rig.enroll("alice")
-        pam.password_entered("alice", rig)
-        yield rig
 
 
 def action(control, code):
