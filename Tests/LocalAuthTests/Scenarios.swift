@@ -961,6 +961,9 @@ func scenarios() -> [Scenario] {
     return table
 }
 
+/// Every row runs here, each failure prefixed with "[policy] row name".
+/// One row (or every row whose name contains the text) runs alone with
+/// `SCENARIO="text" swift test --filter ScenarioTests`.
 final class ScenarioTests: XCTestCase {
     func testScenarioTable() {
         let table = scenarios()
@@ -968,8 +971,11 @@ final class ScenarioTests: XCTestCase {
         var names = Set<String>()
         for scenario in table {
             XCTAssertTrue(names.insert(scenario.name + "/\(scenario.policy)").inserted, "duplicate scenario \(scenario.name)")
-            run(scenario)
         }
+        let only = ProcessInfo.processInfo.environment["SCENARIO"].flatMap { $0.isEmpty ? nil : $0 }
+        let chosen = table.filter { only == nil || "[\($0.policy)] \($0.name)".contains(only!) }
+        XCTAssertFalse(chosen.isEmpty, "no scenario row matches SCENARIO=\(only ?? "")")
+        for scenario in chosen { run(scenario) }
     }
 
     func run(_ s: Scenario) {
