@@ -145,17 +145,11 @@ def test_a_passcode_stack_that_never_asks_cannot_stand_in(pam):
     assert pam.record().P == 0
 
 
-def test_module_inside_its_own_passcode_stack_gives_no_verdict(pam):
-    """A passcode stack that reaches this module again has judged with a
-    line whose control may have made anything of the module's answer: that
-    check is no verdict. The attempt is given back and the module steps
-    aside to the service's own password line (here the marker module)."""
+def test_module_inside_its_own_passcode_stack_is_ignored(pam):
     verifications = counting_passcode_stack(pam, extra_before=[
         f"auth [success=done default=ignore] {MODULE} state_dir={pam.state} services=localauth-passcode,sudo"])
-    for answer in ("wrong", ALICE):
-        run = pam.run(answers=[answer])
-        assert run.ignored, run
-        assert any("reached this module again" in line for line in run.stderr.splitlines()), run.stderr
+    assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
+    assert pam.run(answers=[ALICE]).code == PAM_SUCCESS
     assert verifications() == 2
     assert pam.record().P == 0
 

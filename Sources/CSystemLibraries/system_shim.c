@@ -2,13 +2,10 @@
 #include "system_shim.h"
 
 static _Thread_local int la_passcode_depth;
-static _Thread_local int la_passcode_reached;
 
-void la_passcode_guard_enter(void) { la_passcode_depth++; la_passcode_reached = 0; }
+void la_passcode_guard_enter(void) { la_passcode_depth++; }
 void la_passcode_guard_leave(void) { if (la_passcode_depth > 0) la_passcode_depth--; }
 int la_passcode_guard_active(void) { return la_passcode_depth > 0; }
-void la_passcode_guard_note_reached(void) { la_passcode_reached = 1; }
-int la_passcode_guard_was_reached(void) { return la_passcode_reached; }
 
 static void la_noop_fail_delay(int retval, unsigned usec_delay, void *appdata_ptr) {
     (void)retval; (void)usec_delay; (void)appdata_ptr;

@@ -196,8 +196,7 @@ public enum PasscodeVerdict: Equatable {
     case correct
     case wrong
     /// The stack never asked for the passcode (a missing service falls back
-    /// to `other`), or it reached this module again: it cannot have judged
-    /// it, so there is no verdict.
+    /// to `other`): it cannot have judged it, so there is no verdict.
     case noVerdict
 }
 

@@ -428,7 +428,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         case .noVerdict:
             passcode.wipe()
             ledger.refund(user, kind: .passcode, sequence: sequence)
-            ledger.log.log(.error, "passcode service \(printableText(options.passcodeService)) did not ask for the passcode or reached this module again; check its stack")
+            ledger.log.log(.error, "passcode service \(printableText(options.passcodeService)) did not ask for the passcode; check its stack")
             return EvaluationResult(.failure(.passcodeNotSet))
         case .wrong:
             passcode.wipe()

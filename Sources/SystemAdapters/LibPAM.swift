@@ -157,10 +157,9 @@ struct LibPAMTransaction {
     }
 
     /// Authenticates with the secret lent to the conversation, inside the
-    /// recursion guard. Returns the PAM code, how many prompts were
-    /// answered, whether anything else was asked, and whether the stack
-    /// reached this module again.
-    mutating func authenticate(_ secret: SecretBuffer) -> (code: Int32, answered: Int, violated: Bool, reachedItself: Bool)? {
+    /// recursion guard. Returns the PAM code and how many prompts were
+    /// answered, and whether anything else was asked.
+    mutating func authenticate(_ secret: SecretBuffer) -> (code: Int32, answered: Int, violated: Bool)? {
         guard let handle, let state else { return nil }
         la_passcode_guard_enter()
         defer { la_passcode_guard_leave() }
@@ -169,7 +168,7 @@ struct LibPAMTransaction {
             defer { state.pointee.passcode = nil }
             return pam_authenticate(handle, Int32(PAM_DISALLOW_NULL_AUTHTOK))
         }
-        return (code, state.pointee.answered, state.pointee.violated, la_passcode_guard_was_reached() != 0)
+        return (code, state.pointee.answered, state.pointee.violated)
     }
 
     mutating func end() {
@@ -191,13 +190,9 @@ struct LibPAMTransaction {
 }
 
 /// True inside the module's own password transaction on this thread: an
-/// instance of the module reached there must do nothing. Asking notes the
-/// visit, so that the transaction's owner knows its stack is not a plain
-/// list of password modules.
+/// instance of the module reached there must do nothing.
 func insidePasscodeTransaction() -> Bool {
-    guard la_passcode_guard_active() != 0 else { return false }
-    la_passcode_guard_note_reached()
-    return true
+    la_passcode_guard_active() != 0
 }
 
 /// The inner conversation: one echo-off prompt gets the passcode (in memory

@@ -25,13 +25,10 @@ public struct PAMPasscodeVerifier: PasscodeVerifier {
     }
 
     public mutating func verify(_ passcode: SecretBuffer) -> PasscodeVerdict {
-        guard started, !passcode.overflowed, passcode.count > 0,
-              let (code, answered, violated, reachedItself) = transaction.authenticate(passcode) else {
+        guard started, !passcode.overflowed, passcode.count > 0, let (code, answered, violated) = transaction.authenticate(passcode) else {
             return .wrong
         }
-        // A stack that reaches this module again judged with a line whose
-        // answer its control may turn into anything: it is no verdict.
-        if reachedItself || (answered == 0 && !violated) { return .noVerdict }
+        if answered == 0 && !violated { return .noVerdict }
         return code == PAMValue.success && answered == 1 && !violated ? .correct : .wrong
     }
 

@@ -83,10 +83,6 @@ static inline void la_pam_syslog(const pam_handle_t *pamh, int priority, const c
 void la_passcode_guard_enter(void);
 void la_passcode_guard_leave(void);
 int la_passcode_guard_active(void);
-/* An instance of the module was reached inside the inner transaction
-   (reset by la_passcode_guard_enter). */
-void la_passcode_guard_note_reached(void);
-int la_passcode_guard_was_reached(void);
 
 /* Gives a PAM handle a PAM_FAIL_DELAY callback that does nothing. */
 int la_set_noop_fail_delay(pam_handle_t *pamh);
