@@ -274,7 +274,7 @@ public struct HelperResult: Equatable {
     /// The helper evaluated nothing because the request is out of scope
     /// (for apps: the administrator has not listed their service).
     public var isOutOfScope: Bool {
-        status == .evaluated && error == nil && pamCode != PAMCode.success.rawValue
+        status == .evaluated && error == nil
             && ResultTable.authenticationAnswer(pamCode) == ResultTable.pamCode(for: .outOfScope).rawValue
     }
 
