@@ -262,9 +262,10 @@ $(FUZZ_BUILD)/LocalAuth.o: $(LIBRARY_SOURCES) $(C_HEADERS)
 	$(FUZZ_SWIFT) -wmo -module-name LocalAuth -emit-module -emit-module-path $(FUZZ_BUILD)/modules/LocalAuth.swiftmodule \
 		-c $(LIBRARY_SOURCES) -o $@
 
-$(FUZZ_BUILD)/StackLint.o: Sources/StackLint/StackLint.swift $(FUZZ_BUILD)/LocalAuth.o
+STACKLINT_SOURCES := $(wildcard Sources/StackLint/*.swift)
+$(FUZZ_BUILD)/StackLint.o: $(STACKLINT_SOURCES) $(FUZZ_BUILD)/LocalAuth.o
 	$(FUZZ_SWIFT) -wmo -module-name StackLint -emit-module -emit-module-path $(FUZZ_BUILD)/modules/StackLint.swiftmodule \
-		-c $< -o $@
+		-c $(STACKLINT_SOURCES) -o $@
 
 $(FUZZ_BUILD)/libc_shim.o: Sources/CLibc/libc_shim.c $(C_HEADERS)
 	@mkdir -p $(FUZZ_BUILD)

@@ -1,5 +1,7 @@
 """Fixtures of the integration tests; the helpers they use live in
 pamenv.py (the PAM world) and fprint_rig.py (fprintd)."""
+import signal
+
 import pytest
 
 from fprint_rig import FprintRig
@@ -54,6 +56,14 @@ STOP_PROOF_RUNS = 5
 
 
 def pytest_configure(config):
+    # A suite started in the background of a script (`make test &`, nohup,
+    # some CI runners) inherits SIGINT, SIGQUIT or SIGHUP ignored, and every
+    # program it starts would inherit that too: the tests that end a prompt
+    # with a signal would then see it live on. Give the programs the
+    # defaults a terminal gives them.
+    for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP, signal.SIGTERM):
+        if signal.getsignal(sig) == signal.SIG_IGN:
+            signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
     config.addinivalue_line("markers", "stop_proof: the expected refund needs the stop's timing proof (run up to 5 times)")
 
 

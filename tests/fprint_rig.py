@@ -433,7 +433,7 @@ class FprintRig:
     """
 
     def __init__(self, debug=False, keep_dir=False, start_timeout=10.0, image_reader=False):
-        self.debug = debug
+        self.debug = debug or os.environ.get("FPRINT_RIG_DEBUG") == "1"
         # libfprint's virtual_image driver instead of virtual_device: an image
         # reader (FpImageDevice, like most USB press readers) that clears
         # finger-needed when it captures, before its verdict.
@@ -586,7 +586,27 @@ class FprintRig:
     # ----- fprintd calls -------------------------------------------------------
     def device_path(self, client=None):
         c = client or self.ctl
-        return c.call(FPRINT_NAME, MANAGER_PATH, MANAGER_IFACE, "GetDefaultDevice", None, "(o)")[0]
+        try:
+            return c.call(FPRINT_NAME, MANAGER_PATH, MANAGER_IFACE, "GetDefaultDevice", None, "(o)")[0]
+        except GLib.Error as error:
+            self._explain_a_vanished_fprintd(error)
+            raise
+
+    def _explain_a_vanished_fprintd(self, error):
+        """A call found no fprintd while the rig had started one and not
+        stopped it: fprintd died under the test. Say how (exit status or
+        signal) with its log, instead of a bare ServiceUnknown."""
+        if dbus_error_name(error) != "org.freedesktop.DBus.Error.ServiceUnknown":
+            return
+        proc = self.fprintd_proc
+        if proc is None or not proc_gone(proc.pid):
+            return
+        try:
+            status = proc.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            status = "unknown"
+        raise RigError(f"fprintd (pid {proc.pid}) died under the test, status {status}; "
+                       f"log tail:\n{_tail(self.fprintd_log)}") from error
 
     def device_call(self, method, *args, sig=None, reply=None, client=None, timeout=10.0):
         c = client or self.ctl

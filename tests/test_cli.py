@@ -224,7 +224,7 @@ def test_config_check_names_each_problem(cli, tmp_path):
     assert result.returncode == 1
     out = result.stdout
     assert "sudo:1: 'done' on the pam_localauth.so line" in out
-    assert "su:1: when the module steps aside" in out and "only optional modules" in out
+    assert "su:1: when the module steps aside" in out and "can reach its end with no password asked" in out
     assert "login:1: a policy=biometrics line needs a later 'pam_localauth.so authsucc' line" in out
     assert "localauth-passcode:1: the passcode service must be an explicit list" in out
     assert "localauth-passcode:2: pam_fprintd.so must not be in the passcode service" in out
@@ -241,9 +241,24 @@ BAD_STACKS = {
                                                      "auth required pam_succeed_if.so user != root quiet_success\n"
                                                      "auth optional pam_localauth.so policy=biometrics\n"},
                                  "gdm-fingerprint:3: when the module steps aside (out of scope, the biometrics fallback, no reader, "
-                                 "a locked fingerprint) it answers authinfo_unavail, which this line turns into 'ignore' and the "
-                                 "stack goes on to only optional modules: it would succeed on the lines before it with no match "
-                                 "and no password"),
+                                 "a locked fingerprint) it answers authinfo_unavail, which this line turns into 'ignore', and "
+                                 "from there the stack can reach its end with no password asked and no failure recorded (only "
+                                 "optional modules, or a jump past the password line): it would succeed on the lines before it "
+                                 "with no match and no password"),
+    # The same line written as libpam reads it but a quick reading would
+    # not: a setting given twice (the later wins), a continued line, a
+    # jump that counts a substack as one line and so passes the password line.
+    "setting-given-twice": ({"gdm-fingerprint": "auth required pam_succeed_if.so user != root quiet_success\n"
+                                                "auth [success=ok authinfo_unavail=bad default=die authinfo_unavail=ignore] "
+                                                "pam_localauth.so\n"},
+                            "gdm-fingerprint:2: when the module steps aside"),
+    "continued-line": ({"gdm-fingerprint": "auth required pam_succeed_if.so user != root quiet_success\n"
+                                           "auth [success = ok default = ignore] \\\n    pam_localauth.so\n"},
+                       "gdm-fingerprint:2: when the module steps aside"),
+    "jump-over-a-substack": ({"sudo": "auth [success=3 authinfo_unavail=2 default=die] pam_localauth.so\nauth substack extras\n"
+                                      "auth required pam_unix.so\nauth optional pam_permit.so\n",
+                              "extras": "auth optional pam_env.so\nauth optional pam_env.so\nauth optional pam_env.so\n"},
+                             "sudo:1: when the module steps aside"),
     # The authsucc line answers authinfo_unavail: 'required' fails every login.
     "authsucc-required": ({"sudo": "auth [success=3 conv_err=die default=ignore] pam_localauth.so policy=biometrics\n"
                                    "auth [success=1 default=die] pam_unix.so\nauth requisite pam_deny.so\n"
@@ -309,4 +324,24 @@ def test_config_check_says_what_the_module_does_on_a_required_line(cli, tmp_path
     assert ("warning: gdm-fingerprint:3: when the module steps aside (out of scope: another service, a remote login, "
             "another user; the fallback, no reader, a locked fingerprint) it answers authinfo_unavail, which this line "
             "turns into 'bad': nobody gets in here that way, not even with the right password") in result.stdout, result.stdout
-    assert "only optional modules" not in result.stdout, result.stdout
+    assert "can reach its end" not in result.stdout, result.stdout
+
+
+def test_config_check_reads_a_stack_through_a_symbolic_link(cli, tmp_path):
+    """libpam opens service files and includes through symbolic links (a
+    distribution's pam.d often links one file to another): the lint judges
+    what the link points at."""
+    pam_dir = tmp_path / "pam.d"
+    pam_dir.mkdir()
+    (pam_dir / "localauth-passcode").write_text((ROOT / "pam.d" / "localauth-passcode").read_text())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "fingerprint-auth").write_text("auth required pam_succeed_if.so user != root quiet_success\n"
+                                                "auth optional pam_localauth.so policy=biometrics\n")
+    (pam_dir / "gdm-fingerprint").symlink_to(elsewhere / "fingerprint-auth")
+    (pam_dir / "polkit-1").write_text("@include fingerprint-link\n")
+    (pam_dir / "fingerprint-link").symlink_to(elsewhere / "fingerprint-auth")
+    result = lint(cli, pam_dir)
+    assert result.returncode == 1, result.stdout
+    assert "error: gdm-fingerprint:2: when the module steps aside" in result.stdout, result.stdout
+    assert "error: fingerprint-link:2: when the module steps aside" in result.stdout, result.stdout

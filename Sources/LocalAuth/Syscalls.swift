@@ -100,13 +100,13 @@ public enum Syscalls {
         try open(at: directory, path, flags: how.flags, mode: 0o600)
     }
 
-    static func open(at directory: Int32?, _ path: [UInt8], flags: Int32, mode: UInt32 = 0o600) throws(Errno) -> Int32 {
+    static func open(at directory: Int32?, _ path: [UInt8], flags: Int32, mode: UInt32 = 0o600, followLinks: Bool = false) throws(Errno) -> Int32 {
         var cPath = path
         cPath.append(0)
         let fd = cPath.withUnsafeBufferPointer { buffer -> Int32 in
             let pointer = UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self)
             while true {
-                let result = la_openat(directory ?? AT_FDCWD, pointer, flags | O_CLOEXEC | O_NOFOLLOW, mode)
+                let result = la_openat(directory ?? AT_FDCWD, pointer, flags | O_CLOEXEC | (followLinks ? 0 : O_NOFOLLOW), mode)
                 if result >= 0 || la_errno() != EINTR { return result }
             }
         }
@@ -543,9 +543,12 @@ extension Syscalls {
         return entries
     }
 
-    /// Reads a regular file below `directory`, up to `limit` bytes; nil otherwise.
-    public static func readRegularFile(at directory: Int32?, _ path: [UInt8], limit: Int) -> [UInt8]? {
-        guard let fd = try? open(at: directory, path, flags: O_RDONLY | O_NONBLOCK) else { return nil }
+    /// Reads a regular file below `directory`, up to `limit` bytes; nil
+    /// otherwise. A symbolic link is read through only with `followLinks`:
+    /// for files read to be judged as another program will read them (the
+    /// PAM files libpam opens), never for files trusted.
+    public static func readRegularFile(at directory: Int32?, _ path: [UInt8], limit: Int, followLinks: Bool = false) -> [UInt8]? {
+        guard let fd = try? open(at: directory, path, flags: O_RDONLY | O_NONBLOCK, followLinks: followLinks) else { return nil }
         defer { close(fd) }
         guard let facts = try? facts(fd), facts.isRegular, facts.size <= limit else { return nil }
         return try? readAll(fd, limit: limit)

@@ -33,9 +33,13 @@ func configCommand(_ arguments: Arguments) throws -> ExitCode {
     guard let entries = Syscalls.directoryEntries(at: nil, directory, limit: 1024) else {
         throw CLIError("cannot read \(printableText(directory))")
     }
-    // libpam reads an include that names an absolute path as it is.
+    // libpam reads an include that names an absolute path as it is, a
+    // name in /etc/pam.d or else in /usr/lib/pam.d, through symbolic links.
+    let vendorDirectory: [UInt8]? = arguments.values["--pam-dir"] == nil ? utf8Bytes("/usr/lib/pam.d") : nil
     let lint = StackLint { name in
-        Syscalls.readRegularFile(at: nil, name.hasPrefix("/") ? utf8Bytes(name) : directory + [0x2F] + utf8Bytes(name), limit: 1 << 20)
+        if name.hasPrefix("/") { return Syscalls.readRegularFile(at: nil, utf8Bytes(name), limit: 1 << 20, followLinks: true) }
+        return Syscalls.readRegularFile(at: nil, directory + [0x2F] + utf8Bytes(name), limit: 1 << 20, followLinks: true)
+            ?? vendorDirectory.flatMap { Syscalls.readRegularFile(at: nil, $0 + [0x2F] + utf8Bytes(name), limit: 1 << 20, followLinks: true) }
     }
     var passcodeServices = [printableText(options.passcodeService)]
     for entry in entries where !entry.isDirectory {

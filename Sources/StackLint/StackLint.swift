@@ -12,65 +12,6 @@ public struct Finding: Equatable {
     public var text: String
 }
 
-/// One `auth` rule of a stack, after includes are expanded.
-struct Rule {
-    let file: String
-    let line: Int
-    let control: String
-    let module: String
-    let arguments: [String]
-    /// Worked out once: the checks ask them of every rule many times.
-    let moduleName: String
-    private let simpleControl: String?
-    private let explicitActions: [String: String]
-    private let defaultAction: String
-
-    init(file: String, line: Int, control: String, module: String, arguments: [String]) {
-        self.file = file
-        self.line = line
-        self.control = control
-        self.module = module
-        self.arguments = arguments
-        moduleName = String(module.split(separator: "/").last ?? Substring(module))
-        let lowered = control.lowercased()
-        if ["required", "requisite", "sufficient", "optional"].contains(lowered) {
-            simpleControl = lowered
-            explicitActions = [:]
-            defaultAction = "bad"
-            return
-        }
-        simpleControl = nil
-        var explicit: [String: String] = [:]
-        var fallback = "bad"
-        let inner = lowered.hasPrefix("[") ? String(lowered.dropFirst().dropLast()) : lowered
-        for pair in inner.split(whereSeparator: { $0 == " " || $0 == "\t" }) {
-            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2 else { continue }
-            if parts[0] == "default" { fallback = parts[1] }
-            if explicit[parts[0]] == nil { explicit[parts[0]] = parts[1] }   // the first one counts
-        }
-        explicitActions = explicit
-        defaultAction = fallback
-    }
-
-    var isLocalAuth: Bool { moduleName == "pam_localauth.so" }
-    var isAuthsucc: Bool { isLocalAuth && arguments.contains("authsucc") }
-    var location: String { "\(file):\(line)" }
-
-    func action(for code: String) -> String {
-        let succeeded = code == "success" || code == "new_authtok_reqd"
-        switch simpleControl {
-        case "required"?: return succeeded ? "ok" : (code == "ignore" ? "ignore" : "bad")
-        case "requisite"?: return succeeded ? "ok" : (code == "ignore" ? "ignore" : "die")
-        case "sufficient"?: return succeeded ? "done" : "ignore"
-        case "optional"?: return succeeded ? "ok" : "ignore"
-        default: return explicitActions[code] ?? defaultAction
-        }
-    }
-
-    var failureDies: Bool { action(for: "auth_err") == "die" }
-}
-
 public struct StackLint {
     let readFile: (String) -> [UInt8]?
 
@@ -86,30 +27,16 @@ public struct StackLint {
         "pam_permit.so", "pam_p11.so", "pam_pkcs11.so", "pam_howdy.so", "pam_localauth.so", "pam_succeed_if.so",
     ]
 
-    func read(_ name: String) -> [(line: Int, words: [String])]? {
+    /// Modules besides the password modules whose success is a credential:
+    /// a finger or a key was checked.
+    static let otherCredentialModules: Set<String> = ["pam_fprintd.so", "pam_u2f.so"]
+
+    /// The logical lines of a file, as libpam assembles them; nil when it
+    /// cannot be read.
+    func read(_ name: String) -> (lines: [(line: Int, words: [String])], complete: Bool)? {
         guard let contents = readFile(name) else { return nil }
-        var result: [(Int, [String])] = []
-        var number = 0
-        for raw in splitBytes(contents[...], on: 0x0A) {
-            number += 1
-            var text = String(decoding: raw, as: UTF8.self)
-            if let hash = text.firstIndex(of: "#") { text = String(text[..<hash]) }
-            var words: [String] = []
-            var current = ""
-            var depth = 0
-            for character in text {
-                if character == "[" { depth += 1 }
-                if character == "]" { depth = max(0, depth - 1) }
-                if (character == " " || character == "\t") && depth == 0 {
-                    if !current.isEmpty { words.append(current); current = "" }
-                } else {
-                    current.append(character)
-                }
-            }
-            if !current.isEmpty { words.append(current) }
-            if !words.isEmpty { result.append((number, words)) }
-        }
-        return result
+        let (lines, complete) = PAMFile.lines(contents)
+        return (lines.map { ($0.number, PAMFile.fields($0.text)) }.filter { !$0.1.isEmpty }, complete)
     }
 
     /// The most rules a service expands to, and the most files it reads:
@@ -117,71 +44,99 @@ public struct StackLint {
     /// expand without end (a fuzzer found the lint taking minutes).
     static let maxExpandedRules = 4096
     static let maxFilesRead = 256
+    /// libpam's limit on substacks within substacks.
+    static let maxSubstackLevel = 16
 
-    /// The auth rules of a service with @include, include and substack
-    /// expanded. A file that includes one already on its own include path
-    /// is not expanded again (libpam would loop until its depth limit).
-    func authRules(_ name: String) -> [Rule] {
+    /// A service's auth stack with @include, include and substack expanded
+    /// as libpam loads them, and what the lint could not follow.
+    struct Expansion {
+        var rules: [Rule] = []
+        var findings: [Finding] = []
         var filesRead = 0
-        return authRules(name, path: [], filesRead: &filesRead)
+        var capped = false
     }
 
-    func authRules(_ name: String, path: [String], filesRead: inout Int) -> [Rule] {
-        guard path.count < 8, !path.contains(name), filesRead < StackLint.maxFilesRead else { return [] }
-        filesRead += 1
-        guard let lines = read(name) else { return [] }
-        var rules: [Rule] = []
+    func authRules(_ name: String) -> [Rule] { expand(name).rules }
+
+    func expand(_ name: String) -> Expansion {
+        var expansion = Expansion()
+        if load(name, level: 0, path: [], into: &expansion) == .incomplete {
+            expansion.findings.append(Finding(severity: "warning", text: "\(name): libpam cannot read this file to its end (a line "
+                + "continued at the end of the file, or longer than \(PAMFile.bufferSize - 1) bytes): every login through it fails"))
+        }
+        if expansion.capped {
+            expansion.findings.append(Finding(severity: "warning", text: "\(name): more than \(StackLint.maxExpandedRules) lines or "
+                + "\(StackLint.maxFilesRead) files: only the first were checked"))
+        }
+        return expansion
+    }
+
+    /// Appends the auth lines of `name` at substack `level`; false when
+    /// libpam could not load the file (it then installs a line that fails
+    /// where the include was). A file that includes one already on its own
+    /// include path is such a failure: libpam would go round until it ran
+    /// out of files.
+    enum Load { case loaded, unreadable, incomplete, refused }
+
+    @discardableResult
+    func load(_ name: String, level: Int, path: [String], into expansion: inout Expansion) -> Load {
+        func note(_ text: String) {
+            let finding = Finding(severity: "warning", text: text)
+            if !expansion.findings.contains(finding) { expansion.findings.append(finding) }
+        }
+        if path.contains(name) {
+            note("\(path.first ?? name): its includes go round in a loop through \(name): libpam fails every login through it")
+            return .refused
+        }
+        if level >= StackLint.maxSubstackLevel {
+            note("\(path.first ?? name): substacks more than \(StackLint.maxSubstackLevel) deep: libpam fails every login through it")
+            return .refused
+        }
+        guard expansion.filesRead < StackLint.maxFilesRead else { expansion.capped = true; return .loaded }
+        expansion.filesRead += 1
+        guard let (lines, complete) = read(name) else { return .unreadable }
         for (number, words) in lines {
-            guard rules.count < StackLint.maxExpandedRules else { break }
-            if words[0] == "@include", words.count > 1 {
-                rules += authRules(words[1], path: path + [name], filesRead: &filesRead)
+            guard expansion.rules.count < StackLint.maxExpandedRules else { expansion.capped = true; break }
+            func failing(_ control: Control) -> Rule { Rule(file: name, line: number, kind: .mustFail, level: level, control: control) }
+            func include(_ target: String, substack: Bool) {
+                if substack { expansion.rules.append(Rule(file: name, line: number, kind: .substack, level: level, control: Control.mustFail)) }
+                switch load(target, level: level + (substack ? 1 : 0), path: path + [name], into: &expansion) {
+                case .loaded: break
+                case .unreadable where words[0] == "@include":
+                    // Debian's @include names a file for every type (often
+                    // common-account, common-session): the lint cannot tell
+                    // what libpam makes of one it cannot read, so it adds
+                    // no line that would fail.
+                    break
+                case .unreadable:
+                    expansion.rules.append(failing(Control.mustFail))
+                    note("\(name):\(number): \(target) cannot be read (missing, or not a regular file): libpam fails every login through this line")
+                case .incomplete:
+                    expansion.rules.append(failing(Control.mustFail))
+                    note("\(target): libpam cannot read this file to its end (a line continued at the end of the file, or longer "
+                         + "than \(PAMFile.bufferSize - 1) bytes): it fails every login through \(name):\(number)")
+                case .refused:
+                    expansion.rules.append(failing(Control.mustFail))
+                }
+            }
+            if words[0] == "@include" {
+                if words.count > 1 { include(words[1], substack: false) }
                 continue
             }
             let type = (words[0].hasPrefix("-") ? String(words[0].dropFirst()) : words[0]).lowercased()
-            guard type == "auth", words.count >= 3 else { continue }
-            if words[1].lowercased() == "include" || words[1].lowercased() == "substack" {
-                rules += authRules(words[2], path: path + [name], filesRead: &filesRead)
+            if ["account", "session", "password"].contains(type) { continue }
+            // An unknown type is taken by libpam as an auth line that fails.
+            let known = type == "auth"
+            guard words.count > 1 else { expansion.rules.append(failing(Control.mustFail)); continue }
+            guard let control = Control(words[1]) else {
+                if known { include(words.count > 2 ? words[2] : "", substack: words[1].lowercased() == "substack") }
                 continue
             }
-            rules.append(Rule(file: name, line: number, control: words[1], module: words[2], arguments: Array(words.dropFirst(3))))
+            guard known, words.count > 2 else { expansion.rules.append(failing(control)); continue }
+            expansion.rules.append(Rule(file: name, line: number, level: level, control: control, module: words[2],
+                                        arguments: Array(words.dropFirst(3))))
         }
-        return Array(rules.prefix(StackLint.maxExpandedRules))
-    }
-
-    /// Whether this rule is a check a failure cannot step over: pam_deny
-    /// that an ignore does not skip, or a password module whose failure
-    /// ends or fails the stack.
-    static func isMandatoryCheck(_ rule: Rule) -> Bool {
-        if rule.moduleName == "pam_deny.so" && rule.action(for: "auth_err") != "ignore" { return true }
-        if StackLint.passwordModules.contains(rule.moduleName) {
-            let onFailure = rule.action(for: "auth_err")
-            // [success=N default=ignore]: a failure goes on, to pam_deny usually.
-            return onFailure == "die" || onFailure == "bad"
-        }
-        return false
-    }
-
-    /// For each index (and the end), whether some rule from there on is a
-    /// mandatory check: one pass from the end instead of a walk per question.
-    static func mandatoryFrom(_ rules: [Rule]) -> [Bool] {
-        var table = [Bool](repeating: false, count: rules.count + 1)
-        for index in stride(from: rules.count - 1, through: 0, by: -1) {
-            table[index] = table[index + 1] || isMandatoryCheck(rules[index])
-        }
-        return table
-    }
-
-    /// Where execution goes after `action` at `index` (nil: the stack ends).
-    /// "bad" records a failure but goes on to the next rule.
-    func landing(_ action: String, from index: Int) -> Int? {
-        switch action {
-        case "ignore", "ok", "bad", "reset": return index + 1
-        case "die", "done": return nil
-        default:
-            // libpam takes only a positive count of rules to skip.
-            if let jump = Int(action), jump > 0 { return index + 1 + jump }
-            return nil
-        }
+        return complete ? .loaded : .incomplete
     }
 
     /// The module's step-aside answer, by libpam's name for it.
@@ -207,40 +162,50 @@ public struct StackLint {
                                "system_err", "ignore", "abort"]
 
     public func serviceFindings(_ name: String) -> [Finding] {
-        let rules = authRules(name)
-        var findings: [Finding] = []
+        let expansion = expand(name)
+        let rules = expansion.rules
+        let paths = StackPaths(rules)
+        var findings = expansion.findings
         func error(_ rule: Rule, _ text: String) { findings.append(Finding(severity: "error", text: "\(rule.location): \(text)")) }
         // Tables over the rules, each built in one pass, so that a service
         // of thousands of rules is checked in time linear in its size.
         let count = rules.count
-        let mandatory = StackLint.mandatoryFrom(rules)
         var passwordModulesBefore = [Int](repeating: 0, count: count + 1)
         var authsuccFrom = [Bool](repeating: false, count: count + 1)
         for index in 0..<count {
             passwordModulesBefore[index + 1] = passwordModulesBefore[index]
-                + (StackLint.passwordModules.contains(rules[index].moduleName) ? 1 : 0)
+                + (rules[index].kind == .module && StackLint.passwordModules.contains(rules[index].moduleName) ? 1 : 0)
         }
         for index in stride(from: count - 1, through: 0, by: -1) {
             authsuccFrom[index] = authsuccFrom[index + 1] || rules[index].isAuthsucc
         }
         func passwordModules(_ range: Range<Int>) -> Int { passwordModulesBefore[range.upperBound] - passwordModulesBefore[range.lowerBound] }
+        func answer(_ code: String) -> Int { Control.answerNames.firstIndex(of: code)! }
+        for rule in rules where rule.kind != .substack {
+            if let problem = rule.control.problem {
+                findings.append(Finding(severity: rule.isLocalAuth ? "error" : "warning", text: "\(rule.location): libpam cannot read "
+                    + "this control (\(problem)) and takes every answer, success too, as a failure: nobody gets in through this line"))
+            }
+        }
+        if paths.canReset {
+            findings.append(Finding(severity: "warning", text: "\(name): a line can answer 'reset', which forgets the failures "
+                + "recorded before it: the lint then asks every way on to meet a password check of its own"))
+        }
         for (index, rule) in rules.enumerated() where rule.isLocalAuth && !rule.isAuthsucc {
             let biometrics = rule.arguments.contains("policy=biometrics")
-            if rule.control.lowercased() == "sufficient" || rule.control.lowercased().contains("=done") {
+            if rule.answers.contains(where: { rule.control.action($0) == .done }) {
                 error(rule, "'done' on the pam_localauth.so line ends the whole service when the file is included; jump with success=N")
             }
-            // Every way past the module must meet a mandatory password check:
-            // on a line that ignores a failure, nothing the module (or any
-            // module) returns can fail the stack.
-            for (code, meaning) in StackLint.moduleFailures {
+            // Every way past the module must check a credential or record a
+            // failure before the stack ends: otherwise the lines before the
+            // module decide, and they may all have succeeded.
+            for (code, meaning) in StackLint.moduleFailures where paths.isOpen(paths.outcome(index, answer(code))) {
                 let action = rule.action(for: code)
-                guard action != "bad", let next = landing(action, from: index) else { continue }
-                if !(next < count && mandatory[next]) {
-                    error(rule, "when the module \(meaning) it answers \(code), which this line turns into '\(action)' and the stack "
-                          + "goes on to only optional modules: it would succeed on the lines before it with no match and no password; "
-                          + "add a mandatory password module or pam_deny.so after it")
-                    break
-                }
+                error(rule, "when the module \(meaning) it answers \(code), which this line turns into '\(action)', and from there "
+                      + "the stack can reach its end with no password asked and no failure recorded (only optional modules, or a jump "
+                      + "past the password line): it would succeed on the lines before it with no match and no password; "
+                      + "add a mandatory password module or pam_deny.so after it")
+                break
             }
             // Where the step-aside fails the stack, say what that costs.
             let onStepAside = rule.action(for: StackLint.stepAside)
@@ -250,8 +215,8 @@ public struct StackLint {
                     + "it answers \(StackLint.stepAside), which this line turns into '\(onStepAside)': nobody gets in here that way, "
                     + "not even with the right password; write \(StackLint.stepAside)=ignore (or a jump) to let the password module decide"))
             }
-            if let successLanding = landing(rule.action(for: "success"), from: index), successLanding < rules.count,
-               rules[successLanding].moduleName == "pam_deny.so" {
+            let successNext = paths.next(paths.outcome(index, Control.success))
+            if let landing = successNext, rules[landing].moduleName == "pam_deny.so" {
                 error(rule, "success jumps onto pam_deny.so: every match and correct password would fail")
             }
             if !biometrics {
@@ -259,17 +224,17 @@ public struct StackLint {
                 // stack: going on to the password line would give an uncounted
                 // guess and bypass the back-off (R3, R9).
                 for code in ["auth_err", "conv_err", "system_err"] {
-                    let action = rule.action(for: code)
-                    let landsOnDeny = landing(action, from: index).map { $0 < rules.count && rules[$0].moduleName == "pam_deny.so" } ?? false
-                    if action != "die" && !landsOnDeny {
-                        error(rule, "policy owner: \(code) must end the stack (default=die); here it is '\(action)', which lets the password line give an uncounted guess")
+                    let action = rule.control.action(named: code)
+                    let next = paths.next(paths.outcome(index, answer(code)))
+                    let landsOnDeny = next.map { rules[$0].moduleName == "pam_deny.so" } ?? false
+                    if action != .die && !landsOnDeny {
+                        error(rule, "policy owner: \(code) must end the stack (default=die); here it is '\(action.word)', which lets the password line give an uncounted guess")
                         break
                     }
                 }
-                if let successLanding = landing(rule.action(for: "success"), from: index), successLanding <= count {
-                    if passwordModules((index + 1)..<successLanding) == 0, passwordModules(successLanding..<count) > 0 {
-                        findings.append(Finding(severity: "warning", text: "\(rule.location): success does not jump past the password module, which will ask again"))
-                    }
+                let successLanding = successNext ?? count
+                if successLanding > index, passwordModules((index + 1)..<successLanding) == 0, passwordModules(successLanding..<count) > 0 {
+                    findings.append(Finding(severity: "warning", text: "\(rule.location): success does not jump past the password module, which will ask again"))
                 }
             }
             if biometrics && !authsuccFrom[index + 1] {
@@ -282,11 +247,11 @@ public struct StackLint {
         // R11: an authsucc line must be reachable only through a password
         // module's success. Every jump is listed once, by where it lands.
         var jumpsInto: [Int: [(source: Int, code: String)]] = [:]
-        for (index, source) in rules.enumerated() {
+        for (index, source) in rules.enumerated() where source.kind != .substack {
             for code in ["success"] + StackLint.failureCodes {
-                guard let jump = Int(source.action(for: code)), jump > 0, index + 1 + jump < count,
-                      rules[index + 1 + jump].isAuthsucc else { continue }
-                jumpsInto[index + 1 + jump, default: []].append((index, code))
+                guard case .jump(let count) = source.control.action(named: code), let landing = paths.jumpLanding(from: index, count),
+                      landing < rules.count, rules[landing].isAuthsucc else { continue }
+                jumpsInto[landing, default: []].append((index, code))
             }
         }
         for (target, rule) in rules.enumerated() where rule.isAuthsucc {
@@ -295,7 +260,7 @@ public struct StackLint {
                       + "'\(rule.action(for: StackLint.stepAside))': every login that reaches it would fail; make it optional")
             }
             let previous = target > 0 ? rules[target - 1] : nil
-            if previous == nil || previous!.moduleName != "pam_deny.so" || !previous!.failureDies {
+            if previous == nil || previous!.kind != .module || previous!.moduleName != "pam_deny.so" || !previous!.failureDies {
                 error(rule, "the authsucc line must follow 'auth requisite pam_deny.so', so that only a jump from the password module's success reaches it (R11)")
             }
             for (index, code) in jumpsInto[target] ?? [] where index < target - 1 {
@@ -348,8 +313,12 @@ public struct StackLint {
     }
 
     public func passcodeServiceFindings(_ name: String) -> [Finding] {
-        guard let lines = read(name) else { return [Finding(severity: "error", text: "\(name): missing or unreadable")] }
+        guard let (lines, complete) = read(name) else { return [Finding(severity: "error", text: "\(name): missing or unreadable")] }
         var findings: [Finding] = []
+        if !complete {
+            findings.append(Finding(severity: "error", text: "\(name): libpam cannot read this file to its end (a line continued at "
+                + "the end of the file, or longer than \(PAMFile.bufferSize - 1) bytes): the passcode check always fails"))
+        }
         var passwordModules = 0
         for (number, words) in lines {
             let control = words.count > 1 ? words[1].lowercased() : ""
@@ -358,14 +327,20 @@ public struct StackLint {
                 continue
             }
             let type = (words[0].hasPrefix("-") ? String(words[0].dropFirst()) : words[0]).lowercased()
-            guard type == "auth", words.count >= 3 else { continue }
-            let rule = Rule(file: name, line: number, control: words[1], module: words[2], arguments: Array(words.dropFirst(3)))
+            guard type == "auth", words.count >= 3, let parsed = Control(words[1]) else { continue }
+            let rule = Rule(file: name, line: number, level: 0, control: parsed, module: words[2], arguments: Array(words.dropFirst(3)))
             if StackLint.forbiddenInPasscodeService.contains(rule.moduleName) {
                 findings.append(Finding(severity: "error", text: "\(rule.location): \(rule.moduleName) must not be in the passcode service: it could stand in for the password"))
             }
             // A success that ends or skips the stack could pass a wrong passcode.
-            let onSuccess = rule.action(for: "success")
-            if onSuccess == "done" || Int(onSuccess) != nil || StackLint.failureCodes.contains(where: { Int(rule.action(for: $0)) != nil }) {
+            let skips = rule.answers.contains { answer in
+                switch rule.control.action(answer) {
+                case .jump, .reset: return true
+                case .done: return answer == Control.success || answer == Control.newAuthtokRequired
+                default: return false
+                }
+            }
+            if skips {
                 findings.append(Finding(severity: "error", text: "\(rule.location): no jumps, 'sufficient' or 'done' in the passcode service: every line must be able to fail the check"))
             }
             if StackLint.passwordModules.contains(rule.moduleName) {

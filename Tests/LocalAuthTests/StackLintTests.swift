@@ -51,7 +51,10 @@ final class StackLintTests: XCTestCase {
             reads.count += 1
             return files[name].map { Array($0.utf8) }
         }
-        XCTAssertEqual(counting.serviceFindings("sudo"), [], "no localauth line: nothing to report")
+        let findings = counting.serviceFindings("sudo")
+        XCTAssertEqual(errors(findings), [], "no localauth line: nothing wrong with it")
+        XCTAssertTrue(findings.contains { $0.text.contains("go round in a loop") }, "\(findings)")
+        XCTAssertLessThanOrEqual(findings.count, 16, "each thing said once: \(findings)")
         XCTAssertLessThanOrEqual(reads.count, 256, "bounded, not 10^8 expansions")
         let looping = ["sudo": "auth include sudo\n" + owner + "\nauth optional pam_permit.so\n"]
         XCTAssertEqual(errors(lint(looping).serviceFindings("sudo")).count, 1, "still judged: nothing mandatory after the module")
@@ -73,13 +76,14 @@ final class StackLintTests: XCTestCase {
         XCTAssertTrue(findings.allSatisfy { $0.severity == "error" || $0.severity == "warning" })
     }
 
-    /// libpam takes only positive jumps; a negative one is no way back up
-    /// the stack (and once indexed the rules before the first one).
+    /// libpam takes only positive jumps: a negative one is a control it
+    /// cannot read, and it then takes every answer as a failure.
     func testNegativeJumpsAreNotFollowed() {
         let files = ["sudo": "auth [success=-3 default=-2] pam_localauth.so\nauth requisite pam_deny.so\n"
                      + "auth [success=-1 default=ignore] pam_unix.so\nauth required pam_localauth.so authsucc\n"]
         let findings = errors(lint(files).serviceFindings("sudo"))
-        XCTAssertTrue(findings.contains { $0.contains("auth_err must end the stack") }, "\(findings)")
+        XCTAssertTrue(findings.contains { $0.hasPrefix("sudo:1: libpam cannot read this control") }, "\(findings)")
+        XCTAssertEqual(Control("[success=-3 default=-2]")?.actions, [Action](repeating: .bad, count: 32))
     }
 
     func testStacksThatWeakenThePolicy() {
@@ -87,7 +91,7 @@ final class StackLintTests: XCTestCase {
             ("done on the module line", "auth sufficient pam_localauth.so\n" + passwordLines, "'done' on the pam_localauth.so line"),
             ("only optional modules past the module",
              "auth [success=1 ignore=ignore authinfo_unavail=ignore default=die] pam_localauth.so\nauth optional pam_permit.so\n",
-             "goes on to only optional modules"),
+             "can reach its end with no password asked"),
             ("owner without default=die",
              "auth [success=2 default=ignore] pam_localauth.so\n" + passwordLines, "must end the stack (default=die)"),
             ("success onto pam_deny",
@@ -112,6 +116,112 @@ final class StackLintTests: XCTestCase {
             let found = errors(lint(["svc": stack]).serviceFindings("svc"))
             XCTAssertTrue(found.contains { $0.contains(expected) }, "\(name): \(found)")
         }
+    }
+
+    /// Stacks that grant with no credential when libpam runs them, each
+    /// written so that a lint reading the file more simply than libpam
+    /// (the first of two settings, spaces around `=`, one physical line at
+    /// a time, a substack flattened, "some password line later") would
+    /// have found nothing wrong.
+    func testStacksThatLibpamReadsDifferentlyFromAQuickReading() {
+        let before = "auth required pam_succeed_if.so user != root quiet_success\n"
+        let rows: [(String, [String: String])] = [
+            ("the later of two settings wins",
+             ["svc": before + "auth [success=ok authinfo_unavail=bad default=die authinfo_unavail=ignore] pam_localauth.so\n"]),
+            ("the first default fills what is not set",
+             ["svc": before + "auth [success=ok default=ignore default=die] pam_localauth.so\n"]),
+            ("spaces around the equals sign",
+             ["svc": before + "auth [success = ok default = ignore] pam_localauth.so\n"]),
+            ("a line continued with a backslash",
+             ["svc": before + "auth [success=ok default=ignore] \\\n   # a comment inside\n\n   pam_localauth.so\n"]),
+            ("a jump counts a substack as one line",
+             ["svc": before + "auth [success=3 authinfo_unavail=2 default=die] pam_localauth.so\nauth substack extras\n"
+                     + "auth required pam_unix.so\nauth optional pam_permit.so\n",
+              "extras": "auth optional pam_env.so\nauth optional pam_env.so\nauth optional pam_env.so\n"]),
+            ("a later line's jump skips the password line",
+             ["svc": before + "auth [success=3 authinfo_unavail=ignore default=die] pam_localauth.so\nauth [default=1] pam_env.so\n"
+                     + "auth required pam_unix.so\nauth optional pam_permit.so\n"]),
+            ("a sufficient line ends the substack before its password line",
+             ["svc": before + "auth substack inner\nauth optional pam_permit.so\n",
+              "inner": "auth [success=done authinfo_unavail=ignore default=die] pam_localauth.so\nauth sufficient pam_permit.so\n"
+                       + "auth required pam_unix.so\n"]),
+        ]
+        for (name, files) in rows {
+            let found = errors(lint(files).serviceFindings("svc"))
+            XCTAssertTrue(found.contains { $0.contains("can reach its end with no password asked") }, "\(name): \(found)")
+        }
+        // The same shapes with the password line where libpam will run it.
+        let safe: [(String, [String: String])] = [
+            ("the later setting fails the stack",
+             ["svc": before + "auth [success=ok authinfo_unavail=ignore default=die authinfo_unavail=bad] pam_localauth.so\n"]),
+            ("a jump past the substack onto the password line",
+             ["svc": before + "auth [success=3 authinfo_unavail=1 default=die] pam_localauth.so\nauth substack extras\n"
+                     + "auth required pam_unix.so\nauth optional pam_permit.so\n",
+              "extras": "auth optional pam_env.so\nauth optional pam_env.so\nauth optional pam_env.so\n"]),
+            ("a jump too far is a failure in libpam",
+             ["svc": before + "auth [success=ok authinfo_unavail=9 default=die] pam_localauth.so\nauth optional pam_permit.so\n"]),
+            ("an include that cannot be read fails every login",
+             ["svc": before + "auth [success=ok authinfo_unavail=ignore default=die] pam_localauth.so\nauth include missing\n"]),
+        ]
+        for (name, files) in safe {
+            let found = errors(lint(files).serviceFindings("svc"))
+            XCTAssertFalse(found.contains { $0.contains("can reach its end") }, "\(name): \(found)")
+        }
+    }
+
+    /// The control field as libpam's parser reads it.
+    func testControlsAreReadAsLibpamReadsThem() {
+        let allBad = [Action](repeating: .bad, count: 32)
+        let rows: [(String, [(String, Action)]?)] = [
+            ("required", [("success", .ok), ("ignore", .ignore), ("auth_err", .bad), ("new_authtok_reqd", .ok)]),
+            ("REQUISITE", [("success", .ok), ("ignore", .ignore), ("authinfo_unavail", .die)]),
+            ("sufficient", [("success", .done), ("ignore", .ignore), ("auth_err", .ignore)]),
+            ("optional", [("success", .ok), ("auth_err", .ignore)]),
+            ("[success=2 default=ignore]", [("success", .jump(2)), ("auth_err", .ignore)]),
+            ("[default=die success=ok]", [("success", .ok), ("conv_err", .die)]),
+            ("[success=ok success=bad]", [("success", .bad), ("auth_err", .bad)]),
+            ("[default=ignore default=die]", [("auth_err", .ignore)]),
+            ("[ success =\tok  default= die ]", [("success", .ok), ("auth_err", .die)]),
+            ("[success=1default=ignore]", [("success", .jump(1)), ("auth_err", .ignore)]),
+            ("[Success=ok default=ignore]", nil),
+            ("[success=okay]", nil),
+            ("[success=0]", nil),
+            ("[sucess=ok]", nil),
+            ("[success=ok auth_err]", nil),
+            ("requird", nil),
+        ]
+        for (text, expected) in rows {
+            let control = Control(text)!
+            if let expected {
+                XCTAssertNil(control.problem, text)
+                for (answer, action) in expected { XCTAssertEqual(control.action(named: answer), action, "\(text) \(answer)") }
+            } else {
+                XCTAssertNotNil(control.problem, text)
+                XCTAssertEqual(control.actions, allBad, text)
+            }
+        }
+        XCTAssertNil(Control("Include"))
+        XCTAssertNil(Control("substack"))
+    }
+
+    /// Lines as libpam's line reader assembles them.
+    func testFilesAreReadIntoLinesAsLibpamReadsThem() {
+        func lines(_ text: String) -> [String] { PAMFile.lines(Array(text.utf8)).lines.map { String(decoding: $0.text, as: UTF8.self) } }
+        func fields(_ text: String) -> [[String]] { PAMFile.lines(Array(text.utf8)).lines.map { PAMFile.fields($0.text) } }
+        XCTAssertEqual(fields("auth required \\\n  pam_unix.so nullok\n"), [["auth", "required", "pam_unix.so", "nullok"]])
+        XCTAssertEqual(fields("auth required \\  \t\n\n# note\n  pam_unix.so\n"), [["auth", "required", "pam_unix.so"]])
+        XCTAssertEqual(fields("auth required pam_unix.so # \\\nauth optional pam_env.so\n"),
+                       [["auth", "required", "pam_unix.so"], ["auth", "optional", "pam_env.so"]], "a comment ends the line, backslash or not")
+        XCTAssertEqual(fields("auth [success=1 \\] default=ignore]pam_unix.so arg"), [["auth", "[success=1 ] default=ignore]", "pam_unix.so", "arg"]])
+        XCTAssertEqual(PAMFile.lines(Array("auth required pam_unix.so\nauth required \\\n".utf8)).complete, false, "continued at the end")
+        XCTAssertEqual(PAMFile.lines(Array("auth required pam_unix.so".utf8)).complete, true, "a last line without a newline")
+        // 1023 bytes at a time: the rest of a longer line is a line of its own.
+        let long = "auth required pam_env.so " + String(repeating: "x", count: 1023 - 25) + "auth sufficient pam_permit.so\n"
+        XCTAssertEqual(fields(long).map { Array($0.prefix(3)) }, [["auth", "required", "pam_env.so"], ["auth", "sufficient", "pam_permit.so"]])
+        XCTAssertEqual(lines("auth required pam_unix.so\u{0}auth sufficient pam_permit.so\n"), ["auth required pam_unix.so"], "a NUL ends the text")
+        XCTAssertEqual(PAMFile.lines(Array("auth required \\\n".utf8) + [UInt8](repeating: 0x78, count: 1007) + Array("\\\nx\n".utf8)).complete,
+                       false, "a joined line that fills the buffer")
+        XCTAssertEqual(PAMFile.lines(Array("a\n\n  # c\nb \\\n c\n".utf8)).lines.map(\.number), [1, 4])
     }
 
     /// What the lint tells an administrator comes from the result table:

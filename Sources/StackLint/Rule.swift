@@ -1,0 +1,79 @@
+// One `auth` entry of an expanded stack, as libpam's dispatcher holds it:
+// a module line, the mark where a substack begins, or a line libpam
+// installs only to fail.
+
+struct Rule {
+    enum Kind: Equatable {
+        /// A module line.
+        case module
+        /// Where a `substack` begins; its lines follow one level deeper.
+        /// libpam skips the mark when it runs the stack and counts the
+        /// whole substack as one line when a jump passes over it.
+        case substack
+        /// A line libpam cannot use (an include it cannot read, a line
+        /// with no module or an unknown type): it answers perm_denied.
+        case mustFail
+    }
+
+    let file: String
+    let line: Int
+    let kind: Kind
+    /// How many substacks deep the line is (0: the service's own stack).
+    let level: Int
+    let control: Control
+    let module: String
+    let arguments: [String]
+    /// Worked out once: the checks ask them of every rule many times.
+    let moduleName: String
+    /// The answers this line's module can give, by libpam number.
+    let answers: [Int]
+    /// Whether this module's success is a credential: a password, a
+    /// finger or a key was checked.
+    let successIsCredential: Bool
+
+    init(file: String, line: Int, kind: Kind = .module, level: Int, control: Control, module: String = "", arguments: [String] = []) {
+        self.file = file
+        self.line = line
+        self.kind = kind
+        self.level = level
+        self.control = control
+        self.module = module
+        self.arguments = arguments
+        let name = String(module.split(separator: "/").last ?? Substring(module))
+        moduleName = name
+        let localAuth = kind == .module && name == "pam_localauth.so"
+        let authsucc = localAuth && arguments.contains("authsucc")
+        switch kind {
+        case .substack: answers = []
+        case .mustFail: answers = [Control.permissionDenied]
+        case .module:
+            if authsucc {
+                answers = [Control.answerNames.firstIndex(of: StackLint.stepAside)!]
+            } else if localAuth {
+                answers = [Control.success] + StackLint.moduleFailures.compactMap { Control.answerNames.firstIndex(of: $0.code) }
+            } else if name == "pam_deny.so" {
+                answers = [Control.authError]
+            } else if name == "pam_permit.so" {
+                answers = [Control.success]
+            } else if StackLint.passwordModules.contains(name) && !arguments.contains(where: { $0.hasPrefix("ignore_") }) {
+                // Password modules answer PAM_IGNORE only when told to
+                // (pam_sss's ignore_unknown_user, ignore_authinfo_unavail).
+                answers = Array(0..<Control.incomplete).filter { $0 != Control.ignoreAnswer }
+            } else {
+                // Any answer; PAM_INCOMPLETE only pauses the stack.
+                answers = Array(0..<Control.incomplete)
+            }
+        }
+        successIsCredential = kind == .module
+            && ((localAuth && !authsucc) || StackLint.passwordModules.contains(name) || StackLint.otherCredentialModules.contains(name))
+    }
+
+    var isLocalAuth: Bool { kind == .module && moduleName == "pam_localauth.so" }
+    var isAuthsucc: Bool { isLocalAuth && arguments.contains("authsucc") }
+    var location: String { "\(file):\(line)" }
+
+    /// libpam's word for what this line does with the answer `code`.
+    func action(for code: String) -> String { control.action(named: code).word }
+
+    var failureDies: Bool { control.action(Control.authError) == .die }
+}
