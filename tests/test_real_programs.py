@@ -455,6 +455,41 @@ def test_sudo_lockout_persists_into_the_next_sudo_until_the_password(w, rig, ter
     assert again.text == transcript(INSTRUCTION, ID_ROOT)
 
 
+def test_sudo_retries_do_not_let_a_misplaced_authsucc_line_reset_the_misses(w, rig, term):
+    """An administrator puts the authsucc line first, before the biometrics
+    line, as well as in its place (the lint calls this an error). sudo's own
+    loop (passwd_tries=3) runs the stack three times on one PAM handle, so
+    the module's note that it prompted outlives each run; the first line of
+    the next run must not take a wrong password's run as earning a reset.
+    libpam clears PAM_AUTHTOK when each run begins: the line resets only when
+    a password module set it in the same run. Run 1: three misses, a wrong
+    password; run 2: two misses (F = 5, locked), a wrong password; run 3:
+    locked, a wrong password. Without that check run 2 reset F to 0 and
+    offered three more fingerprint tries."""
+    module = f"{MODULE} state_dir={w.state} conf={w.base / 'localauth.conf'}"
+    stack = (f"auth optional {module} authsucc\n"
+             f"auth [success=3 conv_err=die default=ignore] {module} policy=biometrics\n"
+             "auth [success=1 default=die] pam_unix.so\n"
+             "auth requisite pam_deny.so\n"
+             f"auth optional {module} authsucc\n"
+             "auth required pam_permit.so\n")
+    shipped = (w.pamd / "sudo").read_text()
+    (w.pamd / "sudo").write_text(stack + "".join(line + "\n" for line in shipped.splitlines() if not line.startswith("auth")
+                                                 and "pam_localauth" not in line))
+    try:
+        rig.feed([MISS] * 5)
+        t = sudo_id(term)
+        for n in range(3):
+            t.expect(f"password for {USER}: ")
+            t.type(f"wrong-{n}\n")
+        assert t.finish() == 1
+        assert fed(rig) == [MISS] * 5
+        assert t.text.count(NOT_RECOGNIZED_LAST) == 5 and t.text.count(LOCKED) == 2, t.text
+        assert w.counts() == (5, 0)   # pam_unix's wrong passwords are not the module's to count
+    finally:
+        (w.pamd / "sudo").write_text(shipped)
+
+
 @pytest.mark.stop_proof
 def test_sudo_ctrl_c_before_the_first_failure_cancels_uncharged(w, rig, term):
     """The instruction is shown once the sensor is claimed and SIGINT blocked:

@@ -183,7 +183,12 @@ public func localauthAccountManagement(_ pamh: OpaquePointer?, _ flags: Int32, _
 }
 
 /// R11: reached only through the password module's success; resets the
-/// counters only when this module's own authenticate ran for the same uid.
+/// counters only when this module's own authenticate ran for the same uid
+/// and a module set `PAM_AUTHTOK` in this run of the stack (libpam clears it
+/// when each pam_authenticate begins). The marker alone outlives a run: sudo
+/// calls pam_authenticate up to three times on one handle, and an authsucc
+/// line placed before the password line would otherwise reset, in the next
+/// run, the misses of a run whose password was wrong.
 /// The line only records: it is no credential, so it never answers success
 /// (under `sufficient` that would end the stack as granted) and always
 /// steps aside; its line is `optional`.
@@ -192,6 +197,10 @@ func resetAfterPasswordModule(_ handle: PAMHandle, options: Options, log: PAMLog
     guard case .name(let name) = handle.userName(), let target = Syscalls.lookupUser(name),
           let marked = handle.marker(), marked == target.uid else {
         log.log(.notice, "authsucc without a matching earlier prompt in this transaction; nothing reset")
+        return ResultTable.stepAside.rawValue
+    }
+    guard handle.authTokenIsSet else {
+        log.log(.notice, "authsucc before any password in this run of the stack; nothing reset (the line belongs after the password module)")
         return ResultTable.stepAside.rawValue
     }
     var ledger = makeSystemLedger(options, log: log)

@@ -89,6 +89,14 @@ struct LibPAMHandle {
         _ = secret.withCString { pam_set_item(raw, PAM_AUTHTOK, UnsafeRawPointer($0)) }
     }
 
+    /// Whether a module set `PAM_AUTHTOK` in this run of the stack: libpam
+    /// clears it when each pam_authenticate begins and ends. (Its text may
+    /// have been wiped since; only that it was set is asked.)
+    func authTokenIsSet() -> Bool {
+        var item: UnsafeRawPointer? = nil
+        return pam_get_item(raw, PAM_AUTHTOK, &item) == PAM_SUCCESS && item != nil
+    }
+
     func requestFailDelay(microseconds: UInt32) {
         _ = pam_fail_delay(raw, microseconds)
     }

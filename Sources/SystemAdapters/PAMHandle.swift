@@ -39,6 +39,10 @@ public struct PAMHandle {
         handle.setAuthToken(secret)
     }
 
+    /// Whether a module of this run of the stack set `PAM_AUTHTOK` (a
+    /// password module that asked).
+    public var authTokenIsSet: Bool { handle.authTokenIsSet() }
+
     /// The failure delay asked after a charged wrong passcode.
     public static let failDelayMicroseconds: UInt32 = 2_000_000
 
