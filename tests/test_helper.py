@@ -676,6 +676,53 @@ def test_a_full_state_filesystem_does_not_refuse_a_first_helper(w):
     assert not any("too many prompts" in text for text in run.texts()), run
 
 
+def test_a_full_state_filesystem_keeps_the_bound_with_reserve_slots(w, helpers):
+    """A helper that ran while there was room left reserve slot files in
+    helpers/. Once every inode is taken, a user who never ran the helper
+    before has no slot file and none can be made: reserves are renamed into
+    that user's slots (a rename needs no inode), so four helpers run, a
+    fifth is refused as on a roomy disk, and the right password unlocks."""
+    seed = w.base / "reserve-seed"
+    subprocess.run(["sh", "-ec", f"rm -rf {seed}; mkdir -p {seed}; cp -a {w.state}/. {seed}/; "
+                    f"mount -t tmpfs -o size=8m,nr_inodes=96,mode=0700 none {w.state}; cp -a {seed}/. {w.state}/"],
+                   check=True, timeout=30)
+    try:
+        first = helpers(uid=OTHER_UID)
+        first.ask(user=OTHER)
+        read_frame(first.sock)
+        first.close()
+        reserves = sorted(p.name for p in (w.state / "helpers").iterdir() if p.name.startswith("reserve."))
+        assert len(reserves) == 8, reserves
+        filler = 0
+        while True:
+            try:
+                (w.state / f"filler-{filler}").touch()
+            except OSError:
+                break
+            filler += 1
+        assert not (w.state / "helpers" / f"{UID}-0.lock").exists()
+        waiting = []
+        for _ in range(4):
+            h = helpers()
+            h.ask()
+            assert read_frame(h.sock) == (PROMPT_OFF, FIRST_PROMPT.encode())
+            waiting.append(h)
+        fifth = helpers()
+        assert fifth.proc.wait(timeout=5) == 1
+        assert read_frame(fifth.sock)[0] == HELLO
+        messages, result = converse(fifth.sock)
+        assert messages == [(ERROR_TEXT, "localauth-helper: too many prompts at once for this account")]
+        assert sorted(p.name for p in (w.state / "helpers").iterdir() if p.name.startswith(f"{UID}-")) == \
+            [f"{UID}-{i}.lock" for i in range(4)]
+        for h in waiting:
+            h.close()
+        run = unlock(w, [PASSWORD])
+        assert run.code == PAM_SUCCESS, run
+    finally:
+        subprocess.run(["umount", "-l", str(w.state)], timeout=30)
+        subprocess.run(["sh", "-ec", f"cp -a {seed}/. {w.state}/"], timeout=30)
+
+
 def test_helper_runs_at_most_four_prompts_per_user(w, helpers):
     """Each waiting helper holds a system-bus connection billed to root: a
     fifth one for the same user is refused before it connects."""

@@ -348,17 +348,26 @@ struct HelperSession {
 /// `helpers/`, held until the helper exits.
 enum HelperSlots {
     static let perCaller = 4
+    /// Slot files made ahead while there is room. A caller whose own slot
+    /// file cannot be made (no free inodes: another user filled the
+    /// filesystem) gets a reserve renamed into it, which needs no inode,
+    /// so the bound holds on a full filesystem too, as far as reserves go.
+    static let reserveCount = 8
 
     enum Taken: Equatable {
         /// This descriptor holds the slot until the process exits.
         case held(Int32)
-        /// Every slot exists and another helper holds it.
+        /// Every slot the caller has is held by another helper (and no
+        /// more can be made).
         case allTaken
-        /// The directory or a slot file cannot be used (no free inodes,
-        /// say): the bound cannot be told, and a right password must not be
-        /// refused for that; the state store's own checks decide.
+        /// Not one slot file can be had for the caller (no room and no
+        /// reserve left, or the directory unusable): the bound cannot be
+        /// told, and a right password must not be refused for that; the
+        /// state store's own checks decide.
         case unavailable
     }
+
+    static func reserveName(_ index: Int) -> [UInt8] { literalBytes("reserve.") + utf8Bytes(String(index)) }
 
     static func take(stateDir: [UInt8], callerUID: UInt32) -> Taken {
         guard let parts = TrustedPath.parts(stateDir),
@@ -369,16 +378,39 @@ enum HelperSlots {
         guard let slots = try? Syscalls.open(at: state, name, .directory) else { return .unavailable }
         defer { Syscalls.close(slots) }
         guard let facts = try? Syscalls.facts(slots), facts.owner == 0, facts.mode & 0o077 == 0 else { return .unavailable }
-        var unusable = false
+        makeReserves(slots)
+        var existing = 0
         for index in 0..<perCaller {
-            guard let fd = try? Syscalls.open(at: slots, utf8Bytes("\(callerUID)-\(index).lock"), .lockFile) else {
-                unusable = true
-                continue
-            }
+            let slot = utf8Bytes("\(callerUID)-\(index).lock")
+            var opened = try? Syscalls.open(at: slots, slot, .lockFile)
+            if opened == nil && placeReserve(slots, as: slot) { opened = try? Syscalls.open(at: slots, slot, .lockFile) }
+            guard let fd = opened else { continue }
+            existing += 1
             if (try? Syscalls.tryLockExclusive(fd)) == true { return .held(fd) }
             Syscalls.close(fd)
         }
-        return unusable ? .unavailable : .allTaken
+        return existing == 0 ? .unavailable : .allTaken
+    }
+
+    /// Makes the reserves that are missing, while there is room for them.
+    static func makeReserves(_ slots: Int32) {
+        for index in 0..<reserveCount where (try? Syscalls.facts(at: slots, reserveName(index))) == nil {
+            if let fd = try? Syscalls.open(at: slots, reserveName(index), .lockFile) { Syscalls.close(fd) }
+        }
+    }
+
+    /// Renames a reserve to `slot`, which is missing; true when `slot` is
+    /// there now (another helper may have put one there meanwhile).
+    static func placeReserve(_ slots: Int32, as slot: [UInt8]) -> Bool {
+        for index in 0..<reserveCount {
+            do throws(Errno) {
+                try Syscalls.renameWithoutReplacing(in: slots, from: reserveName(index), to: slot)
+                return true
+            } catch {
+                if error == .exists { return true }
+            }
+        }
+        return false
     }
 }
 
