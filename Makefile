@@ -144,7 +144,7 @@ unit-test:
 	swift test
 
 integration-test: test-artifacts
-	$(PYTHON) -m pytest -q tests
+	tools/isolated $(PYTHON) -m pytest -q tests
 
 test: unit-test integration-test check-quick
 

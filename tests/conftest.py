@@ -1,6 +1,11 @@
 """Fixtures of the integration tests; the helpers they use live in
 pamenv.py (the PAM world) and fprint_rig.py (fprintd)."""
+import os
+import re
+import shutil
 import signal
+import time
+from pathlib import Path
 
 import pytest
 
@@ -41,6 +46,98 @@ def logind(rig):
         yield mock
 
 
+# ---- what a test file leaves behind ------------------------------------------
+#
+# A test that starts a process kills it, and one that mounts unmounts. The
+# check is per test file, after its fixtures of every scope are gone: a
+# process started by the file and still running (the suite is the child
+# subreaper, so even a daemon that left its parent is found as ours), a
+# mount left in the suite's namespace, or a new entry in /tmp fails the
+# file's last test. pam_wrapper cannot remove its /tmp/pam.X directory when
+# its process is killed, which the signal tests do on purpose: those
+# directories, of processes that are gone, are removed here instead.
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _become_subreaper():
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _our_processes():
+    """{(pid, start time): command} of the suite's live descendants."""
+    parents, facts = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                command = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if fields[0] in "ZXx":
+            continue
+        parents[int(entry)] = int(fields[1])
+        facts[int(entry)] = (fields[19], command)
+    me = os.getpid()
+    ours = {}
+    for pid in parents:
+        ancestor, steps = parents.get(pid), 0
+        while ancestor not in (None, 0, 1, me) and steps < 64:
+            ancestor, steps = parents.get(ancestor), steps + 1
+        if ancestor == me and pid != me:
+            ours[(pid, facts[pid][0])] = facts[pid][1]
+    return ours
+
+
+def _mounts():
+    with open("/proc/self/mountinfo") as f:
+        return {" ".join(line.split()[3:5]) for line in f}
+
+
+def _wrapper_dir_is_stale(path):
+    try:
+        pid = int((path / "pid").read_text().strip() or "0")
+    except (OSError, ValueError):
+        pid = 0
+    return pid == 0 or not os.path.exists(f"/proc/{pid}")
+
+
+def _tmp_entries():
+    return {entry for entry in os.listdir("/tmp") if not entry.startswith("pytest-of-")}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def leaves_nothing_behind():
+    processes, mounts, tmp = _our_processes(), _mounts(), _tmp_entries()
+    yield
+    deadline = time.monotonic() + 5   # a killed process may still be on its way out
+    while True:
+        left = {key: command for key, command in _our_processes().items() if key not in processes}
+        if not left or time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)  # polling a condition, bounded by the deadline
+    for entry in _tmp_entries() - tmp:
+        path = Path("/tmp") / entry
+        if re.fullmatch(r"pam\.[0-9A-Za-z]", entry) and _wrapper_dir_is_stale(path):
+            shutil.rmtree(path, ignore_errors=True)
+    problems = [f"process {pid} still running: {command}" for (pid, _), command in sorted(left.items())]
+    problems += [f"mount left: {mount}" for mount in sorted(_mounts() - mounts)]
+    problems += [f"/tmp entry left: {entry}" for entry in sorted(_tmp_entries() - tmp)]
+    for (pid, _), _command in left.items():
+        try:
+            os.kill(pid, signal.SIGKILL)   # so that the next file starts clean
+        except ProcessLookupError:
+            pass
+    if problems:
+        pytest.fail("this test file left behind:\n  " + "\n  ".join(problems), pytrace=False)
+
+
 # ---- tests whose verdict depends on the stop's timing proof -----------------
 #
 # An attempt stopped while the reader waits (Ctrl-C, a cancel, the deadline)
@@ -56,6 +153,7 @@ STOP_PROOF_RUNS = 5
 
 
 def pytest_configure(config):
+    _become_subreaper()
     # A suite started in the background of a script (`make test &`, nohup,
     # some CI runners) inherits SIGINT, SIGQUIT or SIGHUP ignored, and every
     # program it starts would inherit that too: the tests that end a prompt

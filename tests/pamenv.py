@@ -393,6 +393,14 @@ def parse_run(stdout: str, stderr: str = "") -> Run:
     return run
 
 
+def without_wrapper_lines(stderr: str) -> str:
+    """A program's stderr without pam_wrapper's own diagnostics (its lines
+    start with "PWRAP_": a stale directory of another run, a module without
+    pam_sm_setcred). Those are the test library's, not the program's; any
+    other line is still the program's and still compared."""
+    return "".join(line for line in stderr.splitlines(keepends=True) if not line.startswith("PWRAP_"))
+
+
 def build():
     """Builds every test artifact (make test-artifacts): the module, the
     harness, the shim, the localauth command and the store probe."""
