@@ -52,10 +52,10 @@ def logind(rig):
 # check is per test file, after its fixtures of every scope are gone: a
 # process started by the file and still running (the suite is the child
 # subreaper, so even a daemon that left its parent is found as ours), a
-# mount left in the suite's namespace, or a new entry in /tmp fails the
-# file's last test. pam_wrapper cannot remove its /tmp/pam.X directory when
+# mount left in the suite's namespace, or a new entry in /tmp. pam_wrapper cannot remove its /tmp/pam.X directory when
 # its process is killed, which the signal tests do on purpose: those
-# directories, of processes that are gone, are removed here instead.
+# directories, of processes that are gone, are removed here instead. What a
+# file left is listed at the end of the run, which then fails.
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -109,13 +109,41 @@ def _wrapper_dir_is_stale(path):
 
 
 def _tmp_entries():
-    return {entry for entry in os.listdir("/tmp") if not entry.startswith("pytest-of-")}
+    """/tmp's entries, without pytest's own and the Swift toolchain's
+    (TemporaryDirectory.*, SwiftPM's _<path>.lock files), and
+    without empty directories (a socket directory such as .X11-unix)."""
+    entries = set()
+    for entry in os.listdir("/tmp"):
+        path = Path("/tmp") / entry
+        if entry.startswith(("pytest-of-", "TemporaryDirectory.")) or (entry.startswith("_") and entry.endswith(".lock")):
+            continue   # SwiftPM's lock files are named after the paths they lock
+        try:
+            if path.is_dir() and not path.is_symlink() and not any(path.iterdir()):
+                continue
+        except OSError:
+            pass
+        entries.add(entry)
+    return entries
 
 
-@pytest.fixture(scope="module", autouse=True)
-def leaves_nothing_behind():
-    processes, mounts, tmp = _our_processes(), _mounts(), _tmp_entries()
+_FILE_START = {}
+_LEFT_BEHIND = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    if item.path not in _FILE_START:
+        _FILE_START.clear()
+        _FILE_START[item.path] = (_our_processes(), _mounts(), _tmp_entries())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
     yield
+    # After the file's last test and the teardown of its fixtures of every scope.
+    if (nextitem is not None and nextitem.path == item.path) or item.path not in _FILE_START:
+        return
+    processes, mounts, tmp = _FILE_START.pop(item.path)
     deadline = time.monotonic() + 5   # a killed process may still be on its way out
     while True:
         left = {key: command for key, command in _our_processes().items() if key not in processes}
@@ -135,7 +163,16 @@ def leaves_nothing_behind():
         except ProcessLookupError:
             pass
     if problems:
-        pytest.fail("this test file left behind:\n  " + "\n  ".join(problems), pytrace=False)
+        _LEFT_BEHIND.append((item.path.name, problems))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if not _LEFT_BEHIND:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    for name, problems in _LEFT_BEHIND:
+        reporter.write_line(f"{name} left behind:\n  " + "\n  ".join(problems), red=True)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 # ---- tests whose verdict depends on the stop's timing proof -----------------

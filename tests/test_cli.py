@@ -287,7 +287,7 @@ BAD_STACKS = {
                                              "auth optional pam_localauth.so authsucc\nauth required pam_permit.so\n"},
                                     "sudo:2 reaches the authsucc line on auth_err"),
     "passcode-sufficient": ({"localauth-passcode": "auth sufficient pam_unix.so\nauth required pam_nologin.so successok\n"},
-                            "localauth-passcode:1: no jumps, 'sufficient' or 'done' in the passcode service"),
+                            "localauth-passcode:1: no jumps, 'reset', 'sufficient' or 'done' in the passcode service"),
     "passcode-optional-unix": ({"localauth-passcode": "auth optional pam_unix.so\nauth required pam_env.so\n"},
                                "localauth-passcode:1: pam_unix.so must be required or requisite here"),
     "named-passcode-service": ({"sudo": "auth [success=2 ignore=ignore authinfo_unavail=ignore default=die] "

@@ -143,6 +143,18 @@ public enum Syscalls {
         return true
     }
 
+    /// Takes a lock on the one byte at `offset` of `fd`'s file if it is free
+    /// (an open-file-description lock: held while this descriptor is open,
+    /// by nobody else); false when another holds it. No byte need exist.
+    public static func tryLockByte(_ fd: Int32, at offset: Int64) throws(Errno) -> Bool {
+        while la_try_lock_byte(fd, offset) != 0 {
+            if la_errno() == EINTR { continue }
+            if la_errno() == EAGAIN || la_errno() == EACCES { return false }
+            throw Errno.current
+        }
+        return true
+    }
+
     /// Sleeps; a signal may end it early.
     public static func sleep(milliseconds: Int) {
         var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
@@ -543,15 +555,34 @@ extension Syscalls {
         return entries
     }
 
-    /// Reads a regular file below `directory`, up to `limit` bytes; nil
-    /// otherwise. A symbolic link is read through only with `followLinks`:
-    /// for files read to be judged as another program will read them (the
-    /// PAM files libpam opens), never for files trusted.
-    public static func readRegularFile(at directory: Int32?, _ path: [UInt8], limit: Int, followLinks: Bool = false) -> [UInt8]? {
-        guard let fd = try? open(at: directory, path, flags: O_RDONLY | O_NONBLOCK, followLinks: followLinks) else { return nil }
+    /// Reads a regular file below `directory`, up to `limit` bytes; nil otherwise.
+    public static func readRegularFile(at directory: Int32?, _ path: [UInt8], limit: Int) -> [UInt8]? {
+        guard let fd = try? open(at: directory, path, flags: O_RDONLY | O_NONBLOCK) else { return nil }
         defer { close(fd) }
         guard let facts = try? facts(fd), facts.isRegular, facts.size <= limit else { return nil }
         return try? readAll(fd, limit: limit)
+    }
+}
+
+/// A file as another program reading it through symbolic links finds it.
+public enum FileRead {
+    case bytes([UInt8])
+    /// There, but not a regular file (a directory, a device).
+    case notRegular
+    case tooLarge
+    case cannotOpen
+}
+
+extension Syscalls {
+    /// Reads `path` through symbolic links, as libpam opens its files: only
+    /// for files read to be judged, never for files trusted.
+    public static func readFollowingLinks(_ path: [UInt8], limit: Int) -> FileRead {
+        guard let fd = try? open(at: nil, path, flags: O_RDONLY | O_NONBLOCK, followLinks: true) else { return .cannotOpen }
+        defer { close(fd) }
+        guard let facts = try? facts(fd) else { return .cannotOpen }
+        guard facts.isRegular else { return .notRegular }
+        guard facts.size <= limit, let bytes = try? readAll(fd, limit: limit) else { return .tooLarge }
+        return .bytes(bytes)
     }
 }
 

@@ -33,29 +33,38 @@ func configCommand(_ arguments: Arguments) throws -> ExitCode {
     guard let entries = Syscalls.directoryEntries(at: nil, directory, limit: 1024) else {
         throw CLIError("cannot read \(printableText(directory))")
     }
-    // libpam reads an include that names an absolute path as it is, a
-    // name in /etc/pam.d or else in /usr/lib/pam.d, through symbolic links.
-    let vendorDirectory: [UInt8]? = arguments.values["--pam-dir"] == nil ? utf8Bytes("/usr/lib/pam.d") : nil
+    // Debian's libpam reads an include that names an absolute path as it
+    // is and any other name in /etc/pam.d only, through symbolic links; a
+    // directory or a device reads as empty there.
     let lint = StackLint { name in
-        if name.hasPrefix("/") { return Syscalls.readRegularFile(at: nil, utf8Bytes(name), limit: 1 << 20, followLinks: true) }
-        return Syscalls.readRegularFile(at: nil, directory + [0x2F] + utf8Bytes(name), limit: 1 << 20, followLinks: true)
-            ?? vendorDirectory.flatMap { Syscalls.readRegularFile(at: nil, $0 + [0x2F] + utf8Bytes(name), limit: 1 << 20, followLinks: true) }
+        switch Syscalls.readFollowingLinks(name.hasPrefix("/") ? utf8Bytes(name) : directory + [0x2F] + utf8Bytes(name), limit: 16 << 20) {
+        case .bytes(let bytes): return bytes
+        case .notRegular: return []
+        case .tooLarge, .cannotOpen: return nil
+        }
+    }
+    // The services: the files of the directory, and with the default one
+    // those of /usr/lib/pam.d that no file of the same name hides.
+    var services = entries.filter { !$0.isDirectory }.map { printableText($0.name) }
+    if arguments.values["--pam-dir"] == nil, let vendor = Syscalls.directoryEntries(at: nil, utf8Bytes("/usr/lib/pam.d"), limit: 1024) {
+        for entry in vendor where !entry.isDirectory && !services.contains(printableText(entry.name)) {
+            services.append("/usr/lib/pam.d/" + printableText(entry.name))
+        }
     }
     var passcodeServices = [printableText(options.passcodeService)]
-    for entry in entries where !entry.isDirectory {
-        for named in lint.passcodeServicesNamed(printableText(entry.name)) where !passcodeServices.contains(named) {
+    for service in services {
+        for named in lint.passcodeServicesNamed(service) where !passcodeServices.contains(named) {
             passcodeServices.append(named)
         }
     }
-    for entry in entries where !entry.isDirectory {
-        let name = printableText(entry.name)
-        if passcodeServices.contains(name) {
-            for finding in lint.passcodeServiceFindings(name) { report(finding.severity, finding.text) }
+    for service in services {
+        if passcodeServices.contains(service) {
+            for finding in lint.passcodeServiceFindings(service) { report(finding.severity, finding.text) }
         } else {
-            for finding in lint.serviceFindings(name) { report(finding.severity, finding.text) }
+            for finding in lint.serviceFindings(service) { report(finding.severity, finding.text) }
         }
     }
-    for service in passcodeServices where !entries.contains(where: { printableText($0.name) == service }) {
+    for service in passcodeServices where !services.contains(service) {
         let severity = service == printableText(options.passcodeService) ? "warning" : "error"
         report(severity, "\(printableText(directory))/\(service) is missing: the passcode fallback cannot run")
     }

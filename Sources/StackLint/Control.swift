@@ -47,8 +47,9 @@ struct Control: Equatable {
         Control.answerNames.firstIndex(of: name).map { actions[$0] } ?? .bad
     }
 
-    /// The control as written in the second field (nil for include and
-    /// substack, which are not controls).
+    /// The control as libpam's field reader gives it (brackets already
+    /// taken off): a keyword in any case, else what its parser reads (nil
+    /// for include and substack, which are not controls).
     init?(_ field: String) {
         let lowered = field.lowercased()
         switch lowered {
@@ -63,10 +64,7 @@ struct Control: Equatable {
             let otherwise: Action = lowered == "required" ? .bad : lowered == "requisite" ? .die : .ignore
             self.init(actions: actions.map { $0 ?? otherwise }, problem: nil)
         default:
-            // libpam reads any other word as it reads the inside of a [...].
-            let bytes = Array(field.utf8)
-            let bracketed = bytes.count >= 2 && bytes.first == 0x5B && bytes.last == 0x5D
-            self.init(parsing: bracketed ? Array(bytes.dropFirst().dropLast()) : bytes)
+            self.init(parsing: Array(field.utf8))
         }
     }
 
@@ -100,23 +98,36 @@ struct Control: Equatable {
             index += 1
             while index < text.count && isSpace(text[index]) { index += 1 }
             guard index < text.count else { problem = "expecting an action"; break parse }
-            var action: Action
+            var action: Action?
             if let (word, named) = Action.words.first(where: { starts($0.0, at: index) }) {
                 action = named
                 index += word.utf8.count
             } else {
-                var count = 0
+                // libpam adds the digits up in a C int, which wraps:
+                // 4294967299 is a jump of 3, and a sum that wraps below 0
+                // lands on ok, done, bad, die or reset (-1 to -5), on
+                // "not set" (-6), or on a jump libpam cannot take (a failure).
+                var count: Int32 = 0
                 let from = index
                 while index < text.count, (0x30...0x39).contains(text[index]) {
-                    count = min(count * 10 + Int(text[index] - 0x30), 1 << 20)
+                    count = count &* 10 &+ Int32(text[index] - 0x30)
                     index += 1
                 }
                 guard index > from else { problem = "expecting an action or a number"; break parse }
-                guard count > 0 else { problem = "a jump of 0"; break parse }
-                action = .jump(count)
+                guard count != 0 else { problem = "a jump of 0"; break parse }
+                let wrapped: [Int32: Action] = [-1: .ok, -2: .done, -3: .bad, -4: .die, -5: .reset]
+                if count > 0 {
+                    action = .jump(Int(count))
+                } else if let named = wrapped[count] {
+                    action = named
+                } else if count == -6 {
+                    action = nil   // libpam's "not set": a default fills it
+                } else {
+                    action = .bad
+                }
             }
             if answer == Control.answerNames.count {
-                for slot in actions.indices where actions[slot] == nil { actions[slot] = action }
+                if let action { for slot in actions.indices where actions[slot] == nil { actions[slot] = action } }
             } else {
                 actions[answer] = action
             }

@@ -68,7 +68,9 @@ enum PAMFile {
     }
 
     /// libpam's field reader: skips spaces, tabs and newlines, then takes a
-    /// `[...]` up to the first `]` (with `\]` standing for `]`) or a word.
+    /// `[...]` up to the first `]` (with `\]` standing for `]`), without
+    /// its brackets, or a word. Any field may be bracketed: `[sufficient]`
+    /// is `sufficient`, `[/path/module.so]` the module.
     /// `index` moves past the field; nil when no field is left.
     static func field(_ text: [UInt8], _ index: inout Int) -> [UInt8]? {
         func isBlank(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A }
@@ -83,7 +85,7 @@ enum PAMFile {
                 index += 1
             }
             if index < text.count { index += 1 }   // the `]`
-            return [0x5B] + field + [0x5D]
+            return field
         }
         while index < text.count && !isBlank(text[index]) {
             field.append(text[index])

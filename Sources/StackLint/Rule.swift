@@ -50,14 +50,19 @@ struct Rule {
             if authsucc {
                 answers = [Control.answerNames.firstIndex(of: StackLint.stepAside)!]
             } else if localAuth {
-                answers = [Control.success] + StackLint.moduleFailures.compactMap { Control.answerNames.firstIndex(of: $0.code) }
+                // What the module answers, and module_unknown: what libpam
+                // answers for it when it cannot be loaded (a caller can
+                // make dlopen fail with a low address-space limit).
+                answers = [Control.success] + StackLint.lineFailures.compactMap { Control.answerNames.firstIndex(of: $0.code) }
             } else if name == "pam_deny.so" {
                 answers = [Control.authError]
             } else if name == "pam_permit.so" {
                 answers = [Control.success]
-            } else if StackLint.passwordModules.contains(name) && !arguments.contains(where: { $0.hasPrefix("ignore_") }) {
+            } else if StackLint.passwordModules.contains(name)
+                        && !arguments.contains(where: { $0.hasPrefix("ignore_") || $0.hasPrefix("minimum_uid") }) {
                 // Password modules answer PAM_IGNORE only when told to
-                // (pam_sss's ignore_unknown_user, ignore_authinfo_unavail).
+                // (pam_sss's ignore_unknown_user, ignore_authinfo_unavail;
+                // pam_krb5's minimum_uid).
                 answers = Array(0..<Control.incomplete).filter { $0 != Control.ignoreAnswer }
             } else {
                 // Any answer; PAM_INCOMPLETE only pauses the stack.

@@ -65,8 +65,8 @@ public struct StackLint {
                 + "continued at the end of the file, or longer than \(PAMFile.bufferSize - 1) bytes): every login through it fails"))
         }
         if expansion.capped {
-            expansion.findings.append(Finding(severity: "warning", text: "\(name): more than \(StackLint.maxExpandedRules) lines or "
-                + "\(StackLint.maxFilesRead) files: only the first were checked"))
+            expansion.findings.append(Finding(severity: "error", text: "\(name): more than \(StackLint.maxExpandedRules) lines or "
+                + "\(StackLint.maxFilesRead) files: only the first were checked, so the lint cannot pass it"))
         }
         return expansion
     }
@@ -98,11 +98,13 @@ public struct StackLint {
         for (number, words) in lines {
             guard expansion.rules.count < StackLint.maxExpandedRules else { expansion.capped = true; break }
             func failing(_ control: Control) -> Rule { Rule(file: name, line: number, kind: .mustFail, level: level, control: control) }
+            // Debian's @include, in any case, with or without a leading "-".
+            let atInclude = (words[0].hasPrefix("-") ? String(words[0].dropFirst()) : words[0]).lowercased() == "@include"
             func include(_ target: String, substack: Bool) {
                 if substack { expansion.rules.append(Rule(file: name, line: number, kind: .substack, level: level, control: Control.mustFail)) }
                 switch load(target, level: level + (substack ? 1 : 0), path: path + [name], into: &expansion) {
                 case .loaded: break
-                case .unreadable where words[0] == "@include":
+                case .unreadable where atInclude:
                     // Debian's @include names a file for every type (often
                     // common-account, common-session): the lint cannot tell
                     // what libpam makes of one it cannot read, so it adds
@@ -119,17 +121,18 @@ public struct StackLint {
                     expansion.rules.append(failing(Control.mustFail))
                 }
             }
-            if words[0] == "@include" {
+            let type = (words[0].hasPrefix("-") ? String(words[0].dropFirst()) : words[0]).lowercased()
+            if atInclude {
                 if words.count > 1 { include(words[1], substack: false) }
                 continue
             }
-            let type = (words[0].hasPrefix("-") ? String(words[0].dropFirst()) : words[0]).lowercased()
             if ["account", "session", "password"].contains(type) { continue }
-            // An unknown type is taken by libpam as an auth line that fails.
+            // An unknown type is taken by libpam as an auth line: one that
+            // fails, or an include or substack that it loads all the same.
             let known = type == "auth"
             guard words.count > 1 else { expansion.rules.append(failing(Control.mustFail)); continue }
             guard let control = Control(words[1]) else {
-                if known { include(words.count > 2 ? words[2] : "", substack: words[1].lowercased() == "substack") }
+                include(words.count > 2 ? words[2] : "", substack: words[1].lowercased() == "substack")
                 continue
             }
             guard known, words.count > 2 else { expansion.rules.append(failing(control)); continue }
@@ -158,10 +161,19 @@ public struct StackLint {
             return (code.libpamName, meaning)
         }
 
+    /// What a pam_localauth.so line can give besides a grant: the module's
+    /// answers, and libpam's own when it cannot load the module (a caller
+    /// can make that happen, with a low address-space limit before sudo).
+    static let lineFailures: [(code: String, meaning: String)] =
+        moduleFailures + [("module_unknown", "cannot be loaded (libpam answers for it)")]
+
     static let failureCodes = ["auth_err", "cred_insufficient", "authinfo_unavail", "user_unknown", "maxtries", "conv_err",
                                "system_err", "ignore", "abort"]
 
     public func serviceFindings(_ name: String) -> [Finding] {
+        guard readFile(name) != nil else {
+            return [Finding(severity: "error", text: "\(name): cannot be read to be checked (unreadable, or larger than the lint reads)")]
+        }
         let expansion = expand(name)
         let rules = expansion.rules
         let paths = StackPaths(rules)
@@ -199,7 +211,7 @@ public struct StackLint {
             // Every way past the module must check a credential or record a
             // failure before the stack ends: otherwise the lines before the
             // module decide, and they may all have succeeded.
-            for (code, meaning) in StackLint.moduleFailures where paths.isOpen(paths.outcome(index, answer(code))) {
+            for (code, meaning) in StackLint.lineFailures where paths.isOpen(paths.outcome(index, answer(code))) {
                 let action = rule.action(for: code)
                 error(rule, "when the module \(meaning) it answers \(code), which this line turns into '\(action)', and from there "
                       + "the stack can reach its end with no password asked and no failure recorded (only optional modules, or a jump "
@@ -245,13 +257,22 @@ public struct StackLint {
             findings += lockerFindings(name, rules)
         }
         // R11: an authsucc line must be reachable only through a password
-        // module's success. Every jump is listed once, by where it lands.
-        var jumpsInto: [Int: [(source: Int, code: String)]] = [:]
+        // module's success. Every way into a line is listed once, by where
+        // it lands: a jump, the next line, the end of a substack a `done` or
+        // `die` leaves, a failure recorded on the way (the line resets even
+        // in a stack that then fails).
+        func settled(_ index: Int) -> Int {
+            var index = index
+            while index < count, rules[index].kind == .substack, index + 1 >= count || rules[index + 1].level <= rules[index].level {
+                index += 1   // an empty substack: nothing runs there
+            }
+            return index
+        }
+        var waysInto: [Int: [(source: Int, code: String)]] = [:]
         for (index, source) in rules.enumerated() where source.kind != .substack {
-            for code in ["success"] + StackLint.failureCodes {
-                guard case .jump(let count) = source.control.action(named: code), let landing = paths.jumpLanding(from: index, count),
-                      landing < rules.count, rules[landing].isAuthsucc else { continue }
-                jumpsInto[landing, default: []].append((index, code))
+            for answer in source.answers {
+                guard let landing = paths.next(paths.outcome(index, answer)).map(settled), rules[landing].isAuthsucc else { continue }
+                waysInto[landing, default: []].append((index, Control.answerNames[answer]))
             }
         }
         for (target, rule) in rules.enumerated() where rule.isAuthsucc {
@@ -263,10 +284,14 @@ public struct StackLint {
             if previous == nil || previous!.kind != .module || previous!.moduleName != "pam_deny.so" || !previous!.failureDies {
                 error(rule, "the authsucc line must follow 'auth requisite pam_deny.so', so that only a jump from the password module's success reaches it (R11)")
             }
-            for (index, code) in jumpsInto[target] ?? [] where index < target - 1 {
+            var reported = Set<Int>()
+            for (index, code) in waysInto[target] ?? [] where !reported.contains(index) {
                 let source = rules[index]
-                let allowed = code == "success" && (StackLint.passwordModules.contains(source.moduleName) || source.isLocalAuth)
+                let succeeded = code == "success" || code == "new_authtok_reqd"
+                let allowed = succeeded && source.kind == .module
+                    && (StackLint.passwordModules.contains(source.moduleName) || (source.isLocalAuth && !source.isAuthsucc))
                 if !allowed {
+                    reported.insert(index)
                     error(rule, "\(source.location) reaches the authsucc line on \(code); only the password module's success may (R11)")
                 }
             }
@@ -315,24 +340,27 @@ public struct StackLint {
     public func passcodeServiceFindings(_ name: String) -> [Finding] {
         guard let (lines, complete) = read(name) else { return [Finding(severity: "error", text: "\(name): missing or unreadable")] }
         var findings: [Finding] = []
+        func error(_ location: String, _ text: String) { findings.append(Finding(severity: "error", text: "\(location): \(text)")) }
         if !complete {
-            findings.append(Finding(severity: "error", text: "\(name): libpam cannot read this file to its end (a line continued at "
-                + "the end of the file, or longer than \(PAMFile.bufferSize - 1) bytes): the passcode check always fails"))
+            error(name, "libpam cannot read this file to its end (a line continued at the end of the file, or longer than "
+                  + "\(PAMFile.bufferSize - 1) bytes): the passcode check always fails")
         }
-        var passwordModules = 0
         for (number, words) in lines {
-            let control = words.count > 1 ? words[1].lowercased() : ""
-            if words[0] == "@include" || control == "include" || control == "substack" {
-                findings.append(Finding(severity: "error", text: "\(name):\(number): the passcode service must be an explicit list, not an include (it may bring in fingerprint or token modules)"))
-                continue
-            }
             let type = (words[0].hasPrefix("-") ? String(words[0].dropFirst()) : words[0]).lowercased()
-            guard type == "auth", words.count >= 3, let parsed = Control(words[1]) else { continue }
-            let rule = Rule(file: name, line: number, level: 0, control: parsed, module: words[2], arguments: Array(words.dropFirst(3)))
-            if StackLint.forbiddenInPasscodeService.contains(rule.moduleName) {
-                findings.append(Finding(severity: "error", text: "\(rule.location): \(rule.moduleName) must not be in the passcode service: it could stand in for the password"))
+            let control = words.count > 1 ? words[1].lowercased() : ""
+            if type == "@include" || control == "include" || control == "substack" {
+                error("\(name):\(number)", "the passcode service must be an explicit list, not an include (it may bring in fingerprint or token modules)")
             }
-            // A success that ends or skips the stack could pass a wrong passcode.
+        }
+        // Every line as libpam loads it, lines of an unknown type included
+        // (libpam keeps them as auth lines that fail, with their control).
+        var passwordModules = 0
+        for rule in expand(name).rules where rule.kind != .substack && rule.file == name {
+            if rule.kind == .module && StackLint.forbiddenInPasscodeService.contains(rule.moduleName) {
+                error(rule.location, "\(rule.moduleName) must not be in the passcode service: it could stand in for the password")
+            }
+            // A success that ends or skips the stack, or a reset that
+            // forgets the password module's failure, could pass a wrong passcode.
             let skips = rule.answers.contains { answer in
                 switch rule.control.action(answer) {
                 case .jump, .reset: return true
@@ -341,18 +369,18 @@ public struct StackLint {
                 }
             }
             if skips {
-                findings.append(Finding(severity: "error", text: "\(rule.location): no jumps, 'sufficient' or 'done' in the passcode service: every line must be able to fail the check"))
+                error(rule.location, "no jumps, 'reset', 'sufficient' or 'done' in the passcode service: every line must be able to fail the check")
             }
-            if StackLint.passwordModules.contains(rule.moduleName) {
+            if rule.kind == .module && StackLint.passwordModules.contains(rule.moduleName) {
                 passwordModules += 1
-                let onFailure = rule.action(for: "auth_err")
-                if onFailure != "bad" && onFailure != "die" {
-                    findings.append(Finding(severity: "error", text: "\(rule.location): \(rule.moduleName) must be required or requisite here: a wrong passcode must fail the check"))
+                let failing = rule.answers.filter { $0 != Control.success && $0 != Control.newAuthtokRequired }
+                if failing.contains(where: { rule.control.action($0) != .bad && rule.control.action($0) != .die }) {
+                    error(rule.location, "\(rule.moduleName) must be required or requisite here: a wrong passcode must fail the check")
                 }
             }
         }
         if passwordModules == 0 {
-            findings.append(Finding(severity: "error", text: "\(name): no password module (such as pam_unix.so) checks the passcode"))
+            error(name, "no password module (such as pam_unix.so) checks the passcode")
         }
         return findings
     }

@@ -343,31 +343,24 @@ struct HelperSession {
     }
 }
 
-/// Slots that bound how many helpers run at once for one caller: a
-/// non-blocking lock on one of a few files in the state directory's
-/// `helpers/`, held until the helper exits.
+/// Slots that bound how many helpers run at once for one caller: a lock on
+/// one of the caller's four bytes (at uid × 4) of the one file
+/// `helpers/slots` in the state directory, held until the helper exits. One
+/// file for every caller: a new caller needs no inode, so the bound holds
+/// on a full filesystem, and no caller can take another's bytes.
 enum HelperSlots {
     static let perCaller = 4
-    /// Slot files made ahead while there is room. A caller whose own slot
-    /// file cannot be made (no free inodes: another user filled the
-    /// filesystem) gets a reserve renamed into it, which needs no inode,
-    /// so the bound holds on a full filesystem too, as far as reserves go.
-    static let reserveCount = 8
 
     enum Taken: Equatable {
         /// This descriptor holds the slot until the process exits.
         case held(Int32)
-        /// Every slot the caller has is held by another helper (and no
-        /// more can be made).
+        /// The caller's every slot is held by another helper.
         case allTaken
-        /// Not one slot file can be had for the caller (no room and no
-        /// reserve left, or the directory unusable): the bound cannot be
-        /// told, and a right password must not be refused for that; the
-        /// state store's own checks decide.
+        /// The slots file cannot be had (the directory unusable, or no room
+        /// ever to make it): the bound cannot be told, and a right password
+        /// must not be refused for that; the state store's checks decide.
         case unavailable
     }
-
-    static func reserveName(_ index: Int) -> [UInt8] { literalBytes("reserve.") + utf8Bytes(String(index)) }
 
     static func take(stateDir: [UInt8], callerUID: UInt32) -> Taken {
         guard let parts = TrustedPath.parts(stateDir),
@@ -377,40 +370,23 @@ enum HelperSlots {
         if (try? Syscalls.facts(at: state, name)) == nil { try? Syscalls.makeDirectory(at: state, name, mode: 0o700) }
         guard let slots = try? Syscalls.open(at: state, name, .directory) else { return .unavailable }
         defer { Syscalls.close(slots) }
-        guard let facts = try? Syscalls.facts(slots), facts.owner == 0, facts.mode & 0o077 == 0 else { return .unavailable }
-        makeReserves(slots)
-        var existing = 0
-        for index in 0..<perCaller {
-            let slot = utf8Bytes("\(callerUID)-\(index).lock")
-            var opened = try? Syscalls.open(at: slots, slot, .lockFile)
-            if opened == nil && placeReserve(slots, as: slot) { opened = try? Syscalls.open(at: slots, slot, .lockFile) }
-            guard let fd = opened else { continue }
-            existing += 1
-            if (try? Syscalls.tryLockExclusive(fd)) == true { return .held(fd) }
+        guard let facts = try? Syscalls.facts(slots), facts.owner == 0, facts.mode & 0o077 == 0,
+              let fd = try? Syscalls.open(at: slots, literalBytes("slots"), .lockFile) else { return .unavailable }
+        guard let file = try? Syscalls.facts(fd), file.isRegular, file.owner == 0 else {
             Syscalls.close(fd)
+            return .unavailable
         }
-        return existing == 0 ? .unavailable : .allTaken
-    }
-
-    /// Makes the reserves that are missing, while there is room for them.
-    static func makeReserves(_ slots: Int32) {
-        for index in 0..<reserveCount where (try? Syscalls.facts(at: slots, reserveName(index))) == nil {
-            if let fd = try? Syscalls.open(at: slots, reserveName(index), .lockFile) { Syscalls.close(fd) }
-        }
-    }
-
-    /// Renames a reserve to `slot`, which is missing; true when `slot` is
-    /// there now (another helper may have put one there meanwhile).
-    static func placeReserve(_ slots: Int32, as slot: [UInt8]) -> Bool {
-        for index in 0..<reserveCount {
-            do throws(Errno) {
-                try Syscalls.renameWithoutReplacing(in: slots, from: reserveName(index), to: slot)
-                return true
-            } catch {
-                if error == .exists { return true }
+        for index in 0..<perCaller {
+            switch try? Syscalls.tryLockByte(fd, at: Int64(callerUID) * Int64(perCaller) + Int64(index)) {
+            case true?: return .held(fd)
+            case false?: continue
+            case nil:
+                Syscalls.close(fd)
+                return .unavailable
             }
         }
-        return false
+        Syscalls.close(fd)
+        return .allTaken
     }
 }
 

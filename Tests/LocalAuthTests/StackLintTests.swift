@@ -52,10 +52,11 @@ final class StackLintTests: XCTestCase {
             return files[name].map { Array($0.utf8) }
         }
         let findings = counting.serviceFindings("sudo")
-        XCTAssertEqual(errors(findings), [], "no localauth line: nothing wrong with it")
+        XCTAssertEqual(errors(findings), ["sudo: more than 4096 lines or 256 files: only the first were checked, so the lint cannot pass it"],
+                       "too large to judge: said, not passed")
         XCTAssertTrue(findings.contains { $0.text.contains("go round in a loop") }, "\(findings)")
         XCTAssertLessThanOrEqual(findings.count, 16, "each thing said once: \(findings)")
-        XCTAssertLessThanOrEqual(reads.count, 256, "bounded, not 10^8 expansions")
+        XCTAssertLessThanOrEqual(reads.count, 257, "bounded, not 10^8 expansions")
         let looping = ["sudo": "auth include sudo\n" + owner + "\nauth optional pam_permit.so\n"]
         XCTAssertEqual(errors(lint(looping).serviceFindings("sudo")).count, 1, "still judged: nothing mandatory after the module")
     }
@@ -83,7 +84,7 @@ final class StackLintTests: XCTestCase {
                      + "auth [success=-1 default=ignore] pam_unix.so\nauth required pam_localauth.so authsucc\n"]
         let findings = errors(lint(files).serviceFindings("sudo"))
         XCTAssertTrue(findings.contains { $0.hasPrefix("sudo:1: libpam cannot read this control") }, "\(findings)")
-        XCTAssertEqual(Control("[success=-3 default=-2]")?.actions, [Action](repeating: .bad, count: 32))
+        XCTAssertEqual(Control("success=-3 default=-2")?.actions, [Action](repeating: .bad, count: 32))
     }
 
     func testStacksThatWeakenThePolicy() {
@@ -125,7 +126,7 @@ final class StackLintTests: XCTestCase {
     /// have found nothing wrong.
     func testStacksThatLibpamReadsDifferentlyFromAQuickReading() {
         let before = "auth required pam_succeed_if.so user != root quiet_success\n"
-        let rows: [(String, [String: String])] = [
+        var rows: [(String, [String: String])] = [
             ("the later of two settings wins",
              ["svc": before + "auth [success=ok authinfo_unavail=bad default=die authinfo_unavail=ignore] pam_localauth.so\n"]),
             ("the first default fills what is not set",
@@ -145,6 +146,20 @@ final class StackLintTests: XCTestCase {
              ["svc": before + "auth substack inner\nauth optional pam_permit.so\n",
               "inner": "auth [success=done authinfo_unavail=ignore default=die] pam_localauth.so\nauth sufficient pam_permit.so\n"
                        + "auth required pam_unix.so\n"]),
+        ]
+        // Found by an attack review, each run through libpam 1.5.2: a
+        // bracketed keyword or module path, @include in another case, an
+        // include on a line of an unknown type, a jump count that wraps.
+        let inc = "auth [success=ok authinfo_unavail=ignore default=die] pam_localauth.so\n"
+        rows += [
+            ("a bracketed keyword", ["svc": before + "auth [success=ok authinfo_unavail=ignore default=die] pam_localauth.so\n"
+                                             + "auth [sufficient] pam_permit.so\nauth required pam_unix.so\n"]),
+            ("a bracketed module path", ["svc": before + "auth [success=ok default=ignore] [/lib/security/pam_localauth.so]\n"]),
+            ("@Include in capitals", ["svc": before + "@Include inc\n", "inc": inc]),
+            ("-@include", ["svc": before + "-@include inc\n", "inc": inc]),
+            ("an include on a line of an unknown type", ["svc": before + "auht include inc\n", "inc": inc]),
+            ("a jump count that wraps", ["svc": before + "auth [success=ok authinfo_unavail=4294967298 default=die] pam_localauth.so\n"
+                                                + "auth required pam_unix.so\nauth optional pam_permit.so\n"]),
         ]
         for (name, files) in rows {
             let found = errors(lint(files).serviceFindings("svc"))
@@ -169,6 +184,30 @@ final class StackLintTests: XCTestCase {
         }
     }
 
+    /// A `die` inside a substack ends only the substack: a wrong password
+    /// there goes on to the authsucc line after it, which would reset.
+    func testAuthsuccReachedByLeavingASubstackIsAnError() {
+        let files = ["svc": "auth [success=2 conv_err=die default=ignore] pam_localauth.so policy=biometrics\n"
+                            + "auth substack la-password\nauth optional pam_localauth.so authsucc\nauth required pam_permit.so\n",
+                     "la-password": "auth [success=1 default=die] pam_unix.so\nauth requisite pam_deny.so\n"]
+        let found = errors(lint(files).serviceFindings("svc"))
+        XCTAssertTrue(found.contains { $0.contains("reaches the authsucc line on") }, "\(found)")
+    }
+
+    /// Passcode services that accept any password, each run through libpam.
+    func testPasscodeServicesThatForgetTheFailure() {
+        let rows: [(String, [String: String])] = [
+            ("a bracketed include", ["localauth-passcode": "auth required pam_unix.so\nauth [include] extra\n",
+                                     "extra": "auth [success=reset] pam_exec.so /bin/true\nauth required pam_exec.so /bin/true\n"]),
+            ("a reset on a line of an unknown type", ["localauth-passcode": "auth required pam_unix.so\n"
+                                                      + "autx [perm_denied=reset] pam_permit.so\nauth required pam_shells.so\n"]),
+        ]
+        for (name, files) in rows {
+            let found = errors(lint(files).passcodeServiceFindings("localauth-passcode"))
+            XCTAssertFalse(found.isEmpty, name)
+        }
+    }
+
     /// The control field as libpam's parser reads it.
     func testControlsAreReadAsLibpamReadsThem() {
         let allBad = [Action](repeating: .bad, count: 32)
@@ -189,9 +228,16 @@ final class StackLintTests: XCTestCase {
             ("[sucess=ok]", nil),
             ("[success=ok auth_err]", nil),
             ("requird", nil),
+            ("SUFFICIENT", [("success", .done)]),
+            ("[success=4294967298 default=ignore]", [("success", .jump(2))]),
+            ("[success=4294967295 default=ignore]", [("success", .ok)]),
+            ("[success=4294967290 default=ignore]", [("success", .ignore)]),
+            ("[success=4294967280 default=ignore]", [("success", .bad)]),
+            ("[success=4294967296]", nil),
         ]
         for (text, expected) in rows {
-            let control = Control(text)!
+            // As libpam's field reader gives it: without the brackets.
+            let control = Control(text.hasPrefix("[") ? String(text.dropFirst().dropLast()) : text)!
             if let expected {
                 XCTAssertNil(control.problem, text)
                 for (answer, action) in expected { XCTAssertEqual(control.action(named: answer), action, "\(text) \(answer)") }
@@ -212,7 +258,8 @@ final class StackLintTests: XCTestCase {
         XCTAssertEqual(fields("auth required \\  \t\n\n# note\n  pam_unix.so\n"), [["auth", "required", "pam_unix.so"]])
         XCTAssertEqual(fields("auth required pam_unix.so # \\\nauth optional pam_env.so\n"),
                        [["auth", "required", "pam_unix.so"], ["auth", "optional", "pam_env.so"]], "a comment ends the line, backslash or not")
-        XCTAssertEqual(fields("auth [success=1 \\] default=ignore]pam_unix.so arg"), [["auth", "[success=1 ] default=ignore]", "pam_unix.so", "arg"]])
+        XCTAssertEqual(fields("auth [success=1 \\] default=ignore]pam_unix.so arg"), [["auth", "success=1 ] default=ignore", "pam_unix.so", "arg"]])
+        XCTAssertEqual(fields("auth [sufficient] [/lib/pam_permit.so]"), [["auth", "sufficient", "/lib/pam_permit.so"]])
         XCTAssertEqual(PAMFile.lines(Array("auth required pam_unix.so\nauth required \\\n".utf8)).complete, false, "continued at the end")
         XCTAssertEqual(PAMFile.lines(Array("auth required pam_unix.so".utf8)).complete, true, "a last line without a newline")
         // 1023 bytes at a time: the rest of a longer line is a line of its own.
@@ -279,7 +326,7 @@ final class StackLintTests: XCTestCase {
             ("@include common-auth\n", "must be an explicit list"),
             ("auth sufficient pam_fprintd.so\nauth required pam_unix.so\n", "pam_fprintd.so must not be in the passcode service"),
             ("auth sufficient pam_rootok.so\nauth required pam_unix.so\n", "pam_rootok.so must not be"),
-            ("auth [success=done default=ignore] pam_unix.so\n", "no jumps, 'sufficient' or 'done'"),
+            ("auth [success=done default=ignore] pam_unix.so\n", "no jumps, 'reset', 'sufficient' or 'done'"),
             ("auth optional pam_unix.so\n", "must be required or requisite here"),
             ("auth required pam_env.so\n", "no password module"),
         ]

@@ -87,6 +87,11 @@ static inline void la_restore_scheduling(int policy, const struct sched_param *f
 static inline void la_syslog(int priority, const char *message) { syslog(priority, "%s", message); }
 static inline void la_openlog(const char *ident) { openlog(ident, LOG_PID, LOG_AUTHPRIV); }
 /* SIG_DFL and SIG_IGN are casts Swift cannot import. */
+#ifndef F_OFD_SETLK
+#define F_OFD_SETLK 37
+#endif
+/* An open-file-description write lock on the one byte at `offset`, not waiting (fcntl is variadic). */
+static inline int la_try_lock_byte(int fd, long long offset) { struct flock lock = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t)offset, .l_len = 1, .l_pid = 0 }; return fcntl(fd, F_OFD_SETLK, &lock); }
 static inline int la_default_signal(int sig) { return signal(sig, SIG_DFL) == SIG_ERR ? -1 : 0; }
 static inline int la_ignore_signal(int sig) { return signal(sig, SIG_IGN) == SIG_ERR ? -1 : 0; }
 
