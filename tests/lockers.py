@@ -304,9 +304,12 @@ class Vlock(Locker):
         super().__init__(world, uid, user)
         Vlock.counter += 1
         self.session = f"localauth-vlock-{os.getpid()}-{Vlock.counter}"
+        # A private server socket, so the test leaves no /tmp/tmux-UID behind.
+        self.socket = tempfile.mkdtemp(prefix="localauth-tmux-")
 
     def tmux(self, *args):
-        return subprocess.run(["tmux", *args], capture_output=True, text=True, timeout=STEP)
+        return subprocess.run(["tmux", "-S", os.path.join(self.socket, "server"), *args],
+                              capture_output=True, text=True, timeout=STEP)
 
     def screen(self):
         return self.tmux("capture-pane", "-p", "-t", self.session).stdout
@@ -374,12 +377,14 @@ class Vlock(Locker):
         tree = [int(pid) for pid in panes if pid.isdigit()]
         tree += [child for pid in list(tree) for child in descendants(pid)]
         self.tmux("kill-session", "-t", self.session)
+        self.tmux("kill-server")
         for pid in tree:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         wait_for(lambda: all(gone(pid) for pid in tree), what="vlock's processes gone")
+        shutil.rmtree(self.socket, ignore_errors=True)
 
 
 class Xsecurelock(Locker):
