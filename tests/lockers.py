@@ -108,6 +108,18 @@ def kill_tree(proc):
     wait_for(lambda: all(gone(pid) for pid in tree), what="the locker's processes gone")
 
 
+def process_description(pid):
+    """A process's command line and parent, for a message."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            command = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+        return f"{command or stat[stat.index('(') + 1:stat.rindex(')')]} (parent {stat[stat.rindex(')') + 2:].split()[1]})"
+    except OSError:
+        return "(gone)"
+
+
 def user_processes(uid):
     """Every live process whose real uid is `uid`."""
     found = []
