@@ -141,9 +141,9 @@ public struct HelperRequest: Equatable {
     public var user: [UInt8] = []
     /// For messages and the failure log only; never trusted.
     public var tty: [UInt8] = []
-    /// Presentation options, in order: `reason`, `fallback_title`,
-    /// `cancel_title`, `policy`, `services`, `silent`,
-    /// `instruction_in_prompt`, `timeout` (only below the configured one).
+    /// Presentation options, in order: the option keys a caller may set
+    /// (`OptionKey.presentationKeys`; `timeout` only below the configured
+    /// one, `services` only fewer).
     public var presentation: [([UInt8], [UInt8])] = []
     /// An app's reuse window in seconds (0–300; 0: none): a success of the
     /// same account in the same logind session that recently stands in for
@@ -166,9 +166,7 @@ public struct HelperRequest: Equatable {
 
     /// The keys a caller may use to change how the prompt looks.
     public static func isPresentationKey<C: Collection>(_ key: C) -> Bool where C.Element == UInt8 {
-        bytesEqual(key, "reason") || bytesEqual(key, "fallback_title") || bytesEqual(key, "cancel_title")
-            || bytesEqual(key, "policy") || bytesEqual(key, "services") || bytesEqual(key, "silent") || bytesEqual(key, "timeout")
-            || bytesEqual(key, "instruction_in_prompt")
+        OptionKey(name: key)?.setters.contains(.presentation) ?? false
     }
 
     public func encoded() -> [UInt8] {

@@ -215,19 +215,19 @@ public struct OptionParser {
     /// Clamps values to their ranges and makes them consistent. Call once,
     /// after every source has been applied.
     public mutating func finish() {
-        options.maxTries = clamp(options.maxTries, 1, 10, "max_tries")
-        options.lockout = clamp(options.lockout, 1, 20, "lockout")
+        for key in OptionKey.allCases {
+            switch key.kind {
+            case .number(let range), .duration(let range):
+                if case .number(let value) = options.value(of: key) {
+                    options.set(key, to: .number(clamp(value, range.lowerBound, range.upperBound, key.name)))
+                }
+            default: break
+            }
+        }
         if options.lockout < options.maxTries {
             diagnostics.append("max_tries \(options.maxTries) is above lockout \(options.lockout); using \(options.lockout)")
             options.maxTries = options.lockout
         }
-        options.timeoutSeconds = clamp(options.timeoutSeconds, 1, 300, "timeout")
-        options.fallbackAfter = clamp(options.fallbackAfter, 0, 10, "fallback_after")
-        options.maxBackoffSeconds = clamp(options.maxBackoffSeconds, 1, 86_400, "max_backoff")
-        options.answerTimeoutSeconds = clamp(options.answerTimeoutSeconds, 5, 600, "answer_timeout")
-        options.unlockIntervalSeconds = clamp(options.unlockIntervalSeconds, 60, 864_000, "unlock_interval")
-        options.passcodeIntervalSeconds = clamp(options.passcodeIntervalSeconds, 60, 864_000, "passcode_interval")
-        options.fingerprintIntervalSeconds = clamp(options.fingerprintIntervalSeconds, 60, 864_000, "fingerprint_interval")
     }
 
     /// Records a problem with an input.
@@ -236,15 +236,11 @@ public struct OptionParser {
     }
 
     private mutating func clamp(_ value: Int, _ low: Int, _ high: Int, _ key: StaticString) -> Int {
-        if value < low {
-            diagnostics.append("\(key) \(value) is below \(low); using \(low)")
-            return low
-        }
-        if value > high {
-            diagnostics.append("\(key) \(value) is above \(high); using \(high)")
-            return high
-        }
-        return value
+        guard value < low || value > high else { return value }
+        let bound = value < low ? low : high
+        diagnostics.append(printableText(literalBytes(key)) + " " + String(value) + (value < low ? " is below " : " is above ")
+                           + String(bound) + "; using " + String(bound))
+        return bound
     }
 
     private mutating func reject(_ key: ArraySlice<UInt8>, _ location: String, _ why: StaticString) {
@@ -256,87 +252,60 @@ public struct OptionParser {
             reject(key, location, "value too long")
             return
         }
-        if bytesEqual(key, "even_deny_root") || bytesEqual(key, "debug") || bytesEqual(key, "silent") || bytesEqual(key, "authsucc")
-            || bytesEqual(key, "instruction_in_prompt") || bytesEqual(key, "passcode_after_boot") || bytesEqual(key, "skip_when_lid_closed") {
+        guard let option = OptionKey(name: key) else { return reject(key, location, "unknown option") }
+        switch source {
+        case .configFile where !option.setters.contains(.configFile):
+            return reject(key, location, "only valid as a module argument")
+        case .moduleArgument where !option.setters.contains(.stackLine):
+            return reject(key, location, "only valid in the configuration file")
+        default: break
+        }
+        if case .flag = option.kind {
             guard let flag = parseFlag(value) else { return reject(key, location, "expected no value, yes or no") }
-            if bytesEqual(key, "even_deny_root") { options.evenDenyRoot = flag }
-            else if bytesEqual(key, "passcode_after_boot") { options.passcodeAfterBoot = flag }
-            else if bytesEqual(key, "skip_when_lid_closed") { options.skipWhenLidClosed = flag }
-            else if bytesEqual(key, "instruction_in_prompt") { options.instructionInPrompt = flag }
-            else if bytesEqual(key, "debug") { options.debug = flag }
-            else if bytesEqual(key, "silent") { options.silent = flag }
-            else if source == .moduleArgument { options.authsucc = flag }
-            else { reject(key, location, "only valid as a module argument") }
-            return
+            return options.set(option, to: .flag(flag))
         }
-        guard let value else { return reject(key, location, isValueKey(key) ? "missing value" : "unknown option") }
-        if bytesEqual(key, "policy") {
-            if let policy = LAPolicy(name: value) { options.policy = policy }
-            else { reject(key, location, "expected owner or biometrics") }
-        } else if bytesEqual(key, "mode") {
-            if bytesEqual(value, "terminal") { options.mode = .terminal }
-            else if bytesEqual(value, "prompt") { options.mode = .prompt }
-            else { reject(key, location, "expected terminal or prompt") }
-        } else if bytesEqual(key, "services") || bytesEqual(key, "locker_services") {
-            guard let list = parseServiceList(value) else { return reject(key, location, "expected a comma list of service names") }
-            if bytesEqual(key, "services") { options.services = list } else { options.lockerServices = list }
-        } else if bytesEqual(key, "unlock_interval") || bytesEqual(key, "passcode_interval") || bytesEqual(key, "fingerprint_interval") {
-            guard let seconds = parseDuration(value) else { return reject(key, location, "expected a duration such as 48h") }
-            if bytesEqual(key, "unlock_interval") { options.unlockIntervalSeconds = seconds }
-            else if bytesEqual(key, "passcode_interval") { options.passcodeIntervalSeconds = seconds }
-            else { options.fingerprintIntervalSeconds = seconds }
-        } else if bytesEqual(key, "passcode_service") {
-            guard isServiceName(value) else { return reject(key, location, "expected a service name") }
-            options.passcodeService = Array(value)
-        } else if bytesEqual(key, "max_tries") || bytesEqual(key, "lockout") || bytesEqual(key, "timeout") || bytesEqual(key, "fallback_after") {
-            let seconds: Int?
-            if bytesEqual(key, "timeout") { seconds = parseDuration(value) } else { seconds = parseDecimal(value, limit: 1_000_000) }
-            guard let number = seconds else { return reject(key, location, "expected a number") }
-            if bytesEqual(key, "max_tries") { options.maxTries = number }
-            else if bytesEqual(key, "lockout") { options.lockout = number }
-            else if bytesEqual(key, "timeout") { options.timeoutSeconds = number }
-            else { options.fallbackAfter = number }
-        } else if bytesEqual(key, "max_backoff") {
-            guard let seconds = parseDuration(value) else { return reject(key, location, "expected a duration such as 1h") }
-            options.maxBackoffSeconds = seconds
-        } else if bytesEqual(key, "passcode_backoff") {
-            guard let steps = parseBackoff(value) else { return reject(key, location, "expected N:duration steps such as 5:1m,6:5m") }
-            options.backoff = steps
-        } else if bytesEqual(key, "fallback_title") {
-            guard isDisplayText(value, maxLength: 64) else { return reject(key, location, "expected printable text of at most 64 bytes") }
-            options.fallbackTitle = Array(value)
-        } else if bytesEqual(key, "cancel_title") {
-            guard !value.isEmpty, isDisplayText(value, maxLength: 64) else { return reject(key, location, "expected printable text of at most 64 bytes") }
-            options.cancelTitle = Array(value)
-        } else if bytesEqual(key, "answer_timeout") {
-            guard source == .configFile else { return reject(key, location, "only valid in the configuration file") }
-            guard let seconds = parseDuration(value) else { return reject(key, location, "expected a duration such as 2m") }
-            options.answerTimeoutSeconds = seconds
-        } else if bytesEqual(key, "reason") {
-            guard !value.isEmpty, isDisplayText(value, maxLength: 200) else { return reject(key, location, "expected printable text of at most 200 bytes") }
-            options.reason = Array(value)
-        } else if bytesEqual(key, "state_dir") {
-            guard isSafeAbsolutePath(value) else { return reject(key, location, "expected an absolute path without . or .. parts") }
-            options.stateDir = Array(value)
-        } else if bytesEqual(key, "conf") {
-            guard source == .moduleArgument else { return reject(key, location, "only valid as a module argument") }
-            guard isSafeAbsolutePath(value) else { return reject(key, location, "expected an absolute path without . or .. parts") }
-            options.configPath = Array(value)
-        } else {
-            reject(key, location, "unknown option")
-        }
+        guard let value else { return reject(key, location, "missing value") }
+        guard let parsed = parseValue(value, as: option.kind) else { return reject(key, location, option.kind.expectation) }
+        options.set(option, to: parsed)
     }
 }
 
-/// The keys that take a value, so that a bare unknown word (`nullok`) is
-/// reported as unknown rather than as missing its value.
-func isValueKey(_ key: ArraySlice<UInt8>) -> Bool {
-    bytesEqual(key, "policy") || bytesEqual(key, "mode") || bytesEqual(key, "services") || bytesEqual(key, "passcode_service")
-        || bytesEqual(key, "max_tries") || bytesEqual(key, "lockout") || bytesEqual(key, "timeout")
-        || bytesEqual(key, "fallback_after") || bytesEqual(key, "max_backoff") || bytesEqual(key, "passcode_backoff")
-        || bytesEqual(key, "fallback_title") || bytesEqual(key, "reason") || bytesEqual(key, "state_dir") || bytesEqual(key, "conf")
-        || bytesEqual(key, "cancel_title") || bytesEqual(key, "answer_timeout") || bytesEqual(key, "locker_services")
-        || bytesEqual(key, "unlock_interval") || bytesEqual(key, "passcode_interval") || bytesEqual(key, "fingerprint_interval")
+/// `value` read as a value of `kind`, or nil when it is not one.
+func parseValue(_ value: ArraySlice<UInt8>, as kind: OptionValueKind) -> OptionValue? {
+    switch kind {
+    case .flag: return parseFlag(value).map { .flag($0) }
+    case .policy: return LAPolicy(name: value).map { .policy($0) }
+    case .mode:
+        if bytesEqual(value, "terminal") { return .mode(.terminal) }
+        return bytesEqual(value, "prompt") ? .mode(.prompt) : nil
+    case .serviceList: return parseServiceList(value).map { .services($0) }
+    case .serviceName: return isServiceName(value) ? .bytes(Array(value)) : nil
+    case .number: return parseDecimal(value, limit: 1_000_000).map { .number($0) }
+    case .duration: return parseDuration(value).map { .number($0) }
+    case .backoff: return parseBackoff(value).map { .backoff($0) }
+    case .text(let maxLength, let mayBeEmpty):
+        return (mayBeEmpty || !value.isEmpty) && isDisplayText(value, maxLength: maxLength) ? .bytes(Array(value)) : nil
+    case .path: return isSafeAbsolutePath(value) ? .bytes(Array(value)) : nil
+    }
+}
+
+extension OptionValueKind {
+    /// What a value of this kind looks like, for the diagnostic of a bad one.
+    public var expectation: StaticString {
+        switch self {
+        case .flag: "expected no value, yes or no"
+        case .number: "expected a number"
+        case .duration: "expected a duration such as 90s, 5m or 1h"
+        case .serviceList: "expected a comma list of service names"
+        case .serviceName: "expected a service name"
+        case .text(let maxLength, _):
+            maxLength <= 64 ? "expected printable text of at most 64 bytes" : "expected printable text of at most 200 bytes"
+        case .path: "expected an absolute path without . or .. parts"
+        case .policy: "expected owner or biometrics"
+        case .mode: "expected terminal or prompt"
+        case .backoff: "expected N:duration steps such as 5:1m,6:5m"
+        }
+    }
 }
 
 /// At most 64 service names, comma separated (spaces around each allowed).

@@ -243,31 +243,9 @@ func seatText(_ seat: SeatObservation, denial: TouchDenial?) -> String {
     }
 }
 
+/// Every option key with the value in force, in the table's order.
 func configurationRows(_ options: Options) -> [(String, String)] {
-    [
-        ("policy", options.policy.name),
-        ("services", options.services.map { printableText($0) }.joined(separator: ",")),
-        ("max_tries", "\(options.maxTries)"),
-        ("lockout", "\(options.lockout)"),
-        ("timeout", "\(options.timeoutSeconds)s"),
-        ("fallback_after", "\(options.fallbackAfter)"),
-        ("fallback_title", printableText(options.fallbackTitle)),
-        ("reason", options.reason.map { printableText($0, limit: 200) } ?? "(a sentence naming the service)"),
-        ("mode", options.mode.map { $0 == .terminal ? "terminal" : "prompt" } ?? "auto"),
-        ("passcode_service", printableText(options.passcodeService)),
-        ("passcode_backoff", options.backoff.map { "\($0.failures):\($0.seconds)s" }.joined(separator: ",")),
-        ("max_backoff", "\(options.maxBackoffSeconds)s"),
-        ("even_deny_root", options.evenDenyRoot ? "yes" : "no"),
-        ("passcode_after_boot", options.passcodeAfterBoot ? "yes" : "no"),
-        ("unlock_interval", "\(options.unlockIntervalSeconds)s"),
-        ("passcode_interval", "\(options.passcodeIntervalSeconds)s"),
-        ("fingerprint_interval", "\(options.fingerprintIntervalSeconds)s"),
-        ("locker_services", options.services.filter { options.isLockerService($0) }.map { printableText($0) }.joined(separator: ",")),
-        ("skip_when_lid_closed", options.skipWhenLidClosed ? "yes" : "no"),
-        ("state_dir", printableText(options.stateDir)),
-        ("debug", options.debug ? "yes" : "no"),
-        ("silent", options.silent ? "yes" : "no"),
-    ]
+    OptionKey.allCases.map { (String(describing: $0.name), options.displayValue(of: $0)) }
 }
 
 // MARK: - check
@@ -336,23 +314,10 @@ func checkCommand(_ arguments: Arguments) throws -> ExitCode {
 /// The preflight's answer from the helper; a helper that cannot be used or
 /// fails is an error of the command, never an answer.
 func helperPreflight(_ outcome: HelperOutcome) throws -> Result<[UInt8], LAError> {
-    switch outcome {
-    case .unavailable(let why): throw CLIError("localauth-helper cannot be used: \(why)")
-    case .failed(let why): throw CLIError("localauth-helper failed: \(why)")
-    case .answered(let result):
-        guard result.status == .evaluated else { throw CLIError(helperStatusText(result.status)) }
-        if result.pamCode == PAMCode.success.rawValue { return .success(result.domainState) }
-        guard let error = result.error else { throw CLIError("localauth-helper gave no answer for this account") }
-        return .failure(error)
-    }
-}
-
-func helperStatusText(_ status: HelperStatus) -> String {
-    switch status {
-    case .evaluated: return "evaluated"
-    case .refused: return "localauth-helper refused the request"
-    case .notPrivileged: return "localauth-helper does not run as root (a nosuid mount, no_new_privs or a container?)"
-    case .internalError: return "localauth-helper hit an internal error"
+    switch HelperVerdict(outcome).commandAnswer {
+    case .granted(_, let state): return .success(state)
+    case .notAuthenticated(let error): return .failure(error)
+    case .toolFailure(let text): throw CLIError(text)
     }
 }
 
@@ -419,20 +384,14 @@ func testThroughHelper(_ options: Options, reason: String?) throws -> ExitCode {
     if let reason { request.presentation.append((literalBytes("reason"), utf8Bytes(reason))) }
     var client = HelperClient(prompter: TerminalConversation())
     defer { client.lastAnswer.wipe() }
-    switch client.run(request) {
-    case .unavailable(let why): throw CLIError("localauth-helper cannot be used: \(why)")
-    case .failed(let why): throw CLIError("localauth-helper failed: \(why)")
-    case .answered(let result):
-        guard result.status == .evaluated else { throw CLIError(helperStatusText(result.status)) }
-        if result.pamCode == PAMCode.success.rawValue {
-            print(result.method == .passcode ? "authenticated: password" : "authenticated: fingerprint")
-            return .success
-        }
-        if let error = result.error {
-            print("not authenticated: \(error.name) (\(error.rawValue)), PAM code \(result.pamCode)")
-        } else {
-            print("not authenticated: PAM code \(result.pamCode)")
-        }
+    let verdict = HelperVerdict(client.run(request))
+    switch verdict.commandAnswer {
+    case .toolFailure(let text): throw CLIError(text)
+    case .granted(let method, _):
+        print(method == .passcode ? "authenticated: password" : "authenticated: fingerprint")
+        return .success
+    case .notAuthenticated(let error):
+        print("not authenticated: \(error.name) (\(error.rawValue)), PAM code \(verdict.pamCode.rawValue)")
         return .failure
     }
 }
@@ -511,17 +470,9 @@ func evaluateCommand(_ arguments: Arguments) throws -> ExitCode {
 /// An evaluation's answer from the helper; what is not an answer is the
 /// tool's own failure (exit 1).
 func helperVerdict(_ outcome: HelperOutcome) throws -> Result<AuthenticationMethod, LAError> {
-    switch outcome {
-    case .unavailable(let why): throw CLIError("localauth-helper cannot be used: \(why)")
-    case .failed(let why): throw CLIError("localauth-helper failed: \(why)")
-    case .answered(let result):
-        guard result.status == .evaluated else { throw CLIError(helperStatusText(result.status)) }
-        if result.pamCode == PAMCode.success.rawValue { return .success(result.method ?? .biometry) }
-        if let error = result.error { return .failure(error) }
-        if result.isOutOfScope {
-            // Out of scope: the administrator has not listed localauth-app.
-            return .failure(.biometryNotAvailable)
-        }
-        throw CLIError("localauth-helper gave no answer for this account")
+    switch HelperVerdict(outcome).commandAnswer {
+    case .granted(let method, _): return .success(method)
+    case .notAuthenticated(let error): return .failure(error)
+    case .toolFailure(let text): throw CLIError(text)
     }
 }

@@ -206,30 +206,11 @@ open class LAContext: NSObject, @unchecked Sendable {
 
     /// The helper's answer as the app sees it: the domain state on success,
     /// else the error.
-    private func verdict(of outcome: HelperOutcome) -> Result<Data?, LAError> {
-        switch outcome {
-        case .unavailable(let why):
-            return .failure(LAError(.biometryNotAvailable, message: "localauth-helper cannot be used: \(why)"))
-        case .failed(let why):
-            return .failure(LAError(.systemCancel, message: "localauth-helper failed: \(why)"))
-        case .answered(let result):
-            switch result.status {
-            case .evaluated: break
-            case .refused: return .failure(LAError(.invalidContext, message: "The request was refused."))
-            case .notPrivileged:
-                return .failure(LAError(.biometryNotAvailable, message: "localauth-helper is not installed with its privileges."))
-            case .internalError: return .failure(LAError(.systemCancel, message: "localauth-helper had an internal error."))
-            }
-            if result.pamCode == PAMCode.success.rawValue {
-                return .success(result.domainState.isEmpty ? nil : Data(result.domainState))
-            }
-            if result.isOutOfScope {
-                return .failure(LAError(.biometryNotAvailable,
-                                        message: "The administrator has not enabled localauth for apps (service \(appServiceName))."))
-            }
-            guard let error = result.error else { return .failure(LAError(.authenticationFailed)) }
-            return .failure(LAError(engine: error))
-        }
+    func verdict(of outcome: HelperOutcome) -> Result<Data?, LAError> {
+        let verdict = HelperVerdict(outcome)
+        if case .granted(_, let state) = verdict { return .success(state.isEmpty ? nil : Data(state)) }
+        guard let (error, message) = verdict.appError else { return .failure(LAError(.authenticationFailed)) }
+        return .failure(LAError(engine: error, message: message))
     }
 
     private func locked<T>(_ body: () -> T) -> T {

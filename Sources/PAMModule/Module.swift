@@ -85,37 +85,21 @@ func authenticateThroughHelper(_ handle: PAMHandle, options: Options, flags: Int
     request.presentation = presentationFields(options, silent: flags & PAMValue.silentFlag != 0)
     var client = HelperClient(prompter: PAMPrompter(handle: handle))
     defer { client.lastAnswer.wipe() }
-    switch client.run(request) {
-    case .unavailable(let why):
-        log.log(.error, "localauth-helper cannot be used (\(why)); leaving the decision to the rest of the stack")
-        return PAMCode.authInfoUnavailable.rawValue
-    case .failed(let why):
-        log.log(.error, "localauth-helper failed: \(why)")
-        return PAMCode.systemError.rawValue
-    case .answered(let result):
-        switch result.status {
-        case .notPrivileged:
-            log.log(.error, "localauth-helper does not run as root (nosuid mount, no_new_privs or a container?); "
-                    + "leaving the decision to the rest of the stack")
-            return PAMCode.authInfoUnavailable.rawValue
-        case .refused:
-            log.log(.error, "localauth-helper refused the request")
-            return PAMCode.systemError.rawValue
-        case .internalError:
-            log.log(.error, "localauth-helper hit an internal error")
-            return PAMCode.systemError.rawValue
-        case .evaluated:
-            break
-        }
-        guard let code = PAMCode(rawValue: result.pamCode) else {
-            log.log(.error, "localauth-helper sent an unknown PAM code")
-            return PAMCode.systemError.rawValue
-        }
-        if code == .success && result.method == .passcode { handle.setAuthToken(client.lastAnswer) }
-        if result.failDelay { handle.requestFailDelay() }
-        log.log(.debug, "result \(code.rawValue) from localauth-helper for service \(printableText(service))")
-        return code.rawValue
+    let verdict = HelperVerdict(client.run(request))
+    switch verdict {
+    case .granted(let method, _):
+        if method == .passcode { handle.setAuthToken(client.lastAnswer) }
+    case .denied(_, let failDelay):
+        if failDelay { handle.requestFailDelay() }
+    case .unavailable:
+        log.log(.error, (verdict.problem ?? "") + "; leaving the decision to the rest of the stack")
+    case .refused, .failed:
+        log.log(.error, verdict.problem ?? "")
+    case .outOfScope:
+        break
     }
+    log.log(.debug, "result \(verdict.pamCode.rawValue) from localauth-helper for service \(printableText(service))")
+    return verdict.pamCode.rawValue
 }
 
 /// The outcome of the scope rules (R1) for this call, the same for both paths.
@@ -149,22 +133,11 @@ func callScope(_ handle: PAMHandle, options: Options, log: inout PAMLog) -> Call
 
 /// What the stack line may tell the helper: presentation only.
 func presentationFields(_ options: Options, silent: Bool) -> [([UInt8], [UInt8])] {
-    var fields: [([UInt8], [UInt8])] = [
-        (literalBytes("policy"), utf8Bytes(options.policy.name)),
-        (literalBytes("fallback_title"), options.fallbackTitle),
-        (literalBytes("cancel_title"), options.cancelTitle),
-        (literalBytes("timeout"), utf8Bytes("\(options.timeoutSeconds)")),
-    ]
-    if let reason = options.reason { fields.append((literalBytes("reason"), reason)) }
-    var services: [UInt8] = []
-    for name in options.services {
-        if !services.isEmpty { services.append(0x2C) }
-        services += name
-    }
-    fields.append((literalBytes("services"), services))
-    if silent || options.silent { fields.append((literalBytes("silent"), literalBytes("yes"))) }
-    if let inPrompt = options.instructionInPrompt {
-        fields.append((literalBytes("instruction_in_prompt"), inPrompt ? literalBytes("yes") : literalBytes("no")))
+    var shown = options
+    if silent { shown.silent = true }
+    var fields: [([UInt8], [UInt8])] = []
+    for key in OptionKey.allCases where key.setters.contains(.presentation) {
+        if let value = shown.wireValue(of: key) { fields.append((literalBytes(key.name), value)) }
     }
     return fields
 }

@@ -303,9 +303,6 @@ public struct StackLint {
     /// through the setuid helper, which takes only presentation from the
     /// stack line. (vlock is setuid root: the module runs in-process there.)
     static let lockersRunningAsTheUser: Set<String> = ["i3lock", "swaylock", "xscreensaver", "xsecurelock", "hyprlock"]
-    /// Options the helper takes only from the configuration file.
-    static let administratorOnlyKeys = ["state_dir", "passcode_service", "lockout", "max_tries", "passcode_backoff",
-                                        "max_backoff", "even_deny_root", "conf", "fallback_after", "mode", "debug"]
 
     func lockerFindings(_ name: String, _ rules: [Rule]) -> [Finding] {
         var findings: [Finding] = []
@@ -315,9 +312,10 @@ public struct StackLint {
             }
             for argument in rule.arguments {
                 let key = String(argument.split(separator: "=", maxSplits: 1).first ?? "")
-                if StackLint.administratorOnlyKeys.contains(key) {
-                    findings.append(Finding(severity: "warning", text: "\(rule.location): \(key) is ignored for \(name), which runs as the user: set it in /etc/security/localauth.conf"))
-                }
+                guard let option = OptionKey(name: key.utf8), OptionKey.ignoredThroughTheHelper.contains(option) else { continue }
+                let instead = option.setters.contains(.configFile) ? "set it in /etc/security/localauth.conf"
+                                                                   : "the helper reads only /etc/security/localauth.conf"
+                findings.append(Finding(severity: "warning", text: "\(rule.location): \(key) is ignored for \(name), which runs as the user: \(instead)"))
             }
             if name == "xscreensaver" && rule.arguments.contains("instruction_in_prompt=no") {
                 findings.append(Finding(severity: "warning", text: "\(rule.location): xscreensaver holds every message until a key is pressed: without instruction_in_prompt a message stands between Enter and the fingerprint reader"))

@@ -272,7 +272,7 @@ final class OptionsTests: XCTestCase {
             assertIgnored("lockout=" + value, "expected a number")
         }
         for value in ["5x", "1d", "forever", "", "-5m", "11d"] {
-            assertIgnored("timeout=" + value, "expected a number")
+            assertIgnored("timeout=" + value, "expected a duration")
             assertIgnored("max_backoff=" + value, "expected a duration")
         }
         assertIgnored("reason=", "expected printable text")

@@ -107,6 +107,25 @@ final class LAContextTests: XCTestCase {
         }
     }
 
+    /// Every way the helper can end reaches the app as the verdict's app
+    /// table says (the module and the command-line tool read the same verdict).
+    func testEveryHelperEndingReachesTheAppAsTheVerdictSays() {
+        var outcomes: [HelperOutcome] = [
+            evaluated(.success, method: .biometry), evaluated(.success, method: .passcode, domainState: [7]), evaluated(.ignore),
+            evaluated(.authError), .unavailable("not installed"), .failed("garbage"),
+        ]
+        for status in HelperStatus.allCases where status != .evaluated {
+            outcomes.append(.answered(HelperResult(status: status, pamCode: PAMCode.systemError.rawValue)))
+        }
+        for engineError in LocalAuth.LAError.allCases { outcomes.append(evaluated(ResultTable.pamCode(for: engineError), engineError)) }
+        for outcome in outcomes {
+            let (success, error, _) = evaluate(context(ScriptedConnection(answer: outcome)))
+            let expected = HelperVerdict(outcome).appError
+            XCTAssertEqual(success, expected == nil, "\(outcome)")
+            XCTAssertEqual((error as? LAError)?.code.rawValue, expected.map { Int($0.error.rawValue) }, "\(outcome)")
+        }
+    }
+
     func testCodesAreApples() {
         let expected: [(LAError.Code, Int)] = [
             (.authenticationFailed, -1), (.userCancel, -2), (.userFallback, -3), (.systemCancel, -4), (.passcodeNotSet, -5),

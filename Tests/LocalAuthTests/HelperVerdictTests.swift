@@ -1,0 +1,70 @@
+// Every way a run of the helper can end, decoded once into a verdict and
+// walked through the three clients' tables (the module, the command-line
+// tool, the app library): one row per ending, so the same failure means the
+// same thing everywhere and a new ending must be given a row.
+import XCTest
+@testable import LocalAuth
+
+final class HelperVerdictTests: XCTestCase {
+    typealias Row = (label: String, outcome: HelperOutcome, verdict: HelperVerdict, pam: PAMCode, command: CommandAnswer, app: LAError?)
+
+    static var evaluated: HelperStatus { .evaluated }
+    static func answered(_ status: HelperStatus, _ code: PAMCode, _ error: LAError? = nil, _ method: AuthenticationMethod? = nil,
+                         failDelay: Bool = false, state: [UInt8] = []) -> HelperOutcome {
+        .answered(HelperResult(status: status, pamCode: code.rawValue, error: error, method: method, failDelay: failDelay, domainState: state))
+    }
+
+    static var rows: [Row] {
+        var rows: [Row] = [
+            ("finger", answered(evaluated, .success, nil, .biometry, state: [1, 2]), .granted(.biometry, domainState: [1, 2]),
+             .success, .granted(.biometry, domainState: [1, 2]), nil),
+            ("password", answered(evaluated, .success, nil, .passcode), .granted(.passcode, domainState: []),
+             .success, .granted(.passcode, domainState: []), nil),
+            ("out of scope", answered(evaluated, ResultTable.pamCode(for: .outOfScope)), .outOfScope,
+             ResultTable.stepAside, .notAuthenticated(.biometryNotAvailable), .biometryNotAvailable),
+            ("missing or not setuid", .unavailable("not installed"), .unavailable("not installed"),
+             ResultTable.stepAside, .toolFailure("localauth-helper cannot be used: not installed"), .biometryNotAvailable),
+            ("not root", answered(.notPrivileged, .authInfoUnavailable),
+             .unavailable("it does not run as root (a nosuid mount, no_new_privs or a container?)"), ResultTable.stepAside,
+             .toolFailure("localauth-helper cannot be used: it does not run as root (a nosuid mount, no_new_privs or a container?)"),
+             .biometryNotAvailable),
+            ("refused", answered(.refused, .systemError, .invalidContext), .refused, .systemError,
+             .toolFailure("localauth-helper refused the request"), .invalidContext),
+            ("internal error", answered(.internalError, .systemError), .failed("it hit an internal error"), .systemError,
+             .toolFailure("localauth-helper failed: it hit an internal error"), .systemCancel),
+            ("died mid-way", .failed("the helper ended without a result"), .failed("the helper ended without a result"), .systemError,
+             .toolFailure("localauth-helper failed: the helper ended without a result"), .systemCancel),
+            ("a failure without a reason", answered(evaluated, .authError), .failed("it gave no answer for this account"),
+             .systemError, .toolFailure("localauth-helper failed: it gave no answer for this account"), .systemCancel),
+        ]
+        for error in LAError.allCases {
+            rows.append(("denied: \(error.name)", answered(evaluated, ResultTable.pamCode(for: error), error, failDelay: true),
+                         .denied(error, failDelay: true), ResultTable.pamCode(for: error), .notAuthenticated(error), error))
+        }
+        return rows
+    }
+
+    func testEveryEndingMeansTheSameInEveryClient() {
+        for row in HelperVerdictTests.rows {
+            let verdict = HelperVerdict(row.outcome)
+            XCTAssertEqual(verdict, row.verdict, row.label)
+            XCTAssertEqual(verdict.pamCode, row.pam, row.label)
+            XCTAssertEqual(verdict.commandAnswer, row.command, row.label)
+            XCTAssertEqual(verdict.appError?.error, row.app, row.label)
+            // Only a grant is a grant, in every table.
+            let granted = { if case .granted = verdict { return true } else { return false } }()
+            XCTAssertEqual(verdict.pamCode == .success, granted, row.label)
+            XCTAssertEqual(verdict.appError == nil, granted, row.label)
+        }
+    }
+
+    /// Every status the helper can send has a row.
+    func testEveryHelperStatusHasARow() {
+        for status in HelperStatus.allCases {
+            XCTAssertTrue(HelperVerdictTests.rows.contains { row in
+                if case .answered(let result) = row.outcome { return result.status == status }
+                return false
+            }, "\(status)")
+        }
+    }
+}
