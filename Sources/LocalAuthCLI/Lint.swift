@@ -3,6 +3,10 @@
 import LocalAuth
 import StackLint
 
+/// The most service files the lint reads from one directory; a directory
+/// with more is an error, never a silent partial check.
+let maxServiceFiles = 4096
+
 func configCommand(_ arguments: Arguments) throws -> ExitCode {
     guard arguments.flags.contains("--check") else { throw CLIError("config needs --check\n" + helpText("config"), .usage) }
     var errors = 0
@@ -30,23 +34,35 @@ func configCommand(_ arguments: Arguments) throws -> ExitCode {
 
     // The PAM stacks.
     let directory = utf8Bytes(arguments.values["--pam-dir"] ?? "/etc/pam.d")
-    guard let entries = Syscalls.directoryEntries(at: nil, directory, limit: 1024) else {
+    guard let entries = Syscalls.directoryEntries(at: nil, directory, limit: maxServiceFiles + 1) else {
         throw CLIError("cannot read \(printableText(directory))")
+    }
+    if entries.count > maxServiceFiles {
+        report("error", "\(printableText(directory)) has more than \(maxServiceFiles) entries: the lint cannot check them all")
     }
     // Debian's libpam reads an include that names an absolute path as it
     // is and any other name in /etc/pam.d only, through symbolic links; a
     // directory or a device reads as empty there.
-    let lint = StackLint { name in
+    // A module line runs with the file its conf= names, or this one, and
+    // then its arguments: the module's own loader says what that makes.
+    let lint = StackLint(read: { name in
         switch Syscalls.readFollowingLinks(name.hasPrefix("/") ? utf8Bytes(name) : directory + [0x2F] + utf8Bytes(name), limit: 16 << 20) {
         case .bytes(let bytes): return bytes
         case .notRegular: return []
         case .tooLarge, .cannotOpen: return nil
         }
-    }
+    }, options: { lineArguments in
+        let bytes = lineArguments.map { utf8Bytes($0) }
+        return Configuration.load(path: OptionParser.configPath(in: bytes) ?? path, arguments: bytes).options
+    })
     // The services: the files of the directory, and with the default one
     // those of /usr/lib/pam.d that no file of the same name hides.
     var services = entries.filter { !$0.isDirectory }.map { printableText($0.name) }
-    if arguments.values["--pam-dir"] == nil, let vendor = Syscalls.directoryEntries(at: nil, utf8Bytes("/usr/lib/pam.d"), limit: 1024) {
+    if arguments.values["--pam-dir"] == nil,
+       let vendor = Syscalls.directoryEntries(at: nil, utf8Bytes("/usr/lib/pam.d"), limit: maxServiceFiles + 1) {
+        if vendor.count > maxServiceFiles {
+            report("error", "/usr/lib/pam.d has more than \(maxServiceFiles) entries: the lint cannot check them all")
+        }
         for entry in vendor where !entry.isDirectory && !services.contains(printableText(entry.name)) {
             services.append("/usr/lib/pam.d/" + printableText(entry.name))
         }

@@ -95,27 +95,15 @@ enum PAMFile {
         return field
     }
 
-    /// The fields of a line: the first three as libpam reads them (type,
-    /// control, module), then the arguments split at blanks, a `[...]`
-    /// argument kept whole.
+    /// The fields of a line as libpam reads them: the type, the control,
+    /// the module and then each argument, all with the same reader (so an
+    /// argument written `[...]` loses its brackets, `\]` stands for `]`,
+    /// and the next argument starts right after the closing `]`).
     static func fields(_ text: [UInt8]) -> [String] {
         var index = 0
         var fields: [String] = []
-        while fields.count < 3, let next = field(text, &index) {
+        while let next = field(text, &index) {
             fields.append(String(decoding: next, as: UTF8.self))
         }
-        var current = ""
-        var depth = 0
-        for character in String(decoding: text[min(index, text.count)...], as: UTF8.self) {
-            if character == "[" { depth += 1 }
-            if character == "]" { depth = max(0, depth - 1) }
-            if (character == " " || character == "\t" || character == "\n") && depth == 0 {
-                if !current.isEmpty { fields.append(current); current = "" }
-            } else {
-                current.append(character)
-            }
-        }
-        if !current.isEmpty { fields.append(current) }
         return fields
-    }
-}
+    }}

@@ -1,6 +1,7 @@
 // One `auth` entry of an expanded stack, as libpam's dispatcher holds it:
 // a module line, the mark where a substack begins, or a line libpam
 // installs only to fail.
+import LocalAuth
 
 struct Rule {
     enum Kind: Equatable {
@@ -23,6 +24,10 @@ struct Rule {
     let control: Control
     let module: String
     let arguments: [String]
+    /// For a pam_localauth.so line: the options the module runs with there
+    /// (the configuration file it reads, then the arguments, later ones
+    /// winning), so the lint judges what the module does, however spelled.
+    let options: Options?
     /// Worked out once: the checks ask them of every rule many times.
     let moduleName: String
     /// The answers this line's module can give, by libpam number.
@@ -31,7 +36,8 @@ struct Rule {
     /// finger or a key was checked.
     let successIsCredential: Bool
 
-    init(file: String, line: Int, kind: Kind = .module, level: Int, control: Control, module: String = "", arguments: [String] = []) {
+    init(file: String, line: Int, kind: Kind = .module, level: Int, control: Control, module: String = "", arguments: [String] = [],
+         options moduleOptions: ([String]) -> Options = StackLint.optionsFromArguments) {
         self.file = file
         self.line = line
         self.kind = kind
@@ -42,7 +48,8 @@ struct Rule {
         let name = String(module.split(separator: "/").last ?? Substring(module))
         moduleName = name
         let localAuth = kind == .module && name == "pam_localauth.so"
-        let authsucc = localAuth && arguments.contains("authsucc")
+        options = localAuth ? moduleOptions(arguments) : nil
+        let authsucc = options?.authsucc ?? false
         switch kind {
         case .substack: answers = []
         case .mustFail: answers = [Control.permissionDenied]
@@ -74,7 +81,9 @@ struct Rule {
     }
 
     var isLocalAuth: Bool { kind == .module && moduleName == "pam_localauth.so" }
-    var isAuthsucc: Bool { isLocalAuth && arguments.contains("authsucc") }
+    var isAuthsucc: Bool { options?.authsucc ?? false }
+    /// Whether the module runs policy biometrics on this line.
+    var isBiometrics: Bool { options?.policy == .biometrics }
     var location: String { "\(file):\(line)" }
 
     /// libpam's word for what this line does with the answer `code`.

@@ -14,9 +14,31 @@ public struct Finding: Equatable {
 
 public struct StackLint {
     let readFile: (String) -> [UInt8]?
+    /// The options the module runs with, given a line's arguments.
+    let moduleOptions: ([String]) -> Options
+    /// Files read and services expanded, each once per lint: a hostile
+    /// directory that includes one large file hundreds of times is read
+    /// once, not hundreds of times.
+    final class Memo {
+        var files: [String: (lines: [(line: Int, words: [String])], complete: Bool)?] = [:]
+        var expansions: [String: Expansion] = [:]
+    }
+    let memo = Memo()
 
-    public init(read: @escaping (String) -> [UInt8]?) {
+    /// `read` gives a file's bytes by service name or absolute path (nil:
+    /// unreadable); `options` the module's options for a line's arguments
+    /// (by default the arguments alone, over the defaults).
+    public init(read: @escaping (String) -> [UInt8]?, options: @escaping ([String]) -> Options = StackLint.optionsFromArguments) {
         readFile = read
+        moduleOptions = options
+    }
+
+    /// The module's options from a line's arguments alone, over the defaults.
+    public static func optionsFromArguments(_ arguments: [String]) -> Options {
+        var parser = OptionParser()
+        parser.applyArguments(arguments.map { Array($0.utf8) })
+        parser.finish()
+        return parser.options
     }
 
     static let passwordModules: Set<String> = [
@@ -34,9 +56,13 @@ public struct StackLint {
     /// The logical lines of a file, as libpam assembles them; nil when it
     /// cannot be read.
     func read(_ name: String) -> (lines: [(line: Int, words: [String])], complete: Bool)? {
-        guard let contents = readFile(name) else { return nil }
-        let (lines, complete) = PAMFile.lines(contents)
-        return (lines.map { ($0.number, PAMFile.fields($0.text)) }.filter { !$0.1.isEmpty }, complete)
+        if let known = memo.files[name] { return known }
+        let parsed = readFile(name).map { contents in
+            let (lines, complete) = PAMFile.lines(contents)
+            return (lines: lines.map { (line: $0.number, words: PAMFile.fields($0.text)) }.filter { !$0.words.isEmpty }, complete: complete)
+        }
+        memo.files[name] = .some(parsed)
+        return parsed
     }
 
     /// The most rules a service expands to, and the most files it reads:
@@ -59,6 +85,13 @@ public struct StackLint {
     func authRules(_ name: String) -> [Rule] { expand(name).rules }
 
     func expand(_ name: String) -> Expansion {
+        if let known = memo.expansions[name] { return known }
+        let expansion = expandOnce(name)
+        memo.expansions[name] = expansion
+        return expansion
+    }
+
+    func expandOnce(_ name: String) -> Expansion {
         var expansion = Expansion()
         if load(name, level: 0, path: [], into: &expansion) == .incomplete {
             expansion.findings.append(Finding(severity: "warning", text: "\(name): libpam cannot read this file to its end (a line "
@@ -137,7 +170,7 @@ public struct StackLint {
             }
             guard known, words.count > 2 else { expansion.rules.append(failing(control)); continue }
             expansion.rules.append(Rule(file: name, line: number, level: level, control: control, module: words[2],
-                                        arguments: Array(words.dropFirst(3))))
+                                        arguments: Array(words.dropFirst(3)), options: moduleOptions))
         }
         return complete ? .loaded : .incomplete
     }
@@ -204,7 +237,7 @@ public struct StackLint {
                 + "recorded before it: the lint then asks every way on to meet a password check of its own"))
         }
         for (index, rule) in rules.enumerated() where rule.isLocalAuth && !rule.isAuthsucc {
-            let biometrics = rule.arguments.contains("policy=biometrics")
+            let biometrics = rule.isBiometrics
             if rule.answers.contains(where: { rule.control.action($0) == .done }) {
                 error(rule, "'done' on the pam_localauth.so line ends the whole service when the file is included; jump with success=N")
             }
@@ -307,7 +340,7 @@ public struct StackLint {
     func lockerFindings(_ name: String, _ rules: [Rule]) -> [Finding] {
         var findings: [Finding] = []
         for rule in rules where rule.isLocalAuth && !rule.isAuthsucc {
-            if rule.arguments.contains("policy=biometrics") {
+            if rule.isBiometrics {
                 findings.append(Finding(severity: "error", text: "\(rule.location): \(name) runs as the user: a password accepted by a later module cannot reset the fingerprint count there (only root can write it); use policy owner"))
             }
             for argument in rule.arguments {
@@ -317,20 +350,22 @@ public struct StackLint {
                                                                    : "the helper reads only /etc/security/localauth.conf"
                 findings.append(Finding(severity: "warning", text: "\(rule.location): \(key) is ignored for \(name), which runs as the user: \(instead)"))
             }
-            if name == "xscreensaver" && rule.arguments.contains("instruction_in_prompt=no") {
+            if name == "xscreensaver" && rule.options?.instructionInPrompt == false {
                 findings.append(Finding(severity: "warning", text: "\(rule.location): xscreensaver holds every message until a key is pressed: without instruction_in_prompt a message stands between Enter and the fingerprint reader"))
             }
         }
         return findings
     }
 
-    /// The passcode services named by `passcode_service=` on module lines.
+    /// The passcode services the module's lines of a service use: the
+    /// `passcode_service` in force on each (from its arguments, however
+    /// spelled, or from the configuration file it reads).
     public func passcodeServicesNamed(_ name: String) -> [String] {
         var names: [String] = []
-        for rule in authRules(name) where rule.isLocalAuth {
-            for argument in rule.arguments where argument.hasPrefix("passcode_service=") {
-                names.append(String(argument.dropFirst("passcode_service=".count)))
-            }
+        for rule in authRules(name) {
+            guard let service = rule.options?.passcodeService else { continue }
+            let text = String(decoding: service, as: UTF8.self)
+            if !names.contains(text) { names.append(text) }
         }
         return names
     }

@@ -161,6 +161,16 @@ final class StackLintTests: XCTestCase {
             ("a jump count that wraps", ["svc": before + "auth [success=ok authinfo_unavail=4294967298 default=die] pam_localauth.so\n"
                                                 + "auth required pam_unix.so\nauth optional pam_permit.so\n"]),
         ]
+        // Found by a second attack review, run through libpam 1.5.2: an
+        // argument in brackets is the bare word to the module (pam_sss's
+        // ignore_unknown_user answers ignore for an unknown user).
+        rows += [
+            ("a bracketed ignore_ argument", ["svc": before + "auth [success=1 authinfo_unavail=ignore default=die] pam_localauth.so\n"
+                                                   + "auth required pam_sss.so [ignore_unknown_user]\n"]),
+            ("a bracketed ignore_ argument right after another", ["svc": before
+                + "auth [success=1 authinfo_unavail=ignore default=die] pam_localauth.so\n"
+                + "auth required pam_sss.so [x][ignore_unknown_user]\n"]),
+        ]
         for (name, files) in rows {
             let found = errors(lint(files).serviceFindings("svc"))
             XCTAssertTrue(found.contains { $0.contains("can reach its end with no password asked") }, "\(name): \(found)")
@@ -340,5 +350,39 @@ final class StackLintTests: XCTestCase {
     func testNamedPasscodeServicesAreFound() {
         let lint = lint(["svc": "auth [success=2 ignore=ignore authinfo_unavail=ignore default=die] pam_localauth.so passcode_service=vault\n"])
         XCTAssertEqual(lint.passcodeServicesNamed("svc"), ["vault"])
+        // In brackets, as libpam hands it to the module.
+        let bracketed = self.lint(["svc": "auth [success=2 default=die] pam_localauth.so [passcode_service=loose]\n"])
+        XCTAssertEqual(bracketed.passcodeServicesNamed("svc"), ["loose"])
+        // From the configuration file a conf= argument names: the module's
+        // own loader is asked, so whatever it reads the lint judges.
+        let configured = StackLint(read: { $0 == "svc" ? Array("auth [success=2 default=die] pam_localauth.so conf=/etc/x.conf\n".utf8) : nil },
+                                   options: { arguments in
+                                       var options = StackLint.optionsFromArguments(arguments)
+                                       if arguments.contains("conf=/etc/x.conf") { options.passcodeService = Array("loose".utf8) }
+                                       return options
+                                   })
+        XCTAssertEqual(configured.passcodeServicesNamed("svc"), ["loose"])
+    }
+
+    /// The module reads its arguments in order, later ones winning, and
+    /// takes a flag as `authsucc`, `authsucc=yes` or `[authsucc]`: the lint
+    /// judges each line by what the module will do.
+    func testALineIsJudgedByTheOptionsTheModuleRunsWith() {
+        let head = "auth [success=4 conv_err=die default=ignore] pam_localauth.so policy=biometrics\n"
+        let misplaced = "auth [success=2 default=ignore] pam_matrix.so\n"
+            + "auth [success=2 authinfo_unavail=ignore default=die] pam_localauth.so %@ policy=biometrics\n"
+            + "auth requisite pam_deny.so\nauth optional pam_localauth.so authsucc\nauth required pam_permit.so\n"
+        for spelling in ["authsucc", "authsucc=yes", "[authsucc]", "authsucc=no authsucc"] {
+            let files = ["svc": head + misplaced.replacingOccurrences(of: "%@", with: spelling)]
+            XCTAssertTrue(errors(lint(files).serviceFindings("svc")).contains { $0.contains("authsucc") }, spelling)
+        }
+        for spelling in ["authsucc authsucc=no", "[x\\] authsucc ]"] {
+            let rules = lint(["svc": "auth optional pam_localauth.so \(spelling)\n"]).authRules("svc")
+            XCTAssertEqual(rules.map(\.isAuthsucc), [false], spelling)
+        }
+        // policy=biometrics then policy=owner runs as owner: owner's rule applies.
+        let owner = lint(["svc": "auth [success=2 default=ignore] pam_localauth.so policy=biometrics policy=owner\n" + passwordLines])
+        XCTAssertTrue(errors(owner.serviceFindings("svc")).contains { $0.contains("default=die") })
+        XCTAssertEqual(owner.authRules("svc").first?.isBiometrics, false)
     }
 }
