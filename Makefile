@@ -42,16 +42,27 @@ HELPER_SOURCES := $(wildcard Sources/LocalAuthHelper/*.swift)
 HELPER_OBJECTS := $(BUILD)/LocalAuthHelper.o $(BUILD)/libc_shim.o $(BUILD)/system_shim.o \
 	$(BUILD)/LocalAuth.o $(BUILD)/SystemAdapters.o
 LDFLAGS_HELPER := -pie -Wl,-z,now -Wl,-z,relro -Wl,--gc-sections -Wl,--as-needed
-# Where the module and localauth start the helper (fixed: compiled into both).
-LIBEXECDIR := /usr/libexec/localauth
+# Where the module, the helper's callers and the package find the helper:
+# declared once, in Sources/CLibc/include/libc_shim.h (la_helper_path), and
+# read from there, so the installed path and the compiled one cannot differ.
+HELPER_PATH := $(shell sed -n 's/^static inline const char \*la_helper_path(void) { return "\([^"]*\)"; }$$/\1/p' \
+	Sources/CLibc/include/libc_shim.h)
+ifeq ($(HELPER_PATH),)
+$(error cannot read the helper path from Sources/CLibc/include/libc_shim.h)
+endif
+override LIBEXECDIR := $(patsubst %/,%,$(dir $(HELPER_PATH)))
 MODULE_OBJECTS := $(BUILD)/pam_localauth.o $(BUILD)/libc_shim.o $(BUILD)/system_shim.o \
 	$(BUILD)/LocalAuth.o $(BUILD)/SystemAdapters.o $(BUILD)/PAMModule.o
 
-.PHONY: all module cli demo test unit-test integration-test install uninstall clean deps tools test-artifacts
+.PHONY: all module cli demo test unit-test integration-test install uninstall clean deps tools test-artifacts helper-path
 
 all: module
 
 module: $(BUILD)/pam_localauth.so $(BUILD)/localauth-helper
+
+# The helper's installed path, for scripts (tools/mkdeb.sh, the tests).
+helper-path:
+	@echo $(HELPER_PATH)
 
 # One Swift module at a time, as SwiftPM builds them: a module's interface
 # is emitted beside its object for the modules that import it. Generic code
@@ -195,7 +206,7 @@ install: module cli
 	install -m 0644 $(BUILD)/pam_localauth.so $(DESTDIR)$(PAMDIR)/pam_localauth.so
 	install -s -m 0755 $$(swift build -c release --scratch-path $(CLI_BUILD) --show-bin-path)/localauth $(DESTDIR)$(PREFIX)/bin/localauth
 	install -m 0644 pam.d/localauth-passcode $(DESTDIR)$(SYSCONFDIR)/pam.d/localauth-passcode
-	install -o root -g root -m 4755 $(BUILD)/localauth-helper $(DESTDIR)$(LIBEXECDIR)/localauth-helper
+	install -o root -g root -m 4755 $(BUILD)/localauth-helper $(DESTDIR)$(HELPER_PATH)
 	for f in $(EXAMPLE_STACKS); do install -m 0644 pam.d/$$f $(DESTDIR)$(PREFIX)/share/localauth/pam.d/$$f; done
 	test -e $(DESTDIR)$(SYSCONFDIR)/security/localauth.conf || \
 		install -m 0644 config/localauth.conf $(DESTDIR)$(SYSCONFDIR)/security/localauth.conf
@@ -220,7 +231,7 @@ uninstall:
 	@status=$$(dpkg-query -W -f='$${db:Status-Status}' localauth 2>/dev/null || true); \
 	if [ -z "$(DESTDIR)" ] && [ -n "$$status" ] && [ "$$status" != not-installed ] && [ "$$status" != config-files ]; then \
 		echo "make uninstall: the localauth package is installed; remove it with apt instead" >&2; exit 1; fi
-	rm -f $(DESTDIR)$(LIBEXECDIR)/localauth-helper
+	rm -f $(DESTDIR)$(HELPER_PATH)
 	-rmdir $(DESTDIR)$(LIBEXECDIR)
 	rm -rf $(DESTDIR)$(PREFIX)/share/localauth
 	rm -f $(DESTDIR)$(PAMDIR)/pam_localauth.so $(DESTDIR)$(SYSCONFDIR)/pam.d/localauth-passcode \

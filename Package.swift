@@ -1,12 +1,14 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 // The ordinary-Swift build: the policy library, the real adapters, the
 // module's entry points (type-checked here; the installed module is built as
 // Embedded Swift by the Makefile over the same module graph), the command-line
 // tool, and the unit tests with their test tools. Warnings are errors.
 import PackageDescription
 
-let strict: [SwiftSetting] = [.unsafeFlags(["-warnings-as-errors"])]
-let strictC: [CSetting] = [.unsafeFlags(["-Wall", "-Wextra", "-Werror"])]
+// Warnings are errors through the manifest's own settings, not unsafe
+// flags: an app can then depend on the LocalAuthentication product by version.
+let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
+let strictC: [CSetting] = [.enableWarning("all"), .enableWarning("extra"), .treatAllWarnings(as: .error)]
 
 let package = Package(
     name: "localauth",

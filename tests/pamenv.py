@@ -6,6 +6,7 @@ import contextlib
 import functools
 import os
 import pty
+import re
 import select
 import shutil
 import struct
@@ -17,6 +18,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / ".build" / "module"
+# Where the module and the tools start the helper: declared once, in the C
+# shim; the Makefile and the package read it from there too.
+HELPER_PATH = re.search(r'la_helper_path\(void\) \{ return "([^"]+)"; \}',
+                        (ROOT / "Sources/CLibc/include/libc_shim.h").read_text()).group(1)
 MODULE = BUILD / "pam_localauth.so"
 HARNESS = BUILD / "pamharness"
 CLAIM_DELAY_SHIM = BUILD / "claimdelay.so"

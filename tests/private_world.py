@@ -22,10 +22,9 @@ import threading
 import time
 from pathlib import Path
 
-from pamenv import BUILD, MODULE, ROOT, SeededState, parse_record, password_entered
+from pamenv import BUILD, HELPER_PATH, MODULE, ROOT, SeededState, parse_record, password_entered
 
 HELPER = BUILD / "localauth-helper"
-HELPER_PATH = "/usr/libexec/localauth/localauth-helper"
 SHIPPED = ROOT / "pam.d"
 
 

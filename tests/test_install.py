@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pamenv import MODULE, PAM_AUTH_ERR, PAM_MATRIX, PAM_SUCCESS, PASSWORDS, ROOT, localauth_command
+from pamenv import HELPER_PATH, MODULE, PAM_AUTH_ERR, PAM_MATRIX, PAM_SUCCESS, PASSWORDS, ROOT, localauth_command
 
 PREFIX = Path("/usr/local")
 PROFILE = ROOT / "config" / "pam-auth-update.localauth"
@@ -89,8 +89,14 @@ def test_install_and_uninstall_into_destdir(tmp_path):
     if toolchain is not None and toolchain != Path("/"):
         assert str(toolchain) not in libraries, libraries
 
-    # The setuid helper, where the module and the command start it.
-    helper = staged(destdir, "/usr/libexec/localauth/localauth-helper")
+    # The setuid helper, where the module and the command start it: the
+    # path declared once in the C shim is the one installed, the one the
+    # Makefile reports, and the one compiled into the module and the tool.
+    helper = staged(destdir, HELPER_PATH)
+    reported = subprocess.run(["make", "-s", "--no-print-directory", "helper-path"], cwd=ROOT, capture_output=True, text=True)
+    assert reported.stdout.strip() == HELPER_PATH, reported
+    for binary in (staged(destdir, PREFIX / "bin/localauth"), MODULE):
+        assert HELPER_PATH.encode() in Path(binary).read_bytes(), binary
     assert helper.is_file() and mode(helper) == 0o4755 and helper.stat().st_uid == 0
     direct = subprocess.run([str(helper)], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
     assert direct.returncode == 2 and "over a socket on its standard input" in direct.stderr, direct

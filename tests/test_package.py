@@ -25,13 +25,13 @@ from pathlib import Path
 
 import pytest
 
-from pamenv import ROOT, parse_record
+from pamenv import HELPER_PATH, ROOT, parse_record
 
 VERSION = subprocess.run(["dpkg-parsechangelog", "-l", str(ROOT / "packaging/debian/changelog"), "-S", "Version"],
                          capture_output=True, text=True, check=True).stdout.strip()
 UPGRADE = VERSION + "+upgrade1"
 ARCH = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True, check=True).stdout.strip()
-HELPER = "/usr/libexec/localauth/localauth-helper"
+HELPER = HELPER_PATH
 def pam_module_directory():
     """Where libpam keeps its modules on this release, as tools/mkdeb.sh asks."""
     ask = lambda variable: subprocess.run(["pkg-config", f"--variable={variable}", "pam"], capture_output=True,
@@ -43,7 +43,7 @@ MODULE_PATH = pam_module_directory() + "/pam_localauth.so"
 PASSWORD = "package-test-secret"
 # Files of ours that a host may hold from `make install`: hidden in the root.
 OURS_ON_HOST = ["/etc/security/localauth.conf", "/etc/pam.d/localauth-passcode", "/usr/share/pam-configs/localauth",
-                "/var/lib/localauth", MODULE_PATH, "/usr/bin/localauth", "/usr/libexec/localauth"]
+                "/var/lib/localauth", MODULE_PATH, "/usr/bin/localauth", os.path.dirname(HELPER_PATH)]
 # A stack line naming the module (not a comment).
 NAMES_MODULE = r"^[[:space:]]*[^#[:space:]].*pam_localauth\.so"
 

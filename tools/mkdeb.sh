@@ -26,9 +26,10 @@ pamdir=$(pkg-config --variable=securedir pam)
 case "$pamdir" in /*/"$multiarch"/security) ;; *) echo "mkdeb: unexpected PAM module directory $pamdir" >&2; exit 1 ;; esac
 
 make -s install DESTDIR="$root" PREFIX=/usr PAMDIR="$pamdir" >/dev/null
+helper=$(make -s --no-print-directory helper-path)   # declared once, in the C shim
 strip --strip-unneeded --remove-section=.comment --remove-section=.note "$root$pamdir/pam_localauth.so"
-strip --remove-section=.comment --remove-section=.note "$root/usr/libexec/localauth/localauth-helper" "$root/usr/bin/localauth"
-chmod 4755 "$root/usr/libexec/localauth/localauth-helper"   # strip keeps the mode; said again for the reader
+strip --remove-section=.comment --remove-section=.note "$root$helper" "$root/usr/bin/localauth"
+chmod 4755 "$root$helper"   # strip keeps the mode; said again for the reader
 gzip -9n "$root"/usr/share/man/man*/*
 
 doc=$root/usr/share/doc/localauth
@@ -42,7 +43,7 @@ chmod 0644 "$root/usr/share/lintian/overrides/localauth"
 printf 'Source: localauth\n\nPackage: localauth\nArchitecture: any\n' > "$work/src/debian/control"
 install -d "$root/DEBIAN"
 shlibs=$(cd "$work/src" && dpkg-shlibdeps -O -e"$root$pamdir/pam_localauth.so" \
-    -e"$root/usr/libexec/localauth/localauth-helper" -e"$root/usr/bin/localauth" | sed -n 's/^shlibs:Depends=//p')
+    -e"$root$helper" -e"$root/usr/bin/localauth" | sed -n 's/^shlibs:Depends=//p')
 [ -n "$shlibs" ] || { echo "mkdeb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 
 # Installed-Size as dpkg-gencontrol counts it: each file's KiB rounded up,
