@@ -220,96 +220,91 @@ struct HelperSession {
         case .success(let decoded): request = decoded
         case .failure(let refusal): return refuse(refusal, &log)
         }
-        guard let ownName = Syscalls.userName(uid: callerUID) else {
-            log.log(.error, "uid \(callerUID) has no user name; refused")
-            return refuse(.notAllowed(literalBytes("user")), &log)
+        let ownName = Syscalls.userName(uid: callerUID)
+        if ownName == nil { log.log(.error, "uid \(callerUID) has no user name; refused") }
+        let target: UserIdentity
+        switch HelperPolicy.target(callerUID: callerUID, callerName: ownName, requested: request.user,
+                                   lookup: { Syscalls.lookupUser($0).map { UserIdentity(uid: $0.uid, name: $0.name) } }) {
+        case .success(let account): target = account
+        case .failure(let refusal):
+            if ownName != nil { log.log(.notice, "uid \(callerUID) asked for another user's prompt; refused") }
+            return refuse(refusal, &log)
         }
-        var target = UserIdentity(uid: callerUID, name: ownName)
-        if !request.user.isEmpty && request.user != ownName {
-            // Only root may ask about someone else.
-            guard callerUID == 0, let other = Syscalls.lookupUser(request.user) else {
-                log.log(.notice, "uid \(callerUID) asked for another user's prompt; refused")
-                return refuse(.notAllowed(literalBytes("user")), &log)
-            }
-            target = UserIdentity(uid: other.uid, name: other.name)
-        }
-        let (options, diagnostics) = configured.withPresentation(request.presentation)
+        let (options, scopeOptions, diagnostics) = HelperPolicy.options(configured: configured, request: request)
         for message in diagnostics { log.log(.notice, "from the caller: \(message)") }
-        // The hard deadline: the fingerprint phase and two answers, with slack.
-        let hardSeconds = options.timeoutSeconds + 2 * options.answerTimeoutSeconds + 30
+        let hardSeconds = HelperPolicy.hardDeadlineSeconds(options)
         Syscalls.setAlarm(seconds: UInt32(hardSeconds + 5))
         let hardDeadline = Syscalls.bootTimeNanoseconds() + Int64(hardSeconds) * 1_000_000_000
 
         let facts = ScopeFacts(service: request.service, callerUID: callerUID, targetUID: target.uid, targetName: target.name,
                                requestingUser: [], remoteHost: [], localHostName: Syscalls.hostName(),
                                sessionIsRemote: LogindSession.callerIsRemote())
-        let scopeOptions = Scope.helperOptions(options, service: request.service, preflight: request.action == .check)
-        let scope = Scope.decide(facts, options: scopeOptions)
-        if case .outOfScope = scope {
+        if case .outOfScope = Scope.decide(facts, options: scopeOptions) {
             log.log(.debug, "out of scope for service \(printableText(request.service)); ignoring")
             return finish(HelperResult(status: .evaluated, pamCode: ResultTable.pamCode(for: .outOfScope).rawValue), &log)
         }
         let prompter = ChannelPrompter(channel: channel, state: state,
                                        answerNanoseconds: Int64(options.answerTimeoutSeconds) * 1_000_000_000, hardDeadline: hardDeadline)
         var engine = makeSystemEngine(options, RequestFacts(mode: .prompt, channel: channel.fd), prompter: prompter, log: log)
-
-        switch request.action {
-        case .check:
-            let answer = engine.canEvaluate(options.policy, user: target, service: request.service)
-            switch answer {
-            case .success(let domainState):
-                return finish(HelperResult(status: .evaluated, pamCode: PAMCode.success.rawValue, method: .biometry,
-                                           domainState: domainState), &log)
-            case .failure(let error):
-                return finish(HelperResult(status: .evaluated, pamCode: ResultTable.pamCode(for: error).rawValue, error: error), &log)
-            }
-        case .evaluate:
-            let session = LogindSession.callerSession()
-            // An app's reuse window: a recent success of this account in
-            // this session stands in for a prompt (never for PAM services).
-            if request.reuseSeconds > 0 && bytesEqual(request.service, "localauth-app"),
-               let method = engine.ledger.recentUnlock(target, session: session, withinSeconds: request.reuseSeconds) {
-                log.log(.notice, "uid \(target.uid): a success in this session within \(request.reuseSeconds) s stands in for localauth-app")
-                return finish(HelperResult(status: .evaluated, pamCode: PAMCode.success.rawValue, method: method), &log)
-            }
-            if !request.interactive {
-                // Nothing may be shown: what is missing, else notInteractive.
-                let error: LAError
+        let session = request.action == .evaluate ? LogindSession.callerSession() : []
+        var path = HelperPolicy.path(request)
+        while true {
+            switch path {
+            case .preflight:
                 switch engine.canEvaluate(options.policy, user: target, service: request.service) {
-                case .success: error = .notInteractive
-                case .failure(let missing): error = missing
+                case .success(let domainState):
+                    return finish(HelperResult(status: .evaluated, pamCode: PAMCode.success.rawValue, method: .biometry,
+                                               domainState: domainState), &log)
+                case .failure(let error):
+                    return finish(HelperResult(status: .evaluated, outcome: .failure(error), failDelay: false), &log)
                 }
-                return finish(HelperResult(status: .evaluated, pamCode: ResultTable.pamCode(for: error).rawValue, error: error), &log)
-            }
-            var evaluation = Request(scope: .inScope, userName: target.name, user: target, service: request.service,
-                                     tty: request.tty, mode: .prompt, silent: false)
-            evaluation.session = session
-            let passcode = SecretBuffer()
-            defer { passcode.wipe() }
-            let result = engine.evaluate(evaluation, policy: options.policy, passcode: passcode)
-            passcode.wipe()
-            if let violation = state.violation { return protocolFailure(violation, &log) }
-            var outcome = result.outcome
-            if case .failure = outcome, !state.cancelled {
-                // What ended a fingerprint wait early and was not read yet.
-                switch pendingFromClient() {
-                case .success(let frame) where frame.type == .cancel: state.cancelled = true
-                // A button pressed as the evaluation ended changes nothing.
-                case .success(let frame) where frame.type == .userCancel || frame.type == .userFallback: break
-                case .success(let frame): return protocolFailure(.outOfOrder(frame.type), &log)
-                case .failure(.timedOut): break
-                case .failure(let violation): return protocolFailure(violation, &log)
+            case .reuse(let seconds, let then):
+                if let method = engine.ledger.recentUnlock(target, session: session, withinSeconds: seconds) {
+                    log.log(.notice, "uid \(target.uid): a success in this session within \(seconds) s stands in for localauth-app")
+                    return finish(HelperResult(status: .evaluated, pamCode: PAMCode.success.rawValue, method: method), &log)
                 }
+                path = then
+            case .withoutPrompt:
+                let error = HelperPolicy.errorWithoutPrompt(preflight: engine.canEvaluate(options.policy, user: target,
+                                                                                          service: request.service))
+                return finish(HelperResult(status: .evaluated, outcome: .failure(error), failDelay: false), &log)
+            case .evaluate:
+                return evaluate(request, target: target, options: options, session: session, engine: &engine, &log)
             }
-            if case .failure = outcome, state.cancelled { outcome = .failure(.appCancel) }
-            var answer = HelperResult(status: .evaluated, outcome: outcome, failDelay: result.failDelay)
-            if case .success = outcome, bytesEqual(request.service, "localauth-app"),
-               case .success(let domainState) = engine.canEvaluate(options.policy, user: target, service: request.service) {
-                // An app reads evaluatedPolicyDomainState after a success.
-                answer.domainState = Array(domainState.prefix(HelperResult.maxDomainState))
-            }
-            return finish(answer, &log)
         }
+    }
+
+    /// The prompt-mode evaluation, and what the client sent as it ended.
+    mutating func evaluate(_ request: HelperRequest, target: UserIdentity, options: Options, session: [UInt8],
+                           engine: inout SystemEngine<ChannelPrompter, FileStateStore, HelperLog>, _ log: inout HelperLog) -> HelperExit {
+        var evaluation = Request(scope: .inScope, userName: target.name, user: target, service: request.service,
+                                 tty: request.tty, mode: .prompt, silent: false)
+        evaluation.session = session
+        let passcode = SecretBuffer()
+        defer { passcode.wipe() }
+        let result = engine.evaluate(evaluation, policy: options.policy, passcode: passcode)
+        passcode.wipe()
+        if let violation = state.violation { return protocolFailure(violation, &log) }
+        if case .failure = result.outcome, !state.cancelled {
+            // What ended a fingerprint wait early and was not read yet.
+            switch pendingFromClient() {
+            case .success(let frame):
+                switch HelperPolicy.lateFrame(frame.type) {
+                case .appCancel: state.cancelled = true
+                case .ignored: break
+                case .violation: return protocolFailure(.outOfOrder(frame.type), &log)
+                }
+            case .failure(.timedOut): break
+            case .failure(let violation): return protocolFailure(violation, &log)
+            }
+        }
+        let outcome = HelperPolicy.reported(result.outcome, appCancelled: state.cancelled)
+        var answer = HelperResult(status: .evaluated, outcome: outcome, failDelay: result.failDelay)
+        if HelperPolicy.carriesDomainState(outcome, service: request.service),
+           case .success(let domainState) = engine.canEvaluate(options.policy, user: target, service: request.service) {
+            answer.domainState = Array(domainState.prefix(HelperResult.maxDomainState))
+        }
+        return finish(answer, &log)
     }
 
     /// A frame (or the end of the channel) that is already waiting.

@@ -1,0 +1,101 @@
+// What the setuid helper may do with a request, decided as pure functions of
+// the caller, the configuration, the request and what the engine reports:
+// whose account, with which options, under which scope, by which path
+// (preflight, an app's reuse window, a non-interactive answer, a prompt),
+// and what a cancel turns an outcome into. HelperService only performs
+// these decisions; HelperPolicyTests walks them as tables.
+
+/// The setuid helper's decisions.
+public enum HelperPolicy {
+    /// The account a request is for: the caller's own; another only when
+    /// the caller is root and the account exists. Any other name is refused
+    /// whether or not it exists (no enumeration through the helper).
+    public static func target(callerUID: UInt32, callerName: [UInt8]?, requested: [UInt8],
+                              lookup: ([UInt8]) -> UserIdentity?) -> Result<UserIdentity, HelperRequest.Refusal> {
+        guard let callerName else { return .failure(.notAllowed(literalBytes("user"))) }
+        if requested.isEmpty || requested == callerName { return .success(UserIdentity(uid: callerUID, name: callerName)) }
+        guard callerUID == 0, let other = lookup(requested) else { return .failure(.notAllowed(literalBytes("user"))) }
+        return .success(other)
+    }
+
+    /// The options a request runs with: the administrator's, with the
+    /// caller's presentation over them (a shorter timeout, fewer services at
+    /// most), and the scope's service list as `Scope.helperOptions` widens
+    /// it for a preflight and for `localauth test`.
+    public static func options(configured: Options, request: HelperRequest) -> (options: Options, scopeOptions: Options, diagnostics: [String]) {
+        let (options, diagnostics) = configured.withPresentation(request.presentation)
+        return (options, Scope.helperOptions(options, service: request.service, preflight: request.action == .check), diagnostics)
+    }
+
+    /// The request's hard deadline in seconds: the fingerprint phase and
+    /// two answers, with slack.
+    public static func hardDeadlineSeconds(_ options: Options) -> Int {
+        options.timeoutSeconds + 2 * options.answerTimeoutSeconds + 30
+    }
+
+    /// How an in-scope request is answered.
+    public enum Path: Equatable {
+        /// The preflight (`canEvaluate`): never prompts.
+        case preflight
+        /// An app's reuse window: a success of this account in this session
+        /// within `seconds` stands in for a prompt; if there is none, `then`.
+        indirect case reuse(seconds: Int, then: Path)
+        /// Nothing may be shown: the preflight's error, else notInteractive.
+        case withoutPrompt
+        /// The evaluation, in prompt mode.
+        case evaluate
+    }
+
+    /// The path for `request`. The reuse window is for apps only: a PAM
+    /// service always asks.
+    public static func path(_ request: HelperRequest) -> Path {
+        guard request.action == .evaluate else { return .preflight }
+        let rest: Path = request.interactive ? .evaluate : .withoutPrompt
+        if request.reuseSeconds > 0 && bytesEqual(request.service, "localauth-app") {
+            return .reuse(seconds: request.reuseSeconds, then: rest)
+        }
+        return rest
+    }
+
+    /// The answer without a prompt: what is missing, or notInteractive when
+    /// nothing is (a prompt would have been needed).
+    public static func errorWithoutPrompt(preflight: Result<[UInt8], LAError>) -> LAError {
+        switch preflight {
+        case .success: return .notInteractive
+        case .failure(let missing): return missing
+        }
+    }
+
+    /// A frame the client sent that the helper finds waiting after a
+    /// failed evaluation.
+    public enum LateFrame: Equatable {
+        /// The app cancelled (its invalidate()).
+        case appCancel
+        /// A button pressed as the evaluation ended: changes nothing.
+        case ignored
+        /// Anything else breaks the protocol.
+        case violation
+    }
+
+    public static func lateFrame(_ type: FrameType) -> LateFrame {
+        switch type {
+        case .cancel: return .appCancel
+        case .userCancel, .userFallback: return .ignored
+        default: return .violation
+        }
+    }
+
+    /// The outcome reported: a failure after the app cancelled is appCancel;
+    /// a success stands, whatever came after it.
+    public static func reported(_ outcome: Outcome, appCancelled: Bool) -> Outcome {
+        if case .failure = outcome, appCancelled { return .failure(.appCancel) }
+        return outcome
+    }
+
+    /// Whether a success carries the domain state (an app reads
+    /// evaluatedPolicyDomainState after one; PAM services never need it).
+    public static func carriesDomainState(_ outcome: Outcome, service: [UInt8]) -> Bool {
+        if case .success = outcome { return bytesEqual(service, "localauth-app") }
+        return false
+    }
+}

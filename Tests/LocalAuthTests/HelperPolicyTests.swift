@@ -1,0 +1,118 @@
+// The setuid helper's decisions as tables: whose account a request is for,
+// which options and scope it runs with, which path answers it, and what a
+// late frame or a cancel makes of the outcome.
+import XCTest
+@testable import LocalAuth
+
+final class HelperPolicyTests: XCTestCase {
+    func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+    func request(_ service: String = "swaylock", action: HelperAction = .evaluate, user: String = "", reuse: Int = 0,
+                 interactive: Bool = true, presentation: [(String, String)] = []) -> HelperRequest {
+        var request = HelperRequest()
+        request.service = bytes(service)
+        request.action = action
+        request.user = bytes(user)
+        request.reuseSeconds = reuse
+        request.interactive = interactive
+        request.presentation = presentation.map { (bytes($0.0), bytes($0.1)) }
+        return request
+    }
+
+    /// Only the caller's own account; another only for root, and only when
+    /// it exists; a refusal that does not say whether the name exists.
+    func testWhoseAccount() {
+        let accounts = ["alice": UserIdentity(uid: 1000, name: Array("alice".utf8)),
+                        "bob": UserIdentity(uid: 1001, name: Array("bob".utf8))]
+        let lookup: ([UInt8]) -> UserIdentity? = { accounts[String(decoding: $0, as: UTF8.self)] }
+        let refused = Result<UserIdentity, HelperRequest.Refusal>.failure(.notAllowed(bytes("user")))
+        let rows: [(String, UInt32, String?, String, Result<UserIdentity, HelperRequest.Refusal>)] = [
+            ("own account, unnamed", 1000, "alice", "", .success(accounts["alice"]!)),
+            ("own account, named", 1000, "alice", "alice", .success(accounts["alice"]!)),
+            ("another existing account", 1000, "alice", "bob", refused),
+            ("a name that does not exist", 1000, "alice", "nobody-here", refused),
+            ("a caller without a name", 1234, nil, "", refused),
+            ("root names an existing account", 0, "root", "bob", .success(accounts["bob"]!)),
+            ("root names a missing account", 0, "root", "nobody-here", refused),
+            ("root, unnamed", 0, "root", "", .success(UserIdentity(uid: 0, name: bytes("root")))),
+        ]
+        for (label, uid, name, requested, expected) in rows {
+            let got = HelperPolicy.target(callerUID: uid, callerName: name.map(bytes), requested: bytes(requested), lookup: lookup)
+            XCTAssertEqual(got, expected, label)
+        }
+    }
+
+    /// The caller shapes the prompt and may only narrow: a shorter timeout,
+    /// fewer services; the security keys stay the administrator's.
+    func testOptionsAndScopeOfARequest() {
+        var configured = Options()
+        configured.timeoutSeconds = 30
+        let rows: [(String, HelperRequest, (Options) -> Bool, (Options) -> Bool)] = [
+            ("a shorter timeout is taken", request(presentation: [("timeout", "5")]), { $0.timeoutSeconds == 5 }, { _ in true }),
+            ("a longer timeout is not", request(presentation: [("timeout", "300")]), { $0.timeoutSeconds == 30 }, { _ in true }),
+            ("fewer services", request(presentation: [("services", "swaylock")]), { $0.services == [Array("swaylock".utf8)] },
+             { $0.covers(service: Array("swaylock".utf8)) }),
+            ("no service added", request(presentation: [("services", "swaylock,evil")]),
+             { !$0.covers(service: Array("evil".utf8)) }, { !$0.covers(service: Array("evil".utf8)) }),
+            ("a preflight is in scope for any service", request("gdm-password", action: .check), { _ in true },
+             { $0.covers(service: Array("gdm-password".utf8)) }),
+            ("an evaluation is not", request("gdm-password"), { _ in true }, { !$0.covers(service: Array("gdm-password".utf8)) }),
+        ]
+        for (label, request, optionsHold, scopeHolds) in rows {
+            let (options, scope, _) = HelperPolicy.options(configured: configured, request: request)
+            XCTAssertTrue(optionsHold(options), label)
+            XCTAssertTrue(scopeHolds(scope), label)
+            XCTAssertEqual(options.lockout, configured.lockout, label)
+            XCTAssertEqual(options.stateDir, configured.stateDir, label)
+            XCTAssertEqual(options.passcodeService, configured.passcodeService, label)
+        }
+        XCTAssertEqual(HelperPolicy.hardDeadlineSeconds(configured), 30 + 2 * 120 + 30)
+    }
+
+    /// Which path answers a request: the reuse window only for apps.
+    func testThePathOfARequest() {
+        let rows: [(String, HelperRequest, HelperPolicy.Path)] = [
+            ("a preflight", request(action: .check), .preflight),
+            ("a preflight ignores reuse", request("localauth-app", action: .check, reuse: 10), .preflight),
+            ("a locker's prompt", request(), .evaluate),
+            ("a locker cannot reuse", request(reuse: 10), .evaluate),
+            ("an app with a reuse window", request("localauth-app", reuse: 10), .reuse(seconds: 10, then: .evaluate)),
+            ("an app that may not show anything", request("localauth-app", interactive: false), .withoutPrompt),
+            ("both", request("localauth-app", reuse: 300, interactive: false), .reuse(seconds: 300, then: .withoutPrompt)),
+            ("a PAM service that may not show anything", request(interactive: false), .withoutPrompt),
+        ]
+        for (label, request, expected) in rows { XCTAssertEqual(HelperPolicy.path(request), expected, label) }
+    }
+
+    /// Without a prompt: what is missing, else notInteractive.
+    func testAnswerWithoutAPrompt() {
+        XCTAssertEqual(HelperPolicy.errorWithoutPrompt(preflight: .success([1])), .notInteractive)
+        for error in LAError.allCases {
+            XCTAssertEqual(HelperPolicy.errorWithoutPrompt(preflight: .failure(error)), error, error.name)
+        }
+    }
+
+    /// A late frame and a cancel: only the app's cancel turns a failure
+    /// into appCancel; nothing turns anything into a success.
+    func testLateFramesAndCancel() {
+        for type in FrameType.allCases {
+            let expected: HelperPolicy.LateFrame = type == .cancel ? .appCancel
+                : (type == .userCancel || type == .userFallback ? .ignored : .violation)
+            XCTAssertEqual(HelperPolicy.lateFrame(type), expected, "\(type)")
+        }
+        let outcomes: [Outcome] = [.success(.biometry), .success(.passcode), .outOfScope, .internalError]
+            + LAError.allCases.map { .failure($0) }
+        for outcome in outcomes {
+            for cancelled in [false, true] {
+                let reported = HelperPolicy.reported(outcome, appCancelled: cancelled)
+                switch outcome {
+                case .failure where cancelled: XCTAssertEqual(reported, .failure(.appCancel), "\(outcome)")
+                default: XCTAssertEqual(reported, outcome, "\(outcome) cancelled: \(cancelled)")
+                }
+            }
+            XCTAssertEqual(HelperPolicy.carriesDomainState(outcome, service: Array("localauth-app".utf8)),
+                           { if case .success = outcome { return true } else { return false } }(), "\(outcome)")
+            XCTAssertFalse(HelperPolicy.carriesDomainState(outcome, service: Array("swaylock".utf8)), "\(outcome)")
+        }
+    }
+}
