@@ -16,6 +16,11 @@ public func bytesEqual<C: Collection>(_ bytes: C, _ literal: StaticString) -> Bo
 }
 
 /// The bytes of an ASCII literal.
+/// A literal as a String (Embedded Swift has no `String(describing:)`).
+public func literalText(_ literal: StaticString) -> String {
+    String(decoding: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount), as: UTF8.self)
+}
+
 public func literalBytes(_ literal: StaticString) -> [UInt8] {
     var result: [UInt8] = []
     result.reserveCapacity(literal.utf8CodeUnitCount)

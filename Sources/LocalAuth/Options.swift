@@ -180,7 +180,7 @@ public struct OptionParser {
                 value = nil
             }
             let problems = diagnostics.count
-            apply(key: key, value: value, source: .configFile, where: "line \(lineNumber)")
+            apply(key: key, value: value, source: .configFile, where: "line " + String(lineNumber))
             if diagnostics.count == problems { keysFromConfigFile.append(Array(key)) }
         }
     }
@@ -193,9 +193,9 @@ public struct OptionParser {
             let slice = argument[...]
             if let equals = slice.firstIndex(of: 0x3D) {
                 apply(key: slice[slice.startIndex..<equals], value: slice[(equals + 1)..<slice.endIndex],
-                      source: .moduleArgument, where: "argument \(index)")
+                      source: .moduleArgument, where: "argument " + String(index))
             } else {
-                apply(key: slice, value: nil, source: .moduleArgument, where: "argument \(index)")
+                apply(key: slice, value: nil, source: .moduleArgument, where: "argument " + String(index))
             }
         }
     }
@@ -225,7 +225,8 @@ public struct OptionParser {
             }
         }
         if options.lockout < options.maxTries {
-            diagnostics.append("max_tries \(options.maxTries) is above lockout \(options.lockout); using \(options.lockout)")
+            diagnostics.append("max_tries " + String(options.maxTries) + " is above lockout " + String(options.lockout) + "; using "
+                               + String(options.lockout))
             options.maxTries = options.lockout
         }
     }
@@ -238,13 +239,13 @@ public struct OptionParser {
     private mutating func clamp(_ value: Int, _ low: Int, _ high: Int, _ key: StaticString) -> Int {
         guard value < low || value > high else { return value }
         let bound = value < low ? low : high
-        diagnostics.append(printableText(literalBytes(key)) + " " + String(value) + (value < low ? " is below " : " is above ")
+        diagnostics.append(literalText(key) + " " + String(value) + (value < low ? " is below " : " is above ")
                            + String(bound) + "; using " + String(bound))
         return bound
     }
 
     private mutating func reject(_ key: ArraySlice<UInt8>, _ location: String, _ why: StaticString) {
-        diagnostics.append("ignored option \(printableText(key, limit: 40)) (\(location)): \(why)")
+        diagnostics.append("ignored option " + printableText(key, limit: 40) + " (" + location + "): " + literalText(why))
     }
 
     private mutating func apply(key: ArraySlice<UInt8>, value: ArraySlice<UInt8>?, source: OptionSource, where location: String) {
