@@ -26,7 +26,7 @@ SWIFT_DEFINES ?=
 # errors here as in `swift build`.
 TRIPLE := $(shell uname -m)-unknown-linux-gnu
 MODULES := $(BUILD)/modules
-C_INCLUDES := -I Sources/CLibc/include -I Sources/CSystemLibraries/include
+C_INCLUDES := -I Sources/CMemory/include -I Sources/CLibc/include -I Sources/CSystemLibraries/include
 EMBEDDED_PROGRAM_FLAGS := -target $(TRIPLE) -enable-experimental-feature Embedded -wmo -Osize \
 	-Xfrontend -function-sections -warnings-as-errors $(C_INCLUDES) -I $(MODULES)
 EMBEDDED_FLAGS := $(EMBEDDED_PROGRAM_FLAGS) -parse-as-library
@@ -34,13 +34,14 @@ CFLAGS_MODULE := -O2 -fPIC -Wall -Wextra -Werror -fstack-protector-strong -D_FOR
 LDFLAGS_MODULE := -shared -Wl,--version-script=Sources/CShim/pam_localauth.map -Wl,-z,defs -Wl,-z,now \
 	-Wl,-z,relro -Wl,--gc-sections -Wl,--as-needed
 LIBS_MODULE := -lpam -lsystemd
-C_HEADERS := $(wildcard Sources/CLibc/include/*) $(wildcard Sources/CSystemLibraries/include/*)
+C_HEADERS := $(wildcard Sources/CMemory/include/*) $(wildcard Sources/CLibc/include/*) $(wildcard Sources/CSystemLibraries/include/*)
 LIBRARY_SOURCES := $(wildcard Sources/LocalAuth/*.swift)
+SYSTEM_SOURCES := $(wildcard Sources/LocalAuthSystem/*.swift)
 ADAPTER_SOURCES := $(wildcard Sources/SystemAdapters/*.swift)
 ENTRY_SOURCES := $(wildcard Sources/PAMModule/*.swift)
 HELPER_SOURCES := $(wildcard Sources/LocalAuthHelper/*.swift)
 HELPER_OBJECTS := $(BUILD)/LocalAuthHelper.o $(BUILD)/libc_shim.o $(BUILD)/system_shim.o \
-	$(BUILD)/LocalAuth.o $(BUILD)/SystemAdapters.o
+	$(BUILD)/LocalAuth.o $(BUILD)/LocalAuthSystem.o $(BUILD)/SystemAdapters.o
 LDFLAGS_HELPER := -pie -Wl,-z,now -Wl,-z,relro -Wl,--gc-sections -Wl,--as-needed
 # Where the module, the helper's callers and the package find the helper:
 # declared once, in Sources/CLibc/include/libc_shim.h (la_helper_path), and
@@ -52,7 +53,7 @@ $(error cannot read the helper path from Sources/CLibc/include/libc_shim.h)
 endif
 override LIBEXECDIR := $(patsubst %/,%,$(dir $(HELPER_PATH)))
 MODULE_OBJECTS := $(BUILD)/pam_localauth.o $(BUILD)/libc_shim.o $(BUILD)/system_shim.o \
-	$(BUILD)/LocalAuth.o $(BUILD)/SystemAdapters.o $(BUILD)/PAMModule.o
+	$(BUILD)/LocalAuth.o $(BUILD)/LocalAuthSystem.o $(BUILD)/SystemAdapters.o $(BUILD)/PAMModule.o
 
 .PHONY: all module cli demo test unit-test integration-test install uninstall clean deps tools test-artifacts helper-path
 
@@ -72,16 +73,21 @@ helper-path:
 # change is compiled again.
 $(BUILD)/LocalAuth.o: $(LIBRARY_SOURCES) $(C_HEADERS)
 	@mkdir -p $(MODULES)
-	$(SWIFTC) $(EMBEDDED_FLAGS) $(SWIFT_DEFINES) -module-name LocalAuth -emit-module -emit-module-path $(MODULES)/LocalAuth.swiftmodule \
+	$(SWIFTC) $(EMBEDDED_FLAGS) -module-name LocalAuth -emit-module -emit-module-path $(MODULES)/LocalAuth.swiftmodule \
 		-c $(LIBRARY_SOURCES) -o $@
 	@touch $@
 
-$(BUILD)/SystemAdapters.o: $(ADAPTER_SOURCES) $(BUILD)/LocalAuth.o
+$(BUILD)/LocalAuthSystem.o: $(SYSTEM_SOURCES) $(BUILD)/LocalAuth.o
+	$(SWIFTC) $(EMBEDDED_FLAGS) $(SWIFT_DEFINES) -module-name LocalAuthSystem -emit-module \
+		-emit-module-path $(MODULES)/LocalAuthSystem.swiftmodule -c $(SYSTEM_SOURCES) -o $@
+	@touch $@
+
+$(BUILD)/SystemAdapters.o: $(ADAPTER_SOURCES) $(BUILD)/LocalAuthSystem.o $(BUILD)/LocalAuth.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -module-name SystemAdapters -emit-module -emit-module-path $(MODULES)/SystemAdapters.swiftmodule \
 		-c $(ADAPTER_SOURCES) -o $@
 	@touch $@
 
-$(BUILD)/PAMModule.o: $(ENTRY_SOURCES) $(BUILD)/SystemAdapters.o $(BUILD)/LocalAuth.o
+$(BUILD)/PAMModule.o: $(ENTRY_SOURCES) $(BUILD)/SystemAdapters.o $(BUILD)/LocalAuthSystem.o $(BUILD)/LocalAuth.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -module-name PAMModule -c $(ENTRY_SOURCES) -o $@
 	@touch $@
 
@@ -104,7 +110,7 @@ $(BUILD)/pam_localauth.so: $(MODULE_OBJECTS) Sources/CShim/pam_localauth.map
 
 # The setuid helper: Embedded Swift over the same library and adapters as
 # the module, linked as a position-independent executable.
-$(BUILD)/LocalAuthHelper.o: $(HELPER_SOURCES) $(BUILD)/SystemAdapters.o $(BUILD)/LocalAuth.o
+$(BUILD)/LocalAuthHelper.o: $(HELPER_SOURCES) $(BUILD)/SystemAdapters.o $(BUILD)/LocalAuthSystem.o $(BUILD)/LocalAuth.o
 	$(SWIFTC) $(EMBEDDED_PROGRAM_FLAGS) -module-name LocalAuthHelper -c $(HELPER_SOURCES) -o $@
 	@touch $@
 
@@ -266,7 +272,7 @@ $(BENCH_BUILD)/loadtime: tools/loadtime.c
 FUZZ_BUILD := .build/fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := record options frames lint replies
-FUZZ_SWIFT := $(SWIFTC) -sanitize=fuzzer,address -parse-as-library -O -g -I Sources/CLibc/include -I $(FUZZ_BUILD)/modules
+FUZZ_SWIFT := $(SWIFTC) -sanitize=fuzzer,address -parse-as-library -O -g -I Sources/CMemory/include -I $(FUZZ_BUILD)/modules
 
 $(FUZZ_BUILD)/LocalAuth.o: $(LIBRARY_SOURCES) $(C_HEADERS)
 	@mkdir -p $(FUZZ_BUILD)/modules
@@ -278,11 +284,7 @@ $(FUZZ_BUILD)/StackLint.o: $(STACKLINT_SOURCES) $(FUZZ_BUILD)/LocalAuth.o
 	$(FUZZ_SWIFT) -wmo -module-name StackLint -emit-module -emit-module-path $(FUZZ_BUILD)/modules/StackLint.swiftmodule \
 		-c $(STACKLINT_SOURCES) -o $@
 
-$(FUZZ_BUILD)/libc_shim.o: Sources/CLibc/libc_shim.c $(C_HEADERS)
-	@mkdir -p $(FUZZ_BUILD)
-	$(CC) -O1 -g -fsanitize=address -Wall -Wextra -Werror -I Sources/CLibc/include -c $< -o $@
-
-FUZZ_LIBRARY := $(FUZZ_BUILD)/LocalAuth.o $(FUZZ_BUILD)/StackLint.o $(FUZZ_BUILD)/libc_shim.o
+FUZZ_LIBRARY := $(FUZZ_BUILD)/LocalAuth.o $(FUZZ_BUILD)/StackLint.o
 
 $(FUZZ_BUILD)/fuzz-record: Fuzz/FuzzEntry.swift Fuzz/FuzzRecord.swift $(FUZZ_LIBRARY)
 	$(FUZZ_SWIFT) -module-name FuzzRecord Fuzz/FuzzEntry.swift Fuzz/FuzzRecord.swift $(FUZZ_LIBRARY) -o $@

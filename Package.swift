@@ -19,20 +19,25 @@ let package = Package(
         .executable(name: "localauth", targets: ["LocalAuthCommand"]),
     ],
     targets: [
-        // libc only: all the library needs.
+        // Wiping memory: the policy library's only C.
+        .target(name: "CMemory", path: "Sources/CMemory", cSettings: strictC),
+        // libc, for the system layer.
         .target(name: "CLibc", path: "Sources/CLibc", cSettings: strictC),
         // libpam, sd-bus, sd-login: only the adapters use these.
         .target(name: "CSystemLibraries", path: "Sources/CSystemLibraries", cSettings: strictC),
-        .target(name: "LocalAuth", dependencies: ["CLibc"], path: "Sources/LocalAuth", swiftSettings: strict),
-        .target(name: "SystemAdapters", dependencies: ["LocalAuth", "CSystemLibraries"], path: "Sources/SystemAdapters",
+        // The policy library: pure (the compiler enforces it: no C but CMemory).
+        .target(name: "LocalAuth", dependencies: ["CMemory"], path: "Sources/LocalAuth", swiftSettings: strict),
+        // The system layer: system calls, the state store, trusted files, the helper's client.
+        .target(name: "LocalAuthSystem", dependencies: ["LocalAuth", "CLibc"], path: "Sources/LocalAuthSystem", swiftSettings: strict),
+        .target(name: "SystemAdapters", dependencies: ["LocalAuth", "LocalAuthSystem", "CSystemLibraries"], path: "Sources/SystemAdapters",
                 swiftSettings: strict, linkerSettings: [.linkedLibrary("pam"), .linkedLibrary("systemd")]),
-        .target(name: "PAMModule", dependencies: ["LocalAuth", "SystemAdapters"], path: "Sources/PAMModule", swiftSettings: strict),
-        .target(name: "LocalAuthentication", dependencies: ["LocalAuth"], path: "Sources/LocalAuthentication", swiftSettings: strict),
+        .target(name: "PAMModule", dependencies: ["LocalAuth", "LocalAuthSystem", "SystemAdapters"], path: "Sources/PAMModule", swiftSettings: strict),
+        .target(name: "LocalAuthentication", dependencies: ["LocalAuth", "LocalAuthSystem"], path: "Sources/LocalAuthentication", swiftSettings: strict),
         .target(name: "StackLint", dependencies: ["LocalAuth"], path: "Sources/StackLint", swiftSettings: strict),
-        .target(name: "LocalAuthCLI", dependencies: ["LocalAuth", "SystemAdapters", "StackLint"], path: "Sources/LocalAuthCLI",
+        .target(name: "LocalAuthCLI", dependencies: ["LocalAuth", "LocalAuthSystem", "SystemAdapters", "StackLint"], path: "Sources/LocalAuthCLI",
                 swiftSettings: strict),
         // The setuid helper (type-checked here; installed as Embedded Swift, like the module).
-        .executableTarget(name: "localauth-helper", dependencies: ["LocalAuth", "SystemAdapters"], path: "Sources/LocalAuthHelper",
+        .executableTarget(name: "localauth-helper", dependencies: ["LocalAuth", "LocalAuthSystem", "SystemAdapters"], path: "Sources/LocalAuthHelper",
                           swiftSettings: strict),
         .executableTarget(name: "LocalAuthCommand", dependencies: ["LocalAuthCLI"], path: "Sources/localauth", swiftSettings: strict),
         // Apps: the two examples (run by `make demo`) and a file that uses only
@@ -46,11 +51,11 @@ let package = Package(
         // Test support.
         .target(name: "PAMConstants", path: "Tests/PAMConstants", cSettings: strictC),
         .executableTarget(name: "la-app-probe", dependencies: ["LocalAuthentication"], path: "Tests/AppProbe", swiftSettings: strict),
-        .executableTarget(name: "la-store-probe", dependencies: ["LocalAuth", "SystemAdapters"], path: "Tests/StoreProbe",
+        .executableTarget(name: "la-store-probe", dependencies: ["LocalAuth", "LocalAuthSystem", "SystemAdapters"], path: "Tests/StoreProbe",
                           swiftSettings: strict),
-        .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication", "LocalAuth"],
+        .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication", "LocalAuth", "LocalAuthSystem"],
                     path: "Tests/LocalAuthenticationTests", swiftSettings: strict),
-        .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "StackLint", "PAMConstants"], path: "Tests/LocalAuthTests",
+        .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "LocalAuthSystem", "StackLint", "PAMConstants"], path: "Tests/LocalAuthTests",
                     swiftSettings: strict),
     ]
 )

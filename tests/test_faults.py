@@ -183,10 +183,10 @@ def test_a_read_only_state_directory_refuses_without_asking(pam):
 
 
 @pytest.mark.parametrize("call, errno, expected_log", [
-    ("write", 5, "cannot charge a passcode attempt for uid 1001: write failed (errno 5)"),
-    ("sync", 5, "cannot charge a passcode attempt for uid 1001: write failed (errno 5)"),
-    ("open", 13, "cannot be opened (errno 13)"),
-    ("open", 12, "cannot be opened (errno 12)"),
+    ("write", 5, "cannot charge a passcode attempt for uid 1001: write failed: Input/output error (errno 5)"),
+    ("sync", 5, "cannot charge a passcode attempt for uid 1001: write failed: Input/output error (errno 5)"),
+    ("open", 13, "cannot be opened: Permission denied (errno 13)"),
+    ("open", 12, "cannot be opened: Cannot allocate memory (errno 12)"),
 ], ids=["write-EIO", "sync-EIO", "open-EACCES", "open-ENOMEM"])
 def test_a_failing_store_call_refuses_the_attempt_and_loses_no_charge(pam, call, errno, expected_log):
     """The charge is written (and synced) before the password is checked;
@@ -229,7 +229,7 @@ def test_a_shortage_looking_at_the_record_refuses_and_keeps_it(pam):
     run = pam.run(answers=[ALICE], env=faulty(pam, "fstat", 12, FAULT_MATCH=f"/{UID}.rec$"))
     assert faults_hit(pam)
     assert run.code == PAM_SYSTEM_ERR and run.texts("error") == [NOT_RECORDED], run
-    assert any("read failed (errno 12)" in line for line in log_lines(run)), run.stderr
+    assert any("read failed: Cannot allocate memory (errno 12)" in line for line in log_lines(run)), run.stderr
     assert pam.record_path().read_bytes() == before
 
 

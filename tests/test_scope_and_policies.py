@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from pamenv import (MODULE, PAM_AUTHINFO_UNAVAIL, PAM_AUTH_ERR, PAM_MATRIX, PAM_SET_ITEMS, PAM_SUCCESS, PASSWORDS,
+from pamenv import (MODULE, PAM_AUTHINFO_UNAVAIL, PAM_AUTH_ERR, PAM_MATRIX, PAM_SET_ITEMS, PAM_SUCCESS, PAM_SYSTEM_ERR, PASSWORDS,
                       parse_run)
 from pamenv import open_to_others, world_readable_pam
 
@@ -163,3 +163,19 @@ def test_without_root_the_module_steps_aside():
         run = parse_run(proc.stdout, proc.stderr)
         assert run.ignored, proc.stdout + proc.stderr
         assert pam.state_files() == []
+
+
+def test_a_line_with_more_arguments_than_the_module_reads_is_refused(pam):
+    """libpam passes any number of arguments; the module reads at most 256.
+    A line with more would run as a shorter line than the one written (and
+    the lint judges): the module refuses it, asks nothing and touches
+    nothing, and says why in the log; with 256 it runs."""
+    # With state_dir= and conf=, 255 more make 257; libpam reads a line of at most 1023 bytes.
+    pam.write_owner_stack(args=" ".join(["x"] * 254) + " silent")
+    run = pam.run(answers=["wrong"])
+    assert run.code == PAM_SYSTEM_ERR and run.prompts() == [], run    # default=die: the stack fails, unasked
+    assert "more than 256 arguments" in run.stderr, run.stderr
+    assert pam.state_files() == []
+    pam.write_owner_stack(args=" ".join(["x"] * 253) + " silent")      # 256 in all
+    assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
+    assert pam.record().P == 1

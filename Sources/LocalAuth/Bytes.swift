@@ -1,6 +1,7 @@
 // Byte-level helpers. User names, service names and secrets are compared as
 // bytes: Swift strings decode invalid UTF-8 leniently, so two different
 // names could compare equal as `String`s.
+import CMemory
 
 /// Compares bytes with an ASCII literal, without going through `String`.
 @inlinable
@@ -161,7 +162,7 @@ public final class SecretBuffer {
 
     /// Overwrites every byte with zero in a way the compiler cannot drop.
     public func wipe() {
-        Syscalls.wipe(storage, count: SecretBuffer.capacity + 1)
+        la_wipe(storage, SecretBuffer.capacity + 1)
         count = 0
         overflowed = false
     }

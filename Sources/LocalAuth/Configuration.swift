@@ -1,6 +1,6 @@
-// Loading the configuration: the file (trusted only as root's, through
-// root's directories), then the module arguments. The one loader for the
-// module, the command-line tool and the lint.
+// The configuration in force: the file (read by `Configuration.load` in the
+// system layer, trusted only as root's), then the module arguments. One
+// loader for the module, the helper, the command-line tool and the lint.
 
 /// The options in force, and what was found on the way.
 public struct Configuration {
@@ -16,13 +16,12 @@ public struct Configuration {
     /// Keys set by a valid line of the file.
     public var keysFromFile: [String]
 
-    /// Reads `path` (or the `conf=` argument, or the default file) and then
-    /// applies `arguments` over it. Never fails: what cannot be used is
-    /// described and safe values stay.
-    public static func load(path given: [UInt8]? = nil, arguments: [[UInt8]] = []) -> Configuration {
-        let path = given ?? OptionParser.configPath(in: arguments) ?? literalBytes(Options.defaultConfigPath)
+    /// The options from a configuration file's `contents` (nil: not read,
+    /// for `problem` or because it does not exist) at `path`, then
+    /// `arguments` over it. Never fails: what cannot be used is described and
+    /// safe values stay. (`Configuration.load` reads the file.)
+    public static func make(path: [UInt8], contents: [UInt8]?, problem: String?, arguments: [[UInt8]]) -> Configuration {
         var parser = OptionParser()
-        let (contents, problem) = TrustedPath.readFile(path, limit: OptionParser.maxConfigSize)
         if let contents { parser.applyConfigFile(contents) }
         let keys = parser.keysFromConfigFile.map { printableText($0) }
         parser.applyArguments(arguments)

@@ -204,7 +204,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
     /// same order (a record read under its lock, the same fprintd queries
     /// for the name), so the time to the prompt does not tell them apart.
     mutating func lookAlikeForUnknownUser(_ request: Request, policy: LAPolicy, passcode: SecretBuffer) -> EvaluationResult {
-        let pseudo = UserIdentity(uid: FileStateStore.lookAlikeUID, name: request.userName)
+        let pseudo = UserIdentity(uid: StateRecord.lookAlikeUID, name: request.userName)
         let nameFits = !request.userName.isEmpty && request.userName.count <= RecordFormat.maxNameLength
         let readable = nameFits ? ledger.snapshot(pseudo) != nil : true
         _ = sensor.availability(userName: request.userName)

@@ -3,13 +3,23 @@
 // finger is re-enrolled under the same name. It covers the device, the
 // finger names and, when readable, fprintd's stored print files.
 
+/// fprintd's print files as the digest reads them (the system layer gives
+/// the disk's; the digest itself touches no file).
+public protocol PrintFiles {
+    /// A directory's entries, or nil when it cannot be read.
+    func entries(_ path: [UInt8]) -> [(name: [UInt8], isDirectory: Bool)]?
+    /// A regular file's bytes up to `limit`, or nil.
+    func contents(_ path: [UInt8], limit: Int) -> [UInt8]?
+}
+
 public enum EnrollmentDigest {
     /// Where fprintd keeps prints: `<root>/<user>/<driver>/<device>/<finger>`.
     public static let defaultPrintRoot: StaticString = "/var/lib/fprint"
     static let maxFiles = 64
     static let maxFileSize = 1 << 20
 
-    public static func compute(device: [UInt8], fingers: [[UInt8]], userName: [UInt8], printRoot: [UInt8]) -> [UInt8] {
+    public static func compute<Files: PrintFiles>(device: [UInt8], fingers: [[UInt8]], userName: [UInt8], printRoot: [UInt8],
+                                                  files reader: Files) -> [UInt8] {
         var hasher = SHA256()
         hasher.update(literalBytes("localauth-domain-state-1"))
         field(&hasher, device)
@@ -18,7 +28,7 @@ public enum EnrollmentDigest {
             return hasher.finish()
         }
         var files = 0
-        walk(&hasher, printRoot + [0x2F] + userName, depth: 0, files: &files)
+        walk(&hasher, printRoot + [0x2F] + userName, depth: 0, files: &files, reader)
         field(&hasher, utf8Bytes("files \(files)"))
         return hasher.finish()
     }
@@ -31,15 +41,15 @@ public enum EnrollmentDigest {
         hasher.update(bytes)
     }
 
-    static func walk(_ hasher: inout SHA256, _ path: [UInt8], depth: Int, files: inout Int) {
-        guard depth <= 3, let entries = Syscalls.directoryEntries(at: nil, path) else { return }
+    static func walk<Files: PrintFiles>(_ hasher: inout SHA256, _ path: [UInt8], depth: Int, files: inout Int, _ reader: Files) {
+        guard depth <= 3, let entries = reader.entries(path) else { return }
         for entry in entries where files < maxFiles {
             let child = path + [0x2F] + entry.name
             if entry.isDirectory {
                 field(&hasher, literalBytes("dir"))
                 field(&hasher, entry.name)
-                walk(&hasher, child, depth: depth + 1, files: &files)
-            } else if let contents = Syscalls.readRegularFile(at: nil, child, limit: maxFileSize) {
+                walk(&hasher, child, depth: depth + 1, files: &files, reader)
+            } else if let contents = reader.contents(child, limit: maxFileSize) {
                 files += 1
                 field(&hasher, literalBytes("file"))
                 field(&hasher, entry.name)

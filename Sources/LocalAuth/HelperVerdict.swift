@@ -115,3 +115,33 @@ public enum CommandAnswer: Equatable {
     case notAuthenticated(LAError)
     case toolFailure(String)
 }
+
+/// How a run of the helper ended, for the caller.
+public enum HelperOutcome: Equatable {
+    /// The helper answered.
+    case answered(HelperResult)
+    /// The helper cannot be used here (missing, not setuid, not running as
+    /// root): the stack's password line should decide, as without the module.
+    case unavailable(String)
+    /// The helper failed mid-way (died, hung, broke the protocol).
+    case failed(String)
+}
+
+/// A choice the caller passes to a running helper, as one byte on the
+/// control descriptor given to `HelperClient.run`.
+public enum ClientChoice: UInt8, CaseIterable {
+    /// The person cancelled (userCancel).
+    case userCancel = 0x75
+    /// The person chose the fallback.
+    case userFallback = 0x66
+    /// The application cancelled (appCancel).
+    case appCancel = 0x61
+
+    public var frame: FrameType {
+        switch self {
+        case .userCancel: return .userCancel
+        case .userFallback: return .userFallback
+        case .appCancel: return .cancel
+        }
+    }
+}

@@ -55,7 +55,7 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
             try store.withRecord(uid: user.uid, userName: user.name) { record, status in body(&record, status, rules, moment) }
             return true
         } catch {
-            log.log(level, "cannot \(action) uid \(user.uid): \(storeFailureText(error, directory: options.stateDir))\(consequence)")
+            log.log(level, "cannot \(action) uid \(user.uid): \(storeFailureText(error, directory: options.stateDir, describe: store.describe))\(consequence)")
             return false
         }
     }
@@ -240,7 +240,7 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
 }
 
 /// The administrator's words for a store failure; directory problems name the path.
-public func storeFailureText(_ failure: StoreFailure, directory: [UInt8]) -> String {
+public func storeFailureText(_ failure: StoreFailure, directory: [UInt8], describe: (Errno) -> String) -> String {
     switch failure {
     case .directoryUnusable(let problem):
         let path = "state directory " + printableText(directory)
@@ -251,11 +251,11 @@ public func storeFailureText(_ failure: StoreFailure, directory: [UInt8]) -> Str
         case .missingAncestor: return path + ": a directory on its path is missing"
         case .missingInWritableParent: return path + " is missing and its parent is writable by others; create it as root with mode 0700"
         case .unsafeDirectory: return path + " is not a directory owned by root with mode 0700"
-        case .cannotOpen(let errno): return path + " cannot be opened (errno \(errno.code))"
+        case .cannotOpen(let errno): return path + " cannot be opened: " + describe(errno)
         }
-    case .lockFailed(let errno): return "lock failed (errno \(errno.code))"
-    case .writeFailed(let errno): return "write failed (errno \(errno.code))"
-    case .readFailed(let errno): return "read failed (errno \(errno.code))"
+    case .lockFailed(let errno): return "lock failed: " + describe(errno)
+    case .writeFailed(let errno): return "write failed: " + describe(errno)
+    case .readFailed(let errno): return "read failed: " + describe(errno)
     case .fileSizeLimited: return "file size limit"
     }
 }

@@ -147,6 +147,10 @@ public struct OptionParser {
     public static let maxValueLength = 512
     /// Largest configuration file read.
     public static let maxConfigSize = 64 * 1024
+    /// The most arguments a stack line may carry: the module refuses a line
+    /// with more (it would otherwise read a shorter line than the one
+    /// written), and the lint reports it.
+    public static let maxArguments = 256
 
     public private(set) var options = Options()
     /// One line per problem, for `pam_syslog`. Never contains secrets.

@@ -31,6 +31,10 @@ public struct FailureEntry: Equatable {
 }
 
 public struct StateRecord: Equatable {
+    /// The uid under which the look-alike record of unknown names is kept
+    /// (no account has it).
+    public static let lookAlikeUID = UInt32.max
+
     public var uid: UInt32
     public var userName: [UInt8]
     /// Wall-clock creation time; with the name, tells a reused uid apart.

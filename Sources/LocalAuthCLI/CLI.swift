@@ -1,6 +1,7 @@
 // `localauth`: see what the module decided, reset it, check and try it, and
 // lint the configuration. `main.swift` only calls `run(arguments:)`.
 import LocalAuth
+import LocalAuthSystem
 import SystemAdapters
 
 /// An error for the person at the terminal: printed on stderr, with its exit code.

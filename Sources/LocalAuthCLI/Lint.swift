@@ -1,6 +1,7 @@
 // `localauth config --check`: the configuration file, and the PAM stacks
 // against the stack-line rules of docs/DESIGN.md (see StackLint).
 import LocalAuth
+import LocalAuthSystem
 import StackLint
 
 /// The most service files the lint reads from one directory; a directory
@@ -45,11 +46,12 @@ func configCommand(_ arguments: Arguments) throws -> ExitCode {
     // directory or a device reads as empty there.
     // A module line runs with the file its conf= names, or this one, and
     // then its arguments: the module's own loader says what that makes.
-    let lint = StackLint(read: { name in
+    let lint = StackLint(file: { name in
         switch Syscalls.readFollowingLinks(name.hasPrefix("/") ? utf8Bytes(name) : directory + [0x2F] + utf8Bytes(name), limit: 16 << 20) {
-        case .bytes(let bytes): return bytes
-        case .notRegular: return []
-        case .tooLarge, .cannotOpen: return nil
+        case .bytes(let bytes): return .bytes(bytes)
+        case .notRegular: return .bytes([])
+        case .missing: return .missing
+        case .tooLarge, .cannotOpen: return .unjudgeable
         }
     }, options: { lineArguments in
         let bytes = lineArguments.map { utf8Bytes($0) }

@@ -1,4 +1,5 @@
 import LocalAuth
+import LocalAuthSystem
 import SystemAdapters
 
 // MARK: - status

@@ -3,6 +3,7 @@
 // `localauth-helper` through the same client code the PAM module uses.
 import Foundation
 import LocalAuth
+import LocalAuthSystem
 
 /// One evaluation's run through the helper.
 protocol HelperConnection: Sendable {

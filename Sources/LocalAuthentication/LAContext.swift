@@ -5,6 +5,7 @@
 // or to evaluate for another account).
 import Foundation
 import LocalAuth
+import LocalAuthSystem
 
 /// The PAM service name apps evaluate under; an administrator who removes
 /// it from `services` turns evaluation by apps off.

@@ -3,6 +3,7 @@
 // written for Apple's LocalAuthentication compile and behave the same.
 import Foundation
 import LocalAuth
+import LocalAuthSystem
 
 /// The error domain of every error this library reports.
 public let LAErrorDomain = "com.apple.LocalAuthentication"

@@ -6,6 +6,7 @@
 // app never sees the Ctrl-C meant for the prompt.
 import Foundation
 import LocalAuth
+import LocalAuthSystem
 
 public final class TerminalPresenter: LAPresenter, @unchecked Sendable {
     private let condition = NSCondition()

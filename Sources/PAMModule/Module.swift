@@ -3,6 +3,7 @@
 // through the result table; everything else lives in the library and the
 // adapters.
 import LocalAuth
+import LocalAuthSystem
 import SystemAdapters
 
 /// Every answer goes through `ResultTable.authenticationAnswer`: whatever
@@ -21,7 +22,14 @@ func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv:
     // control flag of this line made of the answer.
     if PAMHandle.insideOwnPasscodeCheck { return ResultTable.stepAside.rawValue }
     let handle = PAMHandle(raw: pamh)
-    let options = loadOptions(handle, arguments: moduleArguments(argc, argv))
+    guard let arguments = moduleArguments(argc, argv) else {
+        // More arguments than the module reads: it would act on a line other
+        // than the one written (and the lint judges). Refuse the line.
+        var log = PAMLog(handle: handle, debug: false)
+        log.log(.error, "more than " + String(OptionParser.maxArguments) + " arguments on the stack line; refused")
+        return PAMCode.systemError.rawValue
+    }
+    let options = loadOptions(handle, arguments: arguments)
     var log = PAMLog(handle: handle, debug: options.debug)
     if options.authsucc {
         // Resets happen only in the root path; the helper never accepts one.
@@ -183,10 +191,12 @@ func resetAfterPasswordModule(_ handle: PAMHandle, options: Options, log: PAMLog
     return ResultTable.stepAside.rawValue
 }
 
-func moduleArguments(_ argc: Int32, _ argv: UnsafePointer<UnsafePointer<CChar>?>?) -> [[UInt8]] {
+/// The line's arguments; nil when there are more than the module reads.
+func moduleArguments(_ argc: Int32, _ argv: UnsafePointer<UnsafePointer<CChar>?>?) -> [[UInt8]]? {
     guard let argv, argc > 0 else { return [] }
+    guard Int(argc) <= OptionParser.maxArguments else { return nil }
     var arguments: [[UInt8]] = []
-    for index in 0..<min(Int(argc), 256) {
+    for index in 0..<Int(argc) {
         if let argument = argv[index] { arguments.append(Syscalls.bytes(ofCString: argument, limit: 8192)) }
     }
     return arguments

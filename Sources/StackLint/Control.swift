@@ -34,7 +34,8 @@ struct Control: Equatable {
         "authtok_recover_err", "authtok_lock_busy", "authtok_disable_aging", "try_again", "ignore", "abort",
         "authtok_expired", "module_unknown", "bad_item", "conv_again", "incomplete",
     ]
-    static let success = 0, permissionDenied = 6, authError = 7, newAuthtokRequired = 12, ignoreAnswer = 25, incomplete = 31
+    static let success = 0, permissionDenied = 6, authError = 7, newAuthtokRequired = 12, ignoreAnswer = 25, moduleUnknown = 28,
+               incomplete = 31
 
     let actions: [Action]
     /// Why libpam rejected a `[...]` control; it then treats every answer,

@@ -48,13 +48,17 @@ struct Rule {
         let name = String(module.split(separator: "/").last ?? Substring(module))
         moduleName = name
         let localAuth = kind == .module && name == "pam_localauth.so"
-        options = localAuth ? moduleOptions(arguments) : nil
+        let refused = localAuth && arguments.count > OptionParser.maxArguments
+        options = localAuth && !refused ? moduleOptions(arguments) : nil
         let authsucc = options?.authsucc ?? false
         switch kind {
         case .substack: answers = []
         case .mustFail: answers = [Control.permissionDenied]
         case .module:
-            if authsucc {
+            if refused {
+                // The module refuses a line with more arguments than it reads.
+                answers = [Control.answerNames.firstIndex(of: PAMCode.systemError.libpamName)!]
+            } else if authsucc {
                 answers = [Control.answerNames.firstIndex(of: StackLint.stepAside)!]
             } else if localAuth {
                 // What the module answers, and module_unknown: what libpam
@@ -62,7 +66,9 @@ struct Rule {
                 // make dlopen fail with a low address-space limit).
                 answers = [Control.success] + StackLint.lineFailures.compactMap { Control.answerNames.firstIndex(of: $0.code) }
             } else if name == "pam_deny.so" {
-                answers = [Control.authError]
+                // Or module_unknown, when libpam cannot load it (a caller
+                // can make loading fail with a low address-space limit).
+                answers = [Control.authError, Control.moduleUnknown]
             } else if name == "pam_permit.so" {
                 answers = [Control.success]
             } else if StackLint.passwordModules.contains(name)
@@ -77,11 +83,14 @@ struct Rule {
             }
         }
         successIsCredential = kind == .module
-            && ((localAuth && !authsucc) || StackLint.passwordModules.contains(name) || StackLint.otherCredentialModules.contains(name))
+            && ((localAuth && !authsucc && !refused) || StackLint.passwordModules.contains(name) || StackLint.otherCredentialModules.contains(name))
     }
 
     var isLocalAuth: Bool { kind == .module && moduleName == "pam_localauth.so" }
     var isAuthsucc: Bool { options?.authsucc ?? false }
+    /// A pam_localauth.so line with more arguments than the module reads:
+    /// the module refuses it.
+    var isRefusedByTheModule: Bool { isLocalAuth && arguments.count > OptionParser.maxArguments }
     /// Whether the module runs policy biometrics on this line.
     var isBiometrics: Bool { options?.policy == .biometrics }
     var location: String { "\(file):\(line)" }

@@ -12,8 +12,18 @@ public struct Finding: Equatable {
     public var text: String
 }
 
+/// A file as the lint reads it.
+public enum LintFile {
+    case bytes([UInt8])
+    /// Not there: libpam fails an include of it too.
+    case missing
+    /// There, but the lint cannot read it (too large, or not openable by
+    /// this process) where libpam may: the lint cannot judge what includes it.
+    case unjudgeable
+}
+
 public struct StackLint {
-    let readFile: (String) -> [UInt8]?
+    let readLintFile: (String) -> LintFile
     /// The options the module runs with, given a line's arguments.
     let moduleOptions: ([String]) -> Options
     /// Files read and services expanded, each once per lint: a hostile
@@ -22,15 +32,27 @@ public struct StackLint {
     final class Memo {
         var files: [String: (lines: [(line: Int, words: [String])], complete: Bool)?] = [:]
         var expansions: [String: Expansion] = [:]
+        var unjudgeable: Set<String> = []
     }
     let memo = Memo()
 
     /// `read` gives a file's bytes by service name or absolute path (nil:
     /// unreadable); `options` the module's options for a line's arguments
     /// (by default the arguments alone, over the defaults).
-    public init(read: @escaping (String) -> [UInt8]?, options: @escaping ([String]) -> Options = StackLint.optionsFromArguments) {
-        readFile = read
+    public init(file: @escaping (String) -> LintFile, options: @escaping ([String]) -> Options = StackLint.optionsFromArguments) {
+        readLintFile = file
         moduleOptions = options
+    }
+
+    /// A lint over files that are there (bytes) or missing (nil).
+    public init(read: @escaping (String) -> [UInt8]?, options: @escaping ([String]) -> Options = StackLint.optionsFromArguments) {
+        self.init(file: { name in read(name).map { .bytes($0) } ?? .missing }, options: options)
+    }
+
+    /// A file's bytes, nil when the lint cannot have them.
+    func readFile(_ name: String) -> [UInt8]? {
+        if case .bytes(let bytes) = readLintFile(name) { return bytes }
+        return nil
     }
 
     /// The module's options from a line's arguments alone, over the defaults.
@@ -57,14 +79,17 @@ public struct StackLint {
     /// cannot be read.
     func read(_ name: String) -> (lines: [(line: Int, words: [String])], complete: Bool)? {
         if let known = memo.files[name] { return known }
-        let parsed = readFile(name).map { contents in
+        var parsed: (lines: [(line: Int, words: [String])], complete: Bool)? = nil
+        switch readLintFile(name) {
+        case .bytes(let contents):
             let (lines, complete) = PAMFile.lines(contents)
-            return (lines: lines.map { (line: $0.number, words: PAMFile.fields($0.text)) }.filter { !$0.words.isEmpty }, complete: complete)
+            parsed = (lines: lines.map { (line: $0.number, words: PAMFile.fields($0.text)) }.filter { !$0.words.isEmpty }, complete: complete)
+        case .missing: break
+        case .unjudgeable: memo.unjudgeable.insert(name)
         }
         memo.files[name] = .some(parsed)
         return parsed
     }
-
     /// The most rules a service expands to, and the most files it reads:
     /// files that include each other many times over would otherwise
     /// expand without end (a fuzzer found the lint taking minutes).
@@ -109,7 +134,7 @@ public struct StackLint {
     /// where the include was). A file that includes one already on its own
     /// include path is such a failure: libpam would go round until it ran
     /// out of files.
-    enum Load { case loaded, unreadable, incomplete, refused }
+    enum Load { case loaded, unreadable, unjudgeable, incomplete, refused }
 
     @discardableResult
     func load(_ name: String, level: Int, path: [String], into expansion: inout Expansion) -> Load {
@@ -127,7 +152,7 @@ public struct StackLint {
         }
         guard expansion.filesRead < StackLint.maxFilesRead else { expansion.capped = true; return .loaded }
         expansion.filesRead += 1
-        guard let (lines, complete) = read(name) else { return .unreadable }
+        guard let (lines, complete) = read(name) else { return memo.unjudgeable.contains(name) ? .unjudgeable : .unreadable }
         for (number, words) in lines {
             guard expansion.rules.count < StackLint.maxExpandedRules else { expansion.capped = true; break }
             func failing(_ control: Control) -> Rule { Rule(file: name, line: number, kind: .mustFail, level: level, control: control) }
@@ -146,6 +171,10 @@ public struct StackLint {
                 case .unreadable:
                     expansion.rules.append(failing(Control.mustFail))
                     note("\(name):\(number): \(target) cannot be read (missing, or not a regular file): libpam fails every login through this line")
+                case .unjudgeable:
+                    let finding = Finding(severity: "error", text: "\(name):\(number): \(target) cannot be read here (too large, or "
+                                          + "not openable by this process) though libpam may read it: the lint cannot pass this stack")
+                    if !expansion.findings.contains(finding) { expansion.findings.append(finding) }
                 case .incomplete:
                     expansion.rules.append(failing(Control.mustFail))
                     note("\(target): libpam cannot read this file to its end (a line continued at the end of the file, or longer "
@@ -212,6 +241,9 @@ public struct StackLint {
         let paths = StackPaths(rules)
         var findings = expansion.findings
         func error(_ rule: Rule, _ text: String) { findings.append(Finding(severity: "error", text: "\(rule.location): \(text)")) }
+        for rule in rules where rule.isRefusedByTheModule {
+            error(rule, "more than \(OptionParser.maxArguments) arguments: the module refuses this line (PAM_SYSTEM_ERR) and reads none of them")
+        }
         // Tables over the rules, each built in one pass, so that a service
         // of thousands of rules is checked in time linear in its size.
         let count = rules.count

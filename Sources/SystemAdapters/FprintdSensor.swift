@@ -4,6 +4,7 @@
 // evidence (VerifyStopRule). docs/DESIGN.md lists the fprintd facts this
 // relies on.
 import LocalAuth
+import LocalAuthSystem
 
 /// What the bus handlers leave for the verify loop.
 final class FprintdEvents {
@@ -251,7 +252,8 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
                 device = candidate
                 deviceUser = userName
                 return .available(domainState: EnrollmentDigest.compute(
-                    device: candidate, fingers: fingers, userName: userName, printRoot: literalBytes(EnrollmentDigest.defaultPrintRoot)))
+                    device: candidate, fingers: fingers, userName: userName, printRoot: literalBytes(EnrollmentDigest.defaultPrintRoot),
+                    files: DiskPrintFiles()))
             }
         }
         device = []

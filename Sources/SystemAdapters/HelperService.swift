@@ -6,6 +6,7 @@
 // authenticates only the caller's own account, in prompt mode, under a hard
 // deadline. docs/HELPER-PROTOCOL.md describes the conversation.
 import LocalAuth
+import LocalAuthSystem
 
 /// The helper's exit statuses. The verdict travels in the RESULT frame; the
 /// status is for a person who ran the helper by hand.

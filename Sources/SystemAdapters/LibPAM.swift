@@ -4,6 +4,7 @@
 // conversation.
 import CSystemLibraries
 import LocalAuth
+import LocalAuthSystem
 
 /// Linux-PAM's values as Swift constants.
 public enum PAMValue {

@@ -2,6 +2,7 @@
 // that calls sd-login.
 import CSystemLibraries
 import LocalAuth
+import LocalAuthSystem
 
 /// The caller's logind session, read once for a call: its name (empty
 /// without one) and whether logind calls it remote (nil: no logind, no

@@ -3,6 +3,7 @@
 // as bytes, and signal subscriptions with Swift handlers.
 import CSystemLibraries
 import LocalAuth
+import LocalAuthSystem
 
 /// A method call built and not yet sent; owns its message.
 final class PreparedCall {

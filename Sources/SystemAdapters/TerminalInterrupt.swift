@@ -4,6 +4,7 @@
 // caught with sigaction, so the application's own handling is untouched
 // once the mask is restored.
 import LocalAuth
+import LocalAuthSystem
 
 /// What ends a wait early.
 public enum WaitInterruption: Equatable {

@@ -555,7 +555,7 @@ final class EngineTests: XCTestCase {
                 XCTAssertEqual(unknown.prompter.told, known.prompter.told)
                 XCTAssertEqual(unknown.verifier.verifyCalls, known.verifier.verifyCalls, "a dummy verification runs")
                 XCTAssertEqual(unknown.store.passcodeFailures, known.store.passcodeFailures, "counted alike")
-                XCTAssertTrue(unknown.store.keys.allSatisfy { $0.0 == FileStateStore.lookAlikeUID }, "never a real uid")
+                XCTAssertTrue(unknown.store.keys.allSatisfy { $0.0 == StateRecord.lookAlikeUID }, "never a real uid")
                 // The same work before the first prompt, so that time does not tell them apart.
                 XCTAssertEqual(unknown.sensor.availabilityCalls, known.sensor.availabilityCalls, "the same fprintd queries")
                 XCTAssertEqual(unknown.sensor.openCalls, 0)

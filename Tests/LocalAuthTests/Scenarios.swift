@@ -1041,7 +1041,7 @@ final class ScenarioTests: XCTestCase {
         }
         for (uid, name) in store.keys {
             // R14: unknown names are counted in look-alike records, never under a real uid.
-            let expectedUID = s.scope == .unknownUser ? FileStateStore.lookAlikeUID : s.user.uid
+            let expectedUID = s.scope == .unknownUser ? StateRecord.lookAlikeUID : s.user.uid
             XCTAssertEqual(uid, expectedUID, "\(label): store keyed by another uid")
             XCTAssertEqual(name, s.user.name, "\(label): store keyed by another name")
         }

@@ -3,6 +3,7 @@
 // stacks produce none.
 import XCTest
 @testable import StackLint
+import LocalAuth
 
 final class StackLintTests: XCTestCase {
     /// A lint over in-memory service files.
@@ -345,6 +346,35 @@ final class StackLintTests: XCTestCase {
             XCTAssertTrue(found.contains { $0.contains(expected) }, "\(stack): \(found)")
         }
         XCTAssertEqual(errors(lint([:]).passcodeServiceFindings("localauth-passcode")), ["localauth-passcode: missing or unreadable"])
+    }
+
+    /// Found by a third attack review, each run through libpam 1.5.2 and
+    /// the module: what the lint cannot read as libpam and the module do
+    /// is an error, never a guess.
+    func testWhatTheLintCannotReadAsTheModuleAndLibpamDoIsAnError() {
+        // More arguments than the module reads: it refuses the line.
+        let many = Array(repeating: "x", count: OptionParser.maxArguments)
+        let line = "auth [success=2 authinfo_unavail=ignore default=die] pam_localauth.so passcode_service=weak " + many.joined(separator: " ")
+            + " passcode_service=localauth-passcode\n"
+        let found = errors(lint(["svc": line + passwordLines]).serviceFindings("svc"))
+        XCTAssertTrue(found.contains { $0.contains("more than \(OptionParser.maxArguments) arguments") }, "\(found)")
+        XCTAssertEqual(lint(["svc": line]).authRules("svc").first?.isAuthsucc, false)
+        XCTAssertEqual(lint(["svc": line]).passcodeServicesNamed("svc"), [])
+        // An include the lint cannot read (too large, not openable here):
+        // libpam may read it whole.
+        let stack = "auth [success=1 authinfo_unavail=ignore default=die] pam_localauth.so\nauth include /site/auth\n"
+        let unjudged = StackLint(file: { name in
+            switch name {
+            case "svc": return .bytes(Array(stack.utf8))
+            case "/site/auth": return .unjudgeable
+            default: return .missing
+            }
+        })
+        XCTAssertTrue(errors(unjudged.serviceFindings("svc")).contains { $0.contains("/site/auth cannot be read here") })
+        // pam_deny that libpam could not load, on a line that ignores that.
+        let deny = "auth [success=1 authinfo_unavail=ignore default=die] pam_localauth.so\n"
+            + "auth [auth_err=die default=ignore] pam_deny.so\nauth required pam_permit.so\n"
+        XCTAssertTrue(errors(lint(["svc": deny]).serviceFindings("svc")).contains { $0.contains("can reach its end") })
     }
 
     func testNamedPasscodeServicesAreFound() {

@@ -5,6 +5,7 @@
 import Foundation
 import XCTest
 import LocalAuth
+import LocalAuthSystem
 @testable import LocalAuthentication
 
 // Both modules name Apple's types; the app's view is the one under test.

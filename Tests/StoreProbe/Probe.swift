@@ -36,6 +36,7 @@
 // Exit status: 0 success, 1 failure (message on stderr), 2 usage.
 import Glibc
 import LocalAuth
+import LocalAuthSystem
 import SystemAdapters
 
 /// The ledger's log lines go to stderr, so a failing command says why.

@@ -1,58 +1,15 @@
 // The attempt state on disk (docs/DESIGN.md, "The state store"): one record per uid,
 // locked, checked at every step of the path, written so that a crash never lowers a count.
-/// Why the store could not do its work. The engine refuses the attempt.
-public enum StoreFailure: Error, Equatable {
-    /// The state directory is missing and cannot be made, or is unsafe.
-    case directoryUnusable(DirectoryProblem)
-    case lockFailed(Errno)
-    case writeFailed(Errno)
-    /// Opening or reading the record failed for want of descriptors or
-    /// memory: the record may be sound, so it is neither trusted nor replaced.
-    case readFailed(Errno)
-    /// `ulimit -f` forbids writing a record and cannot be raised.
-    case fileSizeLimited
-}
-
-/// What is wrong with the state directory or the way to it.
-public enum DirectoryProblem: Equatable, Sendable {
-    case notAbsolute
-    /// A directory on the way is a symlink, not a directory, not root's, or
-    /// writable by group or others without being sticky.
-    case unsafeAncestor
-    case missingAncestor
-    /// Missing, and its parent is writable by others (a sticky /tmp).
-    case missingInWritableParent
-    /// Not a directory, a symlink, not the trusted owner's, or not 0700.
-    case unsafeDirectory
-    /// Opening it failed for a reason that says nothing about its safety
-    /// (EACCES under a security module, EIO, ENOMEM...).
-    case cannotOpen(Errno)
-}
-
-/// What the store found before handing the record over.
-public enum LoadStatus: Equatable {
-    case absent
-    case loaded
-    case damaged(RecordDamage)
-}
-
-/// Persistent attempt state, one record per uid (docs/DESIGN.md, "The state store").
-public protocol StateStore {
-    /// Runs `body` on the user's record under that user's exclusive lock and
-    /// writes the record back when `body` changed it: on disk before
-    /// returning whenever losing the change could lower what is charged
-    /// (`StateRecord.mustBeDurable`). `body` gets nil
-    /// for an absent or damaged record. The lock is released on return, so
-    /// `body` must never wait for a person or a device.
-    mutating func withRecord<Result>(uid: UInt32, userName: [UInt8],
-                                     _ body: (inout StateRecord?, LoadStatus) -> Result) throws(StoreFailure) -> Result
-}
+import LocalAuth
 
 /// The state store on disk: `<dir>/<uid>.rec`, two slots updated in place
 /// (made and replaced whole by rename), locked through `<dir>/<uid>.lock`
 /// (never the record, which a rename can replace), everything opened
 /// relative to the directory with O_NOFOLLOW.
 public struct FileStateStore: StateStore {
+    /// The system's message for an errno.
+    public func describe(_ errno: Errno) -> String { errno.text }
+
     public let directoryPath: [UInt8]
     /// Owner that the directory, lock and record files must have.
     public let trustedOwner: UInt32
@@ -68,7 +25,7 @@ public struct FileStateStore: StateStore {
 
     /// The uid of look-alike records for unknown user names (R14): never a
     /// real uid ((uid_t)-1 is reserved).
-    public static let lookAlikeUID = UInt32.max
+    public static var lookAlikeUID: UInt32 { StateRecord.lookAlikeUID }
     /// How many spare record files the store keeps made: a new or
     /// replaced record takes one, so a filesystem whose space or inodes
     /// someone used up still takes a first record (or an unknown name's

@@ -2,6 +2,7 @@
 // directory. Every directory on the way from / is opened without following
 // symlinks and checked before anything below it is trusted, so nobody but
 // root can swap a part of the path.
+import LocalAuth
 
 /// Why a trusted path could not be opened.
 public enum TrustedPathFailure: Error, Equatable {

@@ -1,10 +1,10 @@
 import CLibc
+import LocalAuth
 
-/// A failed system call's errno.
-public struct Errno: Error, Equatable {
-    public var code: Int32
-    public init(_ code: Int32) { self.code = code }
+extension Errno {
     static var current: Errno { Errno(la_errno()) }
+    /// The system's message and the number: "No space left on device (errno 28)".
+    public var text: String { Syscalls.errorMessage(code) + " (errno " + String(code) + ")" }
     /// ENOTCONN: what a closed bus connection reports.
     public static var notConnected: Errno { Errno(ENOTCONN) }
     public static var noEntry: Errno { Errno(ENOENT) }
@@ -92,6 +92,13 @@ public enum Syscalls {
     /// Overwrites memory in a way the compiler may not elide.
     public static func wipe(_ pointer: UnsafeMutablePointer<UInt8>, count: Int) {
         explicit_bzero(pointer, count)
+    }
+
+    /// The system's message for an errno (glibc's strerror returns a
+    /// static string for every code, and a generic one for unknown codes).
+    public static func errorMessage(_ code: Int32) -> String {
+        guard let text = strerror(code) else { return "" }
+        return String(cString: text)
     }
 
     /// Opens a path relative to a directory descriptor (or AT_FDCWD),
@@ -570,6 +577,10 @@ public enum FileRead {
     /// There, but not a regular file (a directory, a device).
     case notRegular
     case tooLarge
+    /// Not there: no such file, a directory on the way missing, or a loop of
+    /// symbolic links (what makes any opener fail alike).
+    case missing
+    /// There may be a file, but this process could not open it.
     case cannotOpen
 }
 
@@ -577,7 +588,12 @@ extension Syscalls {
     /// Reads `path` through symbolic links, as libpam opens its files: only
     /// for files read to be judged, never for files trusted.
     public static func readFollowingLinks(_ path: [UInt8], limit: Int) -> FileRead {
-        guard let fd = try? open(at: nil, path, flags: O_RDONLY | O_NONBLOCK, followLinks: true) else { return .cannotOpen }
+        let fd: Int32
+        do {
+            fd = try open(at: nil, path, flags: O_RDONLY | O_NONBLOCK, followLinks: true)
+        } catch {
+            return error == .noEntry || error == .notDirectory || error == .symlinkLoop ? .missing : .cannotOpen
+        }
         defer { close(fd) }
         guard let facts = try? facts(fd) else { return .cannotOpen }
         guard facts.isRegular else { return .notRegular }

@@ -2,6 +2,7 @@
 // a deadline on the boot clock, so a peer that stops reading or writing
 // cannot hold the other side. A REPLY's bytes go straight into a
 // SecretBuffer and never through an ordinary array.
+import LocalAuth
 
 /// A frame received: its type and payload (empty for a REPLY, whose bytes
 /// went into the secret buffer).

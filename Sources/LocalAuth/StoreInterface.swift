@@ -1,0 +1,65 @@
+// What the engine and the ledger need from a state store, free of any I/O:
+// the store protocol, what can go wrong, and the errno a failure carries
+// (its words, the system's message, come from the store).
+
+/// A failed system call's errno. Its words (the system's message) come
+/// from the store that met it: `StateStore.describe`.
+public struct Errno: Error, Equatable {
+    public var code: Int32
+    public init(_ code: Int32) { self.code = code }
+}
+
+/// Why the store could not do its work. The engine refuses the attempt.
+public enum StoreFailure: Error, Equatable {
+    /// The state directory is missing and cannot be made, or is unsafe.
+    case directoryUnusable(DirectoryProblem)
+    case lockFailed(Errno)
+    case writeFailed(Errno)
+    /// Opening or reading the record failed for want of descriptors or
+    /// memory: the record may be sound, so it is neither trusted nor replaced.
+    case readFailed(Errno)
+    /// `ulimit -f` forbids writing a record and cannot be raised.
+    case fileSizeLimited
+}
+
+/// What is wrong with the state directory or the way to it.
+public enum DirectoryProblem: Equatable, Sendable {
+    case notAbsolute
+    /// A directory on the way is a symlink, not a directory, not root's, or
+    /// writable by group or others without being sticky.
+    case unsafeAncestor
+    case missingAncestor
+    /// Missing, and its parent is writable by others (a sticky /tmp).
+    case missingInWritableParent
+    /// Not a directory, a symlink, not the trusted owner's, or not 0700.
+    case unsafeDirectory
+    /// Opening it failed for a reason that says nothing about its safety
+    /// (EACCES under a security module, EIO, ENOMEM...).
+    case cannotOpen(Errno)
+}
+
+/// What the store found before handing the record over.
+public enum LoadStatus: Equatable {
+    case absent
+    case loaded
+    case damaged(RecordDamage)
+}
+
+/// Persistent attempt state, one record per uid (docs/DESIGN.md, "The state store").
+public protocol StateStore {
+    /// Runs `body` on the user's record under that user's exclusive lock and
+    /// writes the record back when `body` changed it: on disk before
+    /// returning whenever losing the change could lower what is charged
+    /// (`StateRecord.mustBeDurable`). `body` gets nil
+    /// for an absent or damaged record. The lock is released on return, so
+    /// `body` must never wait for a person or a device.
+    mutating func withRecord<Result>(uid: UInt32, userName: [UInt8],
+                                     _ body: (inout StateRecord?, LoadStatus) -> Result) throws(StoreFailure) -> Result
+    /// An errno for a log line: the system's message and the number.
+    func describe(_ errno: Errno) -> String
+}
+
+extension StateStore {
+    public func describe(_ errno: Errno) -> String { "errno " + String(errno.code) }
+}
+
