@@ -363,12 +363,13 @@ func parseBackoff(_ value: ArraySlice<UInt8>) -> [BackoffStep]? {
     return steps.isEmpty ? nil : steps
 }
 
-/// PAM service names: letters, digits, `.`, `_`, `-`; at most 64 bytes.
+/// PAM service names: lowercase letters, digits, `.`, `_`, `-`; at most 64
+/// bytes. libpam lowercases the name an application passes, so a name with
+/// capitals would name one file here and open another there.
 func isServiceName(_ value: ArraySlice<UInt8>) -> Bool {
     guard !value.isEmpty, value.count <= 64, value.first != 0x2E else { return false }
     for byte in value {
-        let ok = (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x30 && byte <= 0x39)
-            || byte == 0x2E || byte == 0x5F || byte == 0x2D
+        let ok = (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == 0x2E || byte == 0x5F || byte == 0x2D
         if !ok { return false }
     }
     return true

@@ -70,7 +70,7 @@ struct Rule {
                 // can make loading fail with a low address-space limit).
                 answers = [Control.authError, Control.moduleUnknown]
             } else if name == "pam_permit.so" {
-                answers = [Control.success]
+                answers = [Control.success, Control.moduleUnknown]
             } else if StackLint.passwordModules.contains(name)
                         && !arguments.contains(where: { $0.hasPrefix("ignore_") || $0.hasPrefix("minimum_uid") }) {
                 // Password modules answer PAM_IGNORE only when told to

@@ -33,6 +33,8 @@ public struct StackLint {
         var files: [String: (lines: [(line: Int, words: [String])], complete: Bool)?] = [:]
         var expansions: [String: Expansion] = [:]
         var unjudgeable: Set<String> = []
+        /// Lines of each file with bytes that are not UTF-8.
+        var notUTF8: [String: [Int]] = [:]
     }
     let memo = Memo()
 
@@ -83,6 +85,9 @@ public struct StackLint {
         switch readLintFile(name) {
         case .bytes(let contents):
             let (lines, complete) = PAMFile.lines(contents)
+            // The lint reads fields as text; a byte that is not UTF-8 would
+            // name another file or path than libpam opens.
+            memo.notUTF8[name] = lines.filter { String(validating: $0.text, as: UTF8.self) == nil }.map(\.number)
             parsed = (lines: lines.map { (line: $0.number, words: PAMFile.fields($0.text)) }.filter { !$0.words.isEmpty }, complete: complete)
         case .missing: break
         case .unjudgeable: memo.unjudgeable.insert(name)
@@ -153,6 +158,11 @@ public struct StackLint {
         guard expansion.filesRead < StackLint.maxFilesRead else { expansion.capped = true; return .loaded }
         expansion.filesRead += 1
         guard let (lines, complete) = read(name) else { return memo.unjudgeable.contains(name) ? .unjudgeable : .unreadable }
+        for number in memo.notUTF8[name] ?? [] {
+            let finding = Finding(severity: "error", text: "\(name):\(number): bytes that are not UTF-8: the lint cannot read this line "
+                                  + "as libpam does, so it cannot pass the stack")
+            if !expansion.findings.contains(finding) { expansion.findings.append(finding) }
+        }
         for (number, words) in lines {
             guard expansion.rules.count < StackLint.maxExpandedRules else { expansion.capped = true; break }
             func failing(_ control: Control) -> Rule { Rule(file: name, line: number, kind: .mustFail, level: level, control: control) }
@@ -406,6 +416,9 @@ public struct StackLint {
         guard let (lines, complete) = read(name) else { return [Finding(severity: "error", text: "\(name): missing or unreadable")] }
         var findings: [Finding] = []
         func error(_ location: String, _ text: String) { findings.append(Finding(severity: "error", text: "\(location): \(text)")) }
+        for number in memo.notUTF8[name] ?? [] {
+            error("\(name):\(number)", "bytes that are not UTF-8: the lint cannot read this line as libpam does, so it cannot pass the stack")
+        }
         if !complete {
             error(name, "libpam cannot read this file to its end (a line continued at the end of the file, or longer than "
                   + "\(PAMFile.bufferSize - 1) bytes): the passcode check always fails")

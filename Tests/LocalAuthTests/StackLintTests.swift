@@ -377,6 +377,29 @@ final class StackLintTests: XCTestCase {
         XCTAssertTrue(errors(lint(["svc": deny]).serviceFindings("svc")).contains { $0.contains("can reach its end") })
     }
 
+    /// Found by a fourth attack review: a byte that is not UTF-8 in a line
+    /// (an include's name, a conf= path) names another file for the lint
+    /// than for libpam; a pam_permit.so libpam cannot load answers
+    /// module_unknown; a passcode service named with capitals is another
+    /// file once libpam lowercases it (the option parser refuses it).
+    func testLinesTheLintCannotReadAsTextAndModulesThatDoNotLoad() {
+        var bytes = Array("auth [success=1 authinfo_unavail=ignore default=die] pam_localauth.so\n@include /abs/x".utf8)
+        bytes += [0xFF] + Array("\nauth required pam_unix.so\n".utf8)
+        let odd = StackLint(read: { $0 == "svc" ? bytes : nil })
+        XCTAssertTrue(errors(odd.serviceFindings("svc")).contains { $0.contains("svc:2: bytes that are not UTF-8") })
+        let passcode = StackLint(read: { $0 == "localauth-passcode" ? Array("auth required pam_unix.so x".utf8) + [0xC3, 0x28] : nil })
+        XCTAssertTrue(errors(passcode.passcodeServiceFindings("localauth-passcode")).contains { $0.contains("not UTF-8") })
+        let permit = "auth required pam_succeed_if.so uid >= 1000\n"
+            + "auth [success=3 authinfo_unavail=ignore default=die] pam_localauth.so\n"
+            + "auth [success=ok default=2] /lib64/security/pam_permit.so\n"
+            + "auth [success=1 default=die] pam_unix.so\nauth requisite pam_deny.so\n"
+        XCTAssertTrue(errors(lint(["svc": permit]).serviceFindings("svc")).contains { $0.contains("can reach its end") })
+        var parser = OptionParser()
+        parser.applyArguments([Array("passcode_service=Strict".utf8), Array("services=Sudo".utf8)])
+        XCTAssertEqual(parser.diagnostics.count, 2)
+        XCTAssertEqual(parser.options.passcodeService, Options().passcodeService)
+    }
+
     func testNamedPasscodeServicesAreFound() {
         let lint = lint(["svc": "auth [success=2 ignore=ignore authinfo_unavail=ignore default=die] pam_localauth.so passcode_service=vault\n"])
         XCTAssertEqual(lint.passcodeServicesNamed("svc"), ["vault"])
