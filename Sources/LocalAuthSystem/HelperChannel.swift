@@ -37,31 +37,25 @@ extension Syscalls {
 
     /// Sends what the socket takes now, never raising SIGPIPE.
     public static func sendSome(_ fd: Int32, _ pointer: UnsafePointer<UInt8>, count: Int) -> TransferProgress {
-        while true {
-            let sent = CLibc.send(fd, pointer, count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
-            if sent > 0 { return .done(sent) }
-            if sent == 0 { return .closed }
-            switch la_errno() {
-            case EINTR: continue
-            case EAGAIN, EWOULDBLOCK: return .wouldBlock
-            case EPIPE, ECONNRESET: return .closed
-            default: return .failed
-            }
+        let sent = retryingInterrupted { CLibc.send(fd, pointer, count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+        if sent > 0 { return .done(sent) }
+        if sent == 0 { return .closed }
+        switch la_errno() {
+        case EAGAIN, EWOULDBLOCK: return .wouldBlock
+        case EPIPE, ECONNRESET: return .closed
+        default: return .failed
         }
     }
 
     /// Receives what is there now.
     public static func receiveSome(_ fd: Int32, _ pointer: UnsafeMutablePointer<UInt8>, count: Int) -> TransferProgress {
-        while true {
-            let got = CLibc.recv(fd, pointer, count, Int32(MSG_DONTWAIT))
-            if got > 0 { return .done(got) }
-            if got == 0 { return .closed }
-            switch la_errno() {
-            case EINTR: continue
-            case EAGAIN, EWOULDBLOCK: return .wouldBlock
-            case ECONNRESET: return .closed
-            default: return .failed
-            }
+        let got = retryingInterrupted { CLibc.recv(fd, pointer, count, Int32(MSG_DONTWAIT)) }
+        if got > 0 { return .done(got) }
+        if got == 0 { return .closed }
+        switch la_errno() {
+        case EAGAIN, EWOULDBLOCK: return .wouldBlock
+        case ECONNRESET: return .closed
+        default: return .failed
         }
     }
 
@@ -108,12 +102,9 @@ extension Syscalls {
         var waited = 0
         while true {
             var status: Int32 = 0
-            let result = waitpid(pid, &status, WNOHANG)
+            let result = retryingInterrupted { waitpid(pid, &status, WNOHANG) }
             if result == pid { return true }
-            if result < 0 {
-                if la_errno() == EINTR { continue }
-                return true  // ECHILD: reaped elsewhere (SIGCHLD ignored)
-            }
+            if result < 0 { return true }  // ECHILD: reaped elsewhere (SIGCHLD ignored)
             if waited >= milliseconds { return false }
             sleep(milliseconds: 5)
             waited += 5

@@ -93,6 +93,17 @@ public struct FileFacts: Equatable {
 /// Every libc call of the library, in one place. Callers see Swift types and
 /// typed errors; nothing else in the library imports the C module.
 public enum Syscalls {
+    /// The one rule for EINTR: a call a signal interrupted before it did
+    /// anything is made again; any other result is returned (with errno
+    /// still set when it is negative).
+    @inline(__always)
+    static func retryingInterrupted<Result: BinaryInteger>(_ call: () -> Result) -> Result {
+        while true {
+            let result = call()
+            if result >= 0 || la_errno() != EINTR { return result }
+        }
+    }
+
     /// Overwrites memory in a way the compiler may not elide.
     public static func wipe(_ pointer: UnsafeMutablePointer<UInt8>, count: Int) {
         explicit_bzero(pointer, count)
@@ -116,10 +127,7 @@ public enum Syscalls {
         cPath.append(0)
         let fd = cPath.withUnsafeBufferPointer { buffer -> Int32 in
             let pointer = UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self)
-            while true {
-                let result = la_openat(directory ?? AT_FDCWD, pointer, flags | O_CLOEXEC | (followLinks ? 0 : O_NOFOLLOW), mode)
-                if result >= 0 || la_errno() != EINTR { return result }
-            }
+            return retryingInterrupted { la_openat(directory ?? AT_FDCWD, pointer, flags | O_CLOEXEC | (followLinks ? 0 : O_NOFOLLOW), mode) }
         }
         if fd < 0 { throw Errno.current }
         return fd
@@ -139,31 +147,23 @@ public enum Syscalls {
 
     /// Takes an exclusive `flock`, waiting for it; retries on EINTR.
     public static func lockExclusive(_ fd: Int32) throws(Errno) {
-        while flock(fd, LOCK_EX) != 0 {
-            if la_errno() != EINTR { throw Errno.current }
-        }
+        if retryingInterrupted({ flock(fd, LOCK_EX) }) != 0 { throw Errno.current }
     }
 
     /// Takes an exclusive `flock` if it is free; false when another holds it.
     public static func tryLockExclusive(_ fd: Int32) throws(Errno) -> Bool {
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            if la_errno() == EINTR { continue }
-            if la_errno() == EWOULDBLOCK { return false }
-            throw Errno.current
-        }
-        return true
+        guard retryingInterrupted({ flock(fd, LOCK_EX | LOCK_NB) }) != 0 else { return true }
+        if la_errno() == EWOULDBLOCK { return false }
+        throw Errno.current
     }
 
     /// Takes a lock on the one byte at `offset` of `fd`'s file if it is free
     /// (an open-file-description lock: held while this descriptor is open,
     /// by nobody else); false when another holds it. No byte need exist.
     public static func tryLockByte(_ fd: Int32, at offset: Int64) throws(Errno) -> Bool {
-        while la_try_lock_byte(fd, offset) != 0 {
-            if la_errno() == EINTR { continue }
-            if la_errno() == EAGAIN || la_errno() == EACCES { return false }
-            throw Errno.current
-        }
-        return true
+        guard retryingInterrupted({ la_try_lock_byte(fd, offset) }) != 0 else { return true }
+        if la_errno() == EAGAIN || la_errno() == EACCES { return false }
+        throw Errno.current
     }
 
     /// Sleeps; a signal may end it early.
@@ -184,11 +184,8 @@ public enum Syscalls {
         var result = [UInt8](repeating: 0, count: count)
         var filled = 0
         while filled < count {
-            let got = result.withUnsafeMutableBytes { buffer in getrandom(buffer.baseAddress! + filled, count - filled, 0) }
-            if got < 0 {
-                if la_errno() == EINTR { continue }
-                return nil
-            }
+            let got = retryingInterrupted { result.withUnsafeMutableBytes { buffer in getrandom(buffer.baseAddress! + filled, count - filled, 0) } }
+            if got < 0 { return nil }
             filled += got
         }
         return result
@@ -199,13 +196,8 @@ public enum Syscalls {
         var result = [UInt8](repeating: 0, count: limit + 1)
         var total = 0
         while total <= limit {
-            let got = result.withUnsafeMutableBytes { buffer in
-                CLibc.read(fd, buffer.baseAddress! + total, limit + 1 - total)
-            }
-            if got < 0 {
-                if la_errno() == EINTR { continue }
-                throw Errno.current
-            }
+            let got = retryingInterrupted { result.withUnsafeMutableBytes { buffer in CLibc.read(fd, buffer.baseAddress! + total, limit + 1 - total) } }
+            if got < 0 { throw Errno.current }
             if got == 0 { break }
             total += got
         }
@@ -220,13 +212,10 @@ public enum Syscalls {
         var result = [UInt8](repeating: 0, count: count)
         var total = 0
         while total < count {
-            let got = result.withUnsafeMutableBytes { buffer in
-                CLibc.pread(fd, buffer.baseAddress! + total, count - total, off_t(offset + total))
+            let got = retryingInterrupted {
+                result.withUnsafeMutableBytes { buffer in CLibc.pread(fd, buffer.baseAddress! + total, count - total, off_t(offset + total)) }
             }
-            if got < 0 {
-                if la_errno() == EINTR { continue }
-                throw Errno.current
-            }
+            if got < 0 { throw Errno.current }
             if got == 0 { throw Errno(EIO) }
             total += got
         }
@@ -236,13 +225,8 @@ public enum Syscalls {
     public static func writeAll(_ fd: Int32, _ bytes: [UInt8]) throws(Errno) {
         var written = 0
         while written < bytes.count {
-            let result = bytes.withUnsafeBytes { buffer in
-                CLibc.write(fd, buffer.baseAddress! + written, bytes.count - written)
-            }
-            if result < 0 {
-                if la_errno() == EINTR { continue }
-                throw Errno.current
-            }
+            let result = retryingInterrupted { bytes.withUnsafeBytes { buffer in CLibc.write(fd, buffer.baseAddress! + written, bytes.count - written) } }
+            if result < 0 { throw Errno.current }
             if result == 0 { throw Errno(EIO) }
             written += result
         }
@@ -252,13 +236,10 @@ public enum Syscalls {
     public static func writeAll(_ fd: Int32, _ bytes: [UInt8], at offset: Int) throws(Errno) {
         var written = 0
         while written < bytes.count {
-            let result = bytes.withUnsafeBytes { buffer in
-                CLibc.pwrite(fd, buffer.baseAddress! + written, bytes.count - written, off_t(offset + written))
+            let result = retryingInterrupted {
+                bytes.withUnsafeBytes { buffer in CLibc.pwrite(fd, buffer.baseAddress! + written, bytes.count - written, off_t(offset + written)) }
             }
-            if result < 0 {
-                if la_errno() == EINTR { continue }
-                throw Errno.current
-            }
+            if result < 0 { throw Errno.current }
             if result == 0 { throw Errno(EIO) }
             written += result
         }

@@ -98,13 +98,8 @@ extension Syscalls {
 
     /// One byte from `fd`; nil at end of input or on an error other than EINTR.
     public static func readByte(_ fd: Int32) -> UInt8? {
-        while true {
-            var byte: UInt8 = 0
-            let got = CLibc.read(fd, &byte, 1)
-            if got == 1 { return byte }
-            if got < 0 && la_errno() == EINTR { continue }
-            return nil
-        }
+        var byte: UInt8 = 0
+        return retryingInterrupted { CLibc.read(fd, &byte, 1) } == 1 ? byte : nil
     }
 }
 
