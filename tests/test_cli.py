@@ -198,6 +198,23 @@ def lint(cli, directory, config=None):
     return subprocess.run(args, capture_output=True, text=True, timeout=30)
 
 
+def test_config_check_judges_other_where_the_passcode_service_is_missing(cli, tmp_path):
+    """libpam runs `other` for a service that has no file: with
+    localauth-passcode missing, the password check is whatever `other`
+    says. That is an error, and `other` is judged as the passcode service
+    (here it would take any password)."""
+    pam_dir = tmp_path / "pam.d"
+    pam_dir.mkdir()
+    (pam_dir / "sudo").write_text((ROOT / "pam.d/sudo").read_text())
+    (pam_dir / "other").write_text("auth optional pam_unix.so\nauth required pam_permit.so\n")
+    result = lint(cli, pam_dir)
+    assert result.returncode == 1, result.stdout
+    assert "localauth-passcode is missing: libpam would check the password with 'other' instead" in result.stdout
+    assert "as the passcode service: other:2: pam_permit.so must not be in the passcode service" in result.stdout, result.stdout
+    (pam_dir / "localauth-passcode").write_text((ROOT / "pam.d/localauth-passcode").read_text())
+    assert "is missing" not in lint(cli, pam_dir).stdout
+
+
 def test_config_check_accepts_the_shipped_stacks(cli):
     result = lint(cli, ROOT / "pam.d")
     assert result.returncode == 0, result.stdout

@@ -58,33 +58,63 @@ func configCommand(_ arguments: Arguments) throws -> ExitCode {
         return Configuration.load(path: OptionParser.configPath(in: bytes) ?? path, arguments: bytes).options
     })
     // The services: the files of the directory, and with the default one
-    // those of /usr/lib/pam.d that no file of the same name hides.
-    var services = entries.filter { !$0.isDirectory }.map { printableText($0.name) }
+    // those of /usr/lib/pam.d that no file of the same name hides. Names are
+    // compared as bytes (Swift compares strings by canonical equivalence;
+    // libpam opens bytes), and a name that is not UTF-8 cannot be judged.
+    func sameName(_ left: String, _ right: String) -> Bool { Array(left.utf8) == Array(right.utf8) }
+    func serviceNames(_ entries: [(name: [UInt8], isDirectory: Bool)], in place: [UInt8]) -> [String] {
+        var names: [String] = []
+        for entry in entries where !entry.isDirectory {
+            guard let name = String(validating: entry.name, as: UTF8.self) else {
+                report("error", "\(printableText(place))/\(printableText(entry.name)): a file name that is not UTF-8: the lint cannot check it")
+                continue
+            }
+            names.append(name)
+        }
+        return names
+    }
+    var services = serviceNames(entries, in: directory)
+    var vendorServices: [String] = []
     if arguments.values["--pam-dir"] == nil,
        let vendor = Syscalls.directoryEntries(at: nil, utf8Bytes("/usr/lib/pam.d"), limit: maxServiceFiles + 1) {
         if vendor.count > maxServiceFiles {
             report("error", "/usr/lib/pam.d has more than \(maxServiceFiles) entries: the lint cannot check them all")
         }
-        for entry in vendor where !entry.isDirectory && !services.contains(printableText(entry.name)) {
-            services.append("/usr/lib/pam.d/" + printableText(entry.name))
+        for name in serviceNames(vendor, in: utf8Bytes("/usr/lib/pam.d")) where !services.contains(where: { sameName($0, name) }) {
+            vendorServices.append(name)
+            services.append("/usr/lib/pam.d/" + name)
         }
     }
-    var passcodeServices = [printableText(options.passcodeService)]
-    for service in services {
-        for named in lint.passcodeServicesNamed(service) where !passcodeServices.contains(named) {
-            passcodeServices.append(named)
-        }
+    /// The file libpam reads for a service name: ours, the vendor's, or
+    /// (when neither exists) `other`.
+    func serviceFile(_ name: String) -> String? {
+        if services.contains(where: { sameName($0, name) }) { return name }
+        if vendorServices.contains(where: { sameName($0, name) }) { return "/usr/lib/pam.d/" + name }
+        return nil
     }
+    var passcodeServices: [String] = []
+    func addPasscodeService(_ name: String) {
+        if !passcodeServices.contains(where: { sameName($0, name) }) { passcodeServices.append(name) }
+    }
+    addPasscodeService(printableText(options.passcodeService))   // a service name: lowercase ASCII only
     for service in services {
-        if passcodeServices.contains(service) {
+        for named in lint.passcodeServicesNamed(service) { addPasscodeService(named) }
+    }
+    let passcodeFiles = passcodeServices.compactMap(serviceFile)
+    for service in services {
+        if passcodeFiles.contains(where: { sameName($0, service) }) {
             for finding in lint.passcodeServiceFindings(service) { report(finding.severity, finding.text) }
         } else {
             for finding in lint.serviceFindings(service) { report(finding.severity, finding.text) }
         }
     }
-    for service in passcodeServices where !services.contains(service) {
-        let severity = service == printableText(options.passcodeService) ? "warning" : "error"
-        report(severity, "\(printableText(directory))/\(service) is missing: the passcode fallback cannot run")
+    for service in passcodeServices where serviceFile(service) == nil {
+        // libpam runs `other` for a service it has no file for: the password
+        // check would be whatever `other` says.
+        report("error", "\(printableText(directory))/\(service) is missing: libpam would check the password with 'other' instead")
+        if let other = serviceFile("other") {
+            for finding in lint.passcodeServiceFindings(other) { report(finding.severity, "as the passcode service: " + finding.text) }
+        }
     }
     print("\(errors) error(s), \(warnings) warning(s)")
     return errors == 0 ? .success : .failure

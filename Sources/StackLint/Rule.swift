@@ -47,7 +47,7 @@ struct Rule {
         self.arguments = arguments
         let name = String(module.split(separator: "/").last ?? Substring(module))
         moduleName = name
-        let localAuth = kind == .module && name == "pam_localauth.so"
+        let localAuth = kind == .module && Rule.namesTheModule(name)
         let refused = localAuth && arguments.count > OptionParser.maxArguments
         options = localAuth && !refused ? moduleOptions(arguments) : nil
         let authsucc = options?.authsucc ?? false
@@ -86,7 +86,14 @@ struct Rule {
             && ((localAuth && !authsucc && !refused) || StackLint.passwordModules.contains(name) || StackLint.otherCredentialModules.contains(name))
     }
 
-    var isLocalAuth: Bool { kind == .module && moduleName == "pam_localauth.so" }
+    var isLocalAuth: Bool { kind == .module && Rule.namesTheModule(moduleName) }
+
+    /// pam_localauth.so, or a copy or link named after it (pam_localauth-2.so):
+    /// the lint knows the module by its name, so a name that starts like it
+    /// is judged as it. (A copy under an unrelated name is not recognised.)
+    static func namesTheModule(_ name: String) -> Bool {
+        name.utf8.starts(with: "pam_localauth".utf8) && name.utf8.count >= "pam_localauth.so".utf8.count
+    }
     var isAuthsucc: Bool { options?.authsucc ?? false }
     /// A pam_localauth.so line with more arguments than the module reads:
     /// the module refuses it.

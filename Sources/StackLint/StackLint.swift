@@ -29,12 +29,15 @@ public struct StackLint {
     /// Files read and services expanded, each once per lint: a hostile
     /// directory that includes one large file hundreds of times is read
     /// once, not hundreds of times.
+    /// Keyed by a name's bytes: Swift compares strings by canonical
+    /// equivalence, so "é" and "e" with a combining accent would be one key
+    /// though libpam opens two files.
     final class Memo {
-        var files: [String: (lines: [(line: Int, words: [String])], complete: Bool)?] = [:]
-        var expansions: [String: Expansion] = [:]
-        var unjudgeable: Set<String> = []
+        var files: [[UInt8]: (lines: [(line: Int, words: [String])], complete: Bool)?] = [:]
+        var expansions: [[UInt8]: Expansion] = [:]
+        var unjudgeable: Set<[UInt8]> = []
         /// Lines of each file with bytes that are not UTF-8.
-        var notUTF8: [String: [Int]] = [:]
+        var notUTF8: [[UInt8]: [Int]] = [:]
     }
     let memo = Memo()
 
@@ -80,19 +83,19 @@ public struct StackLint {
     /// The logical lines of a file, as libpam assembles them; nil when it
     /// cannot be read.
     func read(_ name: String) -> (lines: [(line: Int, words: [String])], complete: Bool)? {
-        if let known = memo.files[name] { return known }
+        if let known = memo.files[Array(name.utf8)] { return known }
         var parsed: (lines: [(line: Int, words: [String])], complete: Bool)? = nil
         switch readLintFile(name) {
         case .bytes(let contents):
             let (lines, complete) = PAMFile.lines(contents)
             // The lint reads fields as text; a byte that is not UTF-8 would
             // name another file or path than libpam opens.
-            memo.notUTF8[name] = lines.filter { String(validating: $0.text, as: UTF8.self) == nil }.map(\.number)
+            memo.notUTF8[Array(name.utf8)] = lines.filter { String(validating: $0.text, as: UTF8.self) == nil }.map(\.number)
             parsed = (lines: lines.map { (line: $0.number, words: PAMFile.fields($0.text)) }.filter { !$0.words.isEmpty }, complete: complete)
         case .missing: break
-        case .unjudgeable: memo.unjudgeable.insert(name)
+        case .unjudgeable: memo.unjudgeable.insert(Array(name.utf8))
         }
-        memo.files[name] = .some(parsed)
+        memo.files[Array(name.utf8)] = .some(parsed)
         return parsed
     }
     /// The most rules a service expands to, and the most files it reads:
@@ -115,9 +118,9 @@ public struct StackLint {
     func authRules(_ name: String) -> [Rule] { expand(name).rules }
 
     func expand(_ name: String) -> Expansion {
-        if let known = memo.expansions[name] { return known }
+        if let known = memo.expansions[Array(name.utf8)] { return known }
         let expansion = expandOnce(name)
-        memo.expansions[name] = expansion
+        memo.expansions[Array(name.utf8)] = expansion
         return expansion
     }
 
@@ -147,7 +150,7 @@ public struct StackLint {
             let finding = Finding(severity: "warning", text: text)
             if !expansion.findings.contains(finding) { expansion.findings.append(finding) }
         }
-        if path.contains(name) {
+        if path.contains(where: { Array($0.utf8) == Array(name.utf8) }) {
             note("\(path.first ?? name): its includes go round in a loop through \(name): libpam fails every login through it")
             return .refused
         }
@@ -157,8 +160,8 @@ public struct StackLint {
         }
         guard expansion.filesRead < StackLint.maxFilesRead else { expansion.capped = true; return .loaded }
         expansion.filesRead += 1
-        guard let (lines, complete) = read(name) else { return memo.unjudgeable.contains(name) ? .unjudgeable : .unreadable }
-        for number in memo.notUTF8[name] ?? [] {
+        guard let (lines, complete) = read(name) else { return memo.unjudgeable.contains(Array(name.utf8)) ? .unjudgeable : .unreadable }
+        for number in memo.notUTF8[Array(name.utf8)] ?? [] {
             let finding = Finding(severity: "error", text: "\(name):\(number): bytes that are not UTF-8: the lint cannot read this line "
                                   + "as libpam does, so it cannot pass the stack")
             if !expansion.findings.contains(finding) { expansion.findings.append(finding) }
@@ -416,7 +419,7 @@ public struct StackLint {
         guard let (lines, complete) = read(name) else { return [Finding(severity: "error", text: "\(name): missing or unreadable")] }
         var findings: [Finding] = []
         func error(_ location: String, _ text: String) { findings.append(Finding(severity: "error", text: "\(location): \(text)")) }
-        for number in memo.notUTF8[name] ?? [] {
+        for number in memo.notUTF8[Array(name.utf8)] ?? [] {
             error("\(name):\(number)", "bytes that are not UTF-8: the lint cannot read this line as libpam does, so it cannot pass the stack")
         }
         if !complete {

@@ -400,6 +400,28 @@ final class StackLintTests: XCTestCase {
         XCTAssertEqual(parser.options.passcodeService, Options().passcodeService)
     }
 
+    /// Found by a fifth attack review, run through libpam 1.5.2: names that
+    /// Swift takes as equal (é precomposed, and e with a combining accent)
+    /// are two files to libpam; a copy of the module under a name like its
+    /// own is the module.
+    func testNamesAreBytesAndTheModuleIsKnownUnderItsNames() {
+        let nfc = "/inc/pw-\u{E9}", nfd = "/inc/pw-e\u{301}"
+        XCTAssertEqual(nfc, nfd)                     // to Swift
+        XCTAssertNotEqual(Array(nfc.utf8), Array(nfd.utf8))   // to libpam
+        let files: [[UInt8]: String] = [
+            Array("a-common".utf8): "auth include \(nfc)\n",
+            Array(nfc.utf8): "auth requisite pam_unix.so\n",
+            Array(nfd.utf8): "auth required pam_permit.so\n",
+            Array("sudo".utf8): "auth [success=1 authinfo_unavail=ignore default=die] pam_localauth.so\nauth include \(nfd)\n",
+        ]
+        let lint = StackLint(read: { files[Array($0.utf8)].map { Array($0.utf8) } })
+        XCTAssertEqual(errors(lint.serviceFindings("a-common")), [])
+        XCTAssertTrue(errors(lint.serviceFindings("sudo")).contains { $0.contains("can reach its end") })
+        let renamed = self.lint(["svc": "auth [success=1 authinfo_unavail=ignore default=die] /lib/security/pam_localauth-1.so\n"
+                                        + "auth required pam_permit.so\n"])
+        XCTAssertTrue(errors(renamed.serviceFindings("svc")).contains { $0.contains("can reach its end") })
+    }
+
     func testNamedPasscodeServicesAreFound() {
         let lint = lint(["svc": "auth [success=2 ignore=ignore authinfo_unavail=ignore default=die] pam_localauth.so passcode_service=vault\n"])
         XCTAssertEqual(lint.passcodeServicesNamed("svc"), ["vault"])
