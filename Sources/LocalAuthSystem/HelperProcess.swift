@@ -19,8 +19,6 @@ extension Syscalls {
         return real == 0 && effective == 0 && saved == 0 && realGroup == 0 && effectiveGroup == 0 && savedGroup == 0
     }
 
-    public static func realGroupID() -> UInt32 { getgid() }
-
     /// Replaces whatever limits the caller set: no core dumps (a passcode
     /// may be in memory), enough descriptors, no file-size or CPU limit,
     /// normal priority.
