@@ -86,6 +86,13 @@ public func utf8Bytes(_ text: String) -> [UInt8] {
 }
 
 /// Lends two byte strings as NUL-terminated C strings.
+/// Lends `bytes` as a NUL-terminated C string for the duration of `body`.
+public func withCString<R>(_ bytes: [UInt8], _ body: (UnsafePointer<CChar>) -> R) -> R {
+    var terminated = bytes
+    terminated.append(0)
+    return terminated.withUnsafeBufferPointer { body(UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self)) }
+}
+
 public func withCStrings<R>(_ first: [UInt8], _ second: [UInt8], _ body: (UnsafePointer<CChar>, UnsafePointer<CChar>) -> R) -> R {
     var a = first, b = second
     a.append(0)

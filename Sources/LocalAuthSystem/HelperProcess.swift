@@ -157,10 +157,6 @@ extension Syscalls {
     }
 
     public static func systemLog(_ level: LogLevel, _ message: String) {
-        var bytes = utf8Bytes(message)
-        bytes.append(0)
-        bytes.withUnsafeBufferPointer {
-            la_syslog(syslogPriority(level), UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self))
-        }
+        withCString(utf8Bytes(message)) { la_syslog(syslogPriority(level), $0) }
     }
 }

@@ -123,11 +123,8 @@ public enum Syscalls {
     }
 
     static func open(at directory: Int32?, _ path: [UInt8], flags: Int32, mode: UInt32 = 0o600, followLinks: Bool = false) throws(Errno) -> Int32 {
-        var cPath = path
-        cPath.append(0)
-        let fd = cPath.withUnsafeBufferPointer { buffer -> Int32 in
-            let pointer = UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self)
-            return retryingInterrupted { la_openat(directory ?? AT_FDCWD, pointer, flags | O_CLOEXEC | (followLinks ? 0 : O_NOFOLLOW), mode) }
+        let fd = withCString(path) { pointer -> Int32 in
+            retryingInterrupted { la_openat(directory ?? AT_FDCWD, pointer, flags | O_CLOEXEC | (followLinks ? 0 : O_NOFOLLOW), mode) }
         }
         if fd < 0 { throw Errno.current }
         return fd
@@ -268,22 +265,16 @@ public enum Syscalls {
 
     /// Removes a file (not a directory) below a directory; a missing file is fine.
     public static func unlink(in directory: Int32, _ name: [UInt8]) throws(Errno) {
-        var cName = name
-        cName.append(0)
-        let result = cName.withUnsafeBufferPointer { buffer in
-            unlinkat(directory, UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self), 0)
+        let result = withCString(name) { pointer in
+            unlinkat(directory, pointer, 0)
         }
         if result != 0 && la_errno() != ENOENT { throw Errno.current }
     }
 
     /// What `fstatat` tells about `name` below `directory`, not following a symlink.
     public static func facts(at directory: Int32, _ name: [UInt8]) throws(Errno) -> FileFacts {
-        var cName = name
-        cName.append(0)
         var info = stat()
-        let result = cName.withUnsafeBufferPointer { buffer in
-            fstatat(directory, UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self), &info, AT_SYMLINK_NOFOLLOW)
-        }
+        let result = withCString(name) { pointer in fstatat(directory, pointer, &info, AT_SYMLINK_NOFOLLOW) }
         if result != 0 { throw Errno.current }
         return FileFacts(isRegular: la_s_isreg(info.st_mode) != 0, isDirectory: la_s_isdir(info.st_mode) != 0,
                          owner: info.st_uid, mode: info.st_mode & 0o7777, size: Int(info.st_size),
@@ -292,10 +283,8 @@ public enum Syscalls {
 
     /// Creates the directory `name` below `directory` with `mode`.
     public static func makeDirectory(at directory: Int32, _ name: [UInt8], mode: UInt32) throws(Errno) {
-        var cName = name
-        cName.append(0)
-        let result = cName.withUnsafeBufferPointer { buffer in
-            mkdirat(directory, UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self), mode_t(mode))
+        let result = withCString(name) { pointer in
+            mkdirat(directory, pointer, mode_t(mode))
         }
         if result != 0 { throw Errno.current }
     }
@@ -305,10 +294,7 @@ public enum Syscalls {
     /// directory moved to `aside` (replacing an earlier one of that name
     /// when that is a file or an empty directory). A missing entry is fine.
     public static func removeEntry(in directory: Int32, _ name: [UInt8], movingNonEmptyDirectoryTo aside: [UInt8]) throws(Errno) {
-        var cName = name
-        cName.append(0)
-        let removed = cName.withUnsafeBufferPointer { buffer -> Int32 in
-            let pointer = UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self)
+        let removed = withCString(name) { pointer -> Int32 in
             if unlinkat(directory, pointer, 0) == 0 { return 0 }
             guard la_errno() == EISDIR else { return -1 }
             return unlinkat(directory, pointer, AT_REMOVEDIR)
@@ -319,10 +305,8 @@ public enum Syscalls {
             try rename(in: directory, from: name, to: aside)
         } catch {
             guard error.code == ENOTEMPTY || error.code == EEXIST || error.code == EISDIR || error.code == ENOTDIR else { throw error }
-            var cAside = aside
-            cAside.append(0)
-            _ = cAside.withUnsafeBufferPointer { buffer in
-                unlinkat(directory, UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self), 0)
+            _ = withCString(aside) { pointer in
+                unlinkat(directory, pointer, 0)
             }
             try rename(in: directory, from: name, to: aside)
         }
@@ -362,15 +346,12 @@ public enum Syscalls {
     /// The user's uid and canonical name, or nil when no such user exists.
     public static func lookupUser(_ name: [UInt8]) -> (uid: UInt32, name: [UInt8])? {
         guard !name.isEmpty, name.count < 256, !name.contains(0) else { return nil }
-        var cName = name
-        cName.append(0)
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>? = nil
         var scratch = [CChar](repeating: 0, count: 16384)
-        let status = cName.withUnsafeBufferPointer { nameBuffer in
+        let status = withCString(name) { cName in
             scratch.withUnsafeMutableBufferPointer { scratchBuffer in
-                getpwnam_r(UnsafeRawPointer(nameBuffer.baseAddress!).assumingMemoryBound(to: CChar.self), &entry,
-                           scratchBuffer.baseAddress!, scratchBuffer.count, &result)
+                getpwnam_r(cName, &entry, scratchBuffer.baseAddress!, scratchBuffer.count, &result)
             }
         }
         guard status == 0, let found = result, let foundName = found.pointee.pw_name else { return nil }
@@ -494,13 +475,10 @@ extension Syscalls {
     /// /proc/self/stat (an fd opened on /dev/tty would only show /dev/tty's).
     public static func isControllingTerminal(_ tty: [UInt8]) -> Bool {
         guard !tty.isEmpty, let controlling = procSelfStatField(7), controlling != 0 else { return false }
-        var path = tty.first == 0x2F ? tty : literalBytes("/dev/") + tty
-        path.append(0)
+        let path = tty.first == 0x2F ? tty : literalBytes("/dev/") + tty
         // stat, not open: opening a device node as root has side effects.
         var info = stat()
-        let status = path.withUnsafeBufferPointer { buffer in
-            fstatat(AT_FDCWD, UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self), &info, AT_SYMLINK_NOFOLLOW)
-        }
+        let status = withCString(path) { pointer in fstatat(AT_FDCWD, pointer, &info, AT_SYMLINK_NOFOLLOW) }
         guard status == 0, la_s_ischr(info.st_mode) != 0 else { return false }
         return UInt64(info.st_rdev) == UInt64(controlling)
     }
