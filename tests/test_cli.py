@@ -211,6 +211,11 @@ def test_config_check_judges_other_where_the_passcode_service_is_missing(cli, tm
     assert result.returncode == 1, result.stdout
     assert "localauth-passcode is missing: libpam would check the password with 'other' instead" in result.stdout
     assert "as the passcode service: other:2: pam_permit.so must not be in the passcode service" in result.stdout, result.stdout
+    # A directory of that name: libpam opens it, reads no line and runs `other`.
+    (pam_dir / "localauth-passcode").mkdir()
+    result = lint(cli, pam_dir)
+    assert result.returncode == 1 and "localauth-passcode" in result.stdout, result.stdout
+    (pam_dir / "localauth-passcode").rmdir()
     (pam_dir / "localauth-passcode").write_text((ROOT / "pam.d/localauth-passcode").read_text())
     assert "is missing" not in lint(cli, pam_dir).stdout
 

@@ -62,9 +62,11 @@ func configCommand(_ arguments: Arguments) throws -> ExitCode {
     // compared as bytes (Swift compares strings by canonical equivalence;
     // libpam opens bytes), and a name that is not UTF-8 cannot be judged.
     func sameName(_ left: String, _ right: String) -> Bool { Array(left.utf8) == Array(right.utf8) }
+    // Every entry counts, a directory too: libpam opens it, reads no line
+    // and runs `other`, and it hides the vendor's file of the same name.
     func serviceNames(_ entries: [(name: [UInt8], isDirectory: Bool)], in place: [UInt8]) -> [String] {
         var names: [String] = []
-        for entry in entries where !entry.isDirectory {
+        for entry in entries {
             guard let name = String(validating: entry.name, as: UTF8.self) else {
                 report("error", "\(printableText(place))/\(printableText(entry.name)): a file name that is not UTF-8: the lint cannot check it")
                 continue

@@ -88,11 +88,12 @@ struct Rule {
 
     var isLocalAuth: Bool { kind == .module && Rule.namesTheModule(moduleName) }
 
-    /// pam_localauth.so, or a copy or link named after it (pam_localauth-2.so):
-    /// the lint knows the module by its name, so a name that starts like it
-    /// is judged as it. (A copy under an unrelated name is not recognised.)
+    /// pam_localauth.so, or a copy or link named after it (pam_localauth-2.so,
+    /// pam_localauth, localauth.so): the lint knows the module by its name, so
+    /// any module file whose name has "localauth" in it is judged as the
+    /// module. (A copy under an unrelated name is not recognised.)
     static func namesTheModule(_ name: String) -> Bool {
-        name.utf8.starts(with: "pam_localauth".utf8) && name.utf8.count >= "pam_localauth.so".utf8.count
+        name.lowercased().contains("localauth")
     }
     var isAuthsucc: Bool { options?.authsucc ?? false }
     /// A pam_localauth.so line with more arguments than the module reads:

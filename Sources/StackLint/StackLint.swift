@@ -331,8 +331,10 @@ public struct StackLint {
                 error(rule, "a policy=biometrics line needs a later 'pam_localauth.so authsucc' line reached through the password module's success (R11)")
             }
         }
-        if StackLint.lockersRunningAsTheUser.contains(name) {
-            findings += lockerFindings(name, rules)
+        // A service from /usr/lib/pam.d is named by its path; the locker is its last part.
+        let serviceName = String(name.split(separator: "/").last ?? Substring(name))
+        if StackLint.lockersRunningAsTheUser.contains(serviceName) {
+            findings += lockerFindings(serviceName, rules)
         }
         // R11: an authsucc line must be reachable only through a password
         // module's success. Every way into a line is listed once, by where
@@ -437,7 +439,7 @@ public struct StackLint {
         // (libpam keeps them as auth lines that fail, with their control).
         var passwordModules = 0
         for rule in expand(name).rules where rule.kind != .substack && rule.file == name {
-            if rule.kind == .module && StackLint.forbiddenInPasscodeService.contains(rule.moduleName) {
+            if rule.kind == .module && (StackLint.forbiddenInPasscodeService.contains(rule.moduleName) || rule.isLocalAuth) {
                 error(rule.location, "\(rule.moduleName) must not be in the passcode service: it could stand in for the password")
             }
             // A success that ends or skips the stack, or a reset that

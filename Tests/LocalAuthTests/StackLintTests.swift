@@ -417,9 +417,15 @@ final class StackLintTests: XCTestCase {
         let lint = StackLint(read: { files[Array($0.utf8)].map { Array($0.utf8) } })
         XCTAssertEqual(errors(lint.serviceFindings("a-common")), [])
         XCTAssertTrue(errors(lint.serviceFindings("sudo")).contains { $0.contains("can reach its end") })
-        let renamed = self.lint(["svc": "auth [success=1 authinfo_unavail=ignore default=die] /lib/security/pam_localauth-1.so\n"
-                                        + "auth required pam_permit.so\n"])
-        XCTAssertTrue(errors(renamed.serviceFindings("svc")).contains { $0.contains("can reach its end") })
+        for module in ["/lib/security/pam_localauth-1.so", "/lib/security/pam_localauth", "localauth.so"] {
+            let renamed = self.lint(["svc": "auth [success=1 authinfo_unavail=ignore default=die] \(module)\n"
+                                            + "auth required pam_permit.so\n"])
+            XCTAssertTrue(errors(renamed.serviceFindings("svc")).contains { $0.contains("can reach its end") }, module)
+        }
+        // A locker's stack from /usr/lib/pam.d is a locker's stack.
+        let vendor = self.lint(["/usr/lib/pam.d/i3lock": "auth [success=1 default=die] pam_localauth.so policy=biometrics\n"
+                                                          + "auth required pam_unix.so\n"])
+        XCTAssertTrue(errors(vendor.serviceFindings("/usr/lib/pam.d/i3lock")).contains { $0.contains("i3lock runs as the user") })
     }
 
     func testNamedPasscodeServicesAreFound() {
