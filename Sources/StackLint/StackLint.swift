@@ -60,6 +60,25 @@ public struct StackLint {
         return nil
     }
 
+    /// libpam's keywords. It compares them with strcasecmp, which folds case
+    /// in the calling program's locale: in a Turkish one "I" is not "i", so
+    /// "REQUISITE" is a keyword for one caller and a broken control for another.
+    static let keywords: Set<String> = ["auth", "account", "session", "password", "@include", "required", "requisite",
+                                        "sufficient", "optional", "include", "substack"]
+
+    /// An error for a type or control keyword written with capitals.
+    static func capitalKeywordFinding(_ location: String, _ words: [String]) -> Finding? {
+        for (index, word) in words.prefix(2).enumerated() {
+            let bare = index == 0 && word.hasPrefix("-") ? String(word.dropFirst()) : word
+            let folded = String(decoding: bare.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }, as: UTF8.self)
+            if folded != bare && keywords.contains(folded) {
+                return Finding(severity: "error", text: "\(location): '\(bare)' in capitals: libpam compares keywords in the calling "
+                               + "program's locale, where I need not be i (Turkish); write it in lowercase")
+            }
+        }
+        return nil
+    }
+
     /// The module's options from a line's arguments alone, over the defaults.
     public static func optionsFromArguments(_ arguments: [String]) -> Options {
         var parser = OptionParser()
@@ -168,6 +187,9 @@ public struct StackLint {
         }
         for (number, words) in lines {
             guard expansion.rules.count < StackLint.maxExpandedRules else { expansion.capped = true; break }
+            if let finding = StackLint.capitalKeywordFinding("\(name):\(number)", words), !expansion.findings.contains(finding) {
+                expansion.findings.append(finding)
+            }
             func failing(_ control: Control) -> Rule { Rule(file: name, line: number, kind: .mustFail, level: level, control: control) }
             // Debian's @include, in any case, with or without a leading "-".
             let atInclude = (words[0].hasPrefix("-") ? String(words[0].dropFirst()) : words[0]).lowercased() == "@include"
@@ -429,6 +451,7 @@ public struct StackLint {
                   + "\(PAMFile.bufferSize - 1) bytes): the passcode check always fails")
         }
         for (number, words) in lines {
+            if let finding = StackLint.capitalKeywordFinding("\(name):\(number)", words) { findings.append(finding) }
             let type = (words[0].hasPrefix("-") ? String(words[0].dropFirst()) : words[0]).lowercased()
             let control = words.count > 1 ? words[1].lowercased() : ""
             if type == "@include" || control == "include" || control == "substack" {

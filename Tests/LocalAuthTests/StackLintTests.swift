@@ -428,6 +428,20 @@ final class StackLintTests: XCTestCase {
         XCTAssertTrue(errors(vendor.serviceFindings("/usr/lib/pam.d/i3lock")).contains { $0.contains("i3lock runs as the user") })
     }
 
+    /// Found by a seventh attack review: libpam compares keywords with
+    /// strcasecmp in the calling program's locale (sudo takes the user's), so
+    /// in tr_TR "REQUISITE" is no keyword and the pam_deny line before an
+    /// authsucc line stops guarding it. A keyword in capitals is an error.
+    func testKeywordsInCapitalsAreAnError() {
+        let stack = "auth [success=3 conv_err=die default=ignore] pam_localauth.so policy=biometrics\n"
+            + "auth [success=1 default=ignore] pam_unix.so\nauth REQUISITE pam_deny.so\n"
+            + "auth optional pam_localauth.so authsucc\nauth required pam_permit.so\n"
+        XCTAssertTrue(errors(lint(["svc": stack]).serviceFindings("svc")).contains { $0.contains("svc:3: 'REQUISITE' in capitals") })
+        XCTAssertTrue(errors(lint(["localauth-passcode": "Auth required pam_unix.so\n"]).passcodeServiceFindings("localauth-passcode"))
+            .contains { $0.contains("'Auth' in capitals") })
+        XCTAssertEqual(errors(lint(["svc": stack.replacingOccurrences(of: "REQUISITE", with: "requisite")]).serviceFindings("svc")), [])
+    }
+
     func testNamedPasscodeServicesAreFound() {
         let lint = lint(["svc": "auth [success=2 ignore=ignore authinfo_unavail=ignore default=die] pam_localauth.so passcode_service=vault\n"])
         XCTAssertEqual(lint.passcodeServicesNamed("svc"), ["vault"])
