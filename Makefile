@@ -127,6 +127,9 @@ $(BUILD)/pamharness: tests/pamharness.c
 # Every test artifact, built in one place: the module, the libpam harness,
 # the Claim-delaying shim of the broadcast test, and the Swift products (the
 # localauth command and the store probe).
+$(BUILD)/pam_keeptok.so: tests/keeptok.c
+	$(CC) -O1 -Wall -Wextra -Werror -shared -fPIC -o $@ $< -lpam
+
 $(BUILD)/claimdelay.so: tests/claimdelay.c
 	@mkdir -p $(BUILD)
 	$(CC) -O1 -Wall -Wextra -Werror -shared -fPIC -o $@ $< -lsystemd
@@ -146,7 +149,8 @@ $(BUILD)/fakehelper: tests/fakehelper.c
 	@mkdir -p $(BUILD)
 	$(CC) -O1 -Wall -Wextra -Werror -o $@ $<
 
-test-artifacts: module $(BUILD)/pamharness $(BUILD)/claimdelay.so $(BUILD)/crashlog.so $(BUILD)/faultinject.so $(BUILD)/fakehelper
+test-artifacts: module $(BUILD)/pamharness $(BUILD)/claimdelay.so $(BUILD)/crashlog.so $(BUILD)/faultinject.so $(BUILD)/fakehelper \
+	$(BUILD)/pam_keeptok.so
 	swift build
 
 tools: test-artifacts

@@ -36,6 +36,9 @@ PAM_MATRIX = PAM_WRAPPER_MODULES / "pam_matrix.so"
 PAM_CHATTY = PAM_WRAPPER_MODULES / "pam_chatty.so"
 PAM_SET_ITEMS = PAM_WRAPPER_MODULES / "pam_set_items.so"
 PAM_GET_ITEMS = PAM_WRAPPER_MODULES / "pam_get_items.so"
+# pam_matrix's check without its wipe of PAM_AUTHTOK (as pam_unix leaves it):
+# the password line before an authsucc line, whose reset checks the token again.
+PAM_KEEPTOK = BUILD / "pam_keeptok.so"
 
 PAM_SUCCESS, PAM_SYSTEM_ERR, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL = 0, 4, 7, 9
 PAM_CONV_ERR, PAM_IGNORE, PAM_PERM_DENIED = 19, 25, 6

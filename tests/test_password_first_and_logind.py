@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fprint_rig import FprintRig
-from pamenv import (PAM_AUTHINFO_UNAVAIL, PAM_MATRIX, PAM_SUCCESS, PASSWORDS, USERS, current_slot, later_boot_clock,
+from pamenv import (PAM_AUTHINFO_UNAVAIL, PAM_KEEPTOK, PAM_MATRIX, PAM_SUCCESS, PASSWORDS, USERS, current_slot, later_boot_clock,
                     localauth_command, reseal_record)
 
 ALICE = PASSWORDS["alice"]
@@ -80,7 +80,7 @@ def test_a_restart_asks_the_password_again(pam, rig):
 def test_policy_biometrics_hands_over_after_a_boot_and_authsucc_gives_the_finger_back(pam, rig):
     pam.write_service("sudo", [
         pam.module_line("[success=3 conv_err=die default=ignore]", "policy=biometrics"),
-        f"auth [success=1 default=ignore] {PAM_MATRIX} passdb={pam.passdb}",
+        f"auth [success=1 default=ignore] {PAM_KEEPTOK} passdb={pam.passdb}",
         "auth requisite pam_deny.so",
         pam.module_line("optional", "authsucc"),
         "auth required pam_permit.so",

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from pamenv import (MODULE, PAM_AUTHINFO_UNAVAIL, PAM_AUTH_ERR, PAM_MATRIX, PAM_SET_ITEMS, PAM_SUCCESS, PAM_SYSTEM_ERR, PASSWORDS,
+from pamenv import (MODULE, PAM_AUTHINFO_UNAVAIL, PAM_AUTH_ERR, PAM_KEEPTOK, PAM_MATRIX, PAM_SET_ITEMS, PAM_SUCCESS, PAM_SYSTEM_ERR, PASSWORDS,
                       parse_run)
 from pamenv import open_to_others, world_readable_pam
 
@@ -77,7 +77,7 @@ def biometrics_stack(pam, name="sudo-bio", between=()):
     pam.write_service(name, [
         pam.module_line("[success=3 conv_err=die default=ignore]", f"policy=biometrics services={name}"),
         *between,
-        f"auth [success=1 default=die] {PAM_MATRIX} passdb={pam.passdb}",
+        f"auth [success=1 default=die] {PAM_KEEPTOK} passdb={pam.passdb}",
         "auth requisite pam_deny.so",
         pam.module_line("optional", f"authsucc services={name}"),
         "auth required pam_permit.so",
@@ -113,13 +113,33 @@ def test_authsucc_resets_after_the_password_module_succeeds(pam):
 def test_authsucc_without_this_modules_prompt_resets_nothing(pam):
     charge_wrong_passcodes(pam, "alice", 3)
     pam.write_service("no-marker", [
-        f"auth [success=1 default=die] {PAM_MATRIX} passdb={pam.passdb}",
+        f"auth [success=1 default=die] {PAM_KEEPTOK} passdb={pam.passdb}",
         "auth requisite pam_deny.so",
         pam.module_line("optional", "authsucc services=no-marker"),
         "auth required pam_permit.so",
     ])
     assert pam.run(service="no-marker", answers=[ALICE]).code == PAM_SUCCESS
     assert pam.record().P == 3
+
+
+def test_authsucc_reached_after_a_wrong_password_resets_nothing(pam):
+    """A misplaced authsucc line (here reached whatever the password line
+    answered, as a pam_deny line libpam does not read in the caller's locale
+    would leave it) must not reset after a wrong password: the token a
+    password module stored, right or wrong, must pass the passcode service
+    first. The right password still resets."""
+    charge_wrong_passcodes(pam, "alice", 3)
+    pam.write_service("loose", [
+        pam.module_line("[success=3 conv_err=die default=ignore]", "policy=biometrics services=loose"),
+        f"auth [success=ok default=bad] {PAM_KEEPTOK} passdb={pam.passdb}",
+        pam.module_line("optional", "authsucc services=loose"),
+        "auth required pam_permit.so",
+    ])
+    wrong = pam.run(service="loose", answers=["wrong"])
+    assert wrong.code == PAM_AUTH_ERR, wrong
+    assert pam.record().P == 3, "a wrong password reset the counts"
+    assert pam.run(service="loose", answers=[ALICE]).code == PAM_SUCCESS
+    assert (pam.record().F, pam.record().P) == (0, 0)
 
 
 def test_authsucc_for_another_uid_than_the_marker_resets_nothing(pam):
@@ -135,7 +155,7 @@ def test_authsucc_for_another_uid_than_the_marker_resets_nothing(pam):
 
 def test_account_management_and_setcred_never_fail_and_never_reset(pam):
     charge_wrong_passcodes(pam, "alice", 2)
-    pam.write_service("acct", [f"auth required {PAM_MATRIX} passdb={pam.passdb}",
+    pam.write_service("acct", [f"auth required {PAM_KEEPTOK} passdb={pam.passdb}",
                                f"auth optional {MODULE} state_dir={pam.state} services=acct authsucc",
                                f"account required {MODULE} state_dir={pam.state} services=acct",
                                "account required pam_permit.so"])

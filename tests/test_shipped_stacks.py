@@ -1,12 +1,12 @@
 """The shipped pam.d files, run through real libpam with the real module
-(pam_unix swapped for pam_matrix, non-auth lines dropped) to show they keep
+(pam_unix swapped for a test module that checks pam_matrix's password file and keeps the token as pam_unix does, non-auth lines dropped) to show they keep
 The stack-line principles' promises: success skips the password line, a wrong passcode ends
 the stack, and every path that skips the module meets a password check."""
 import re
 
 import pytest
 
-from pamenv import (MODULE, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_MATRIX, PAM_SUCCESS, PASSWORDS, ROOT)
+from pamenv import (MODULE, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_KEEPTOK, PAM_MATRIX, PAM_SUCCESS, PASSWORDS, ROOT)
 
 ALICE = PASSWORDS["alice"]
 OWNER_PROMPT = "Enter Password: "
@@ -19,7 +19,7 @@ def install(pam, name, module_args=""):
         if not line.startswith("auth") or "pam_rootok.so" in line:
             continue  # the tests run as root, where pam_rootok would answer for everyone
         line = re.sub(r"\bpam_localauth\.so\b", f"{MODULE} state_dir={pam.state} conf={pam.conf} services={name} {module_args}", line)
-        line = re.sub(r"\bpam_unix\.so\b.*$", f"{PAM_MATRIX} passdb={pam.passdb}", line)
+        line = re.sub(r"\bpam_unix\.so\b.*$", f"{PAM_KEEPTOK} passdb={pam.passdb}", line)
         lines.append(line)
     pam.write_service(name, lines)
 

@@ -164,9 +164,10 @@ public func localauthAccountManagement(_ pamh: OpaquePointer?, _ flags: Int32, _
 }
 
 /// R11: reached only through the password module's success; resets the
-/// counters only when this module's own authenticate ran for the same uid
-/// and a module set `PAM_AUTHTOK` in this run of the stack (libpam clears it
-/// when each pam_authenticate begins). The marker alone outlives a run: sudo
+/// counters only when this module's own authenticate ran for the same uid,
+/// a module set `PAM_AUTHTOK` in this run of the stack (libpam clears it
+/// when each pam_authenticate begins), and that token passes the passcode
+/// service (so a misplaced line never resets after a wrong password). The marker alone outlives a run: sudo
 /// calls pam_authenticate up to three times on one handle, and an authsucc
 /// line placed before the password line would otherwise reset, in the next
 /// run, the misses of a run whose password was wrong.
@@ -182,6 +183,20 @@ func resetAfterPasswordModule(_ handle: PAMHandle, options: Options, log: PAMLog
     }
     guard handle.authTokenIsSet else {
         log.log(.notice, "authsucc before any password in this run of the stack; nothing reset (the line belongs after the password module)")
+        return ResultTable.stepAside.rawValue
+    }
+    // The token is what was typed, right or wrong (pam_unix sets it before
+    // it checks): it must pass the passcode service here, so that no stack
+    // shape, control flag or locale can bring a wrong password to a reset.
+    let token = SecretBuffer()
+    defer { token.wipe() }
+    var verifier = PAMPasscodeVerifier(service: options.passcodeService, tty: handle.tty, remoteHost: handle.remoteHost,
+                                       requestingUser: handle.requestingUser)
+    let verdict: PasscodeVerdict = handle.copyAuthToken(into: token) && verifier.begin(userName: target.name)
+        ? verifier.verify(token) : .wrong
+    verifier.end()
+    guard verdict == .correct else {
+        log.log(.warning, "authsucc reached with a password that is not the account's (checked through the passcode service): nothing reset; the line is misplaced (localauth config --check)")
         return ResultTable.stepAside.rawValue
     }
     var ledger = makeSystemLedger(options, log: log)

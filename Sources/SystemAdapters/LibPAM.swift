@@ -90,6 +90,18 @@ struct LibPAMHandle {
         _ = secret.withCString { pam_set_item(raw, PAM_AUTHTOK, UnsafeRawPointer($0)) }
     }
 
+    /// Copies `PAM_AUTHTOK` into `secret` (never into a String); false when
+    /// it is not set or longer than the buffer holds.
+    func copyAuthToken(into secret: SecretBuffer) -> Bool {
+        var item: UnsafeRawPointer? = nil
+        guard pam_get_item(raw, PAM_AUTHTOK, &item) == PAM_SUCCESS, let item else { return false }
+        let text = item.assumingMemoryBound(to: CChar.self)
+        let length = Syscalls.length(of: text, limit: SecretBuffer.capacity + 1)
+        guard length <= SecretBuffer.capacity else { return false }
+        item.withMemoryRebound(to: UInt8.self, capacity: length + 1) { secret.assign(from: $0, length: length) }
+        return true
+    }
+
     /// Whether a module set `PAM_AUTHTOK` in this run of the stack: libpam
     /// clears it when each pam_authenticate begins and ends. (Its text may
     /// have been wiped since; only that it was set is asked.)

@@ -44,6 +44,9 @@ public struct PAMHandle {
     /// password module that asked).
     public var authTokenIsSet: Bool { handle.authTokenIsSet() }
 
+    /// `PAM_AUTHTOK` copied into `secret`; false when it is not set.
+    public func copyAuthToken(into secret: SecretBuffer) -> Bool { handle.copyAuthToken(into: secret) }
+
     /// The failure delay asked after a charged wrong passcode.
     public static let failDelayMicroseconds: UInt32 = 2_000_000
 
