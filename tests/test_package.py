@@ -138,7 +138,20 @@ def test_lintian_finds_nothing_that_is_not_explained(debs, tmp_path):
     # lintian leaves its own scratch files in TMPDIR; keep them in the test's.
     result = subprocess.run([lintian, "--pedantic", "--display-info", "--show-overrides", str(debs["first"])],
                             capture_output=True, text=True, timeout=600, env=dict(os.environ, TMPDIR=str(tmp_path)))
-    tags = [line for line in result.stdout.splitlines() if line[:2] in ("E:", "W:", "I:", "P:", "X:")]
+    # The toolchain's cut-short words in the command's static data come and go,
+    # and change case, with the binary's layout: one listed in the overrides
+    # is explained in any case, and its override may find no match in a build.
+    listed = {line.split()[2].upper() for line in (ROOT / "packaging/debian/lintian-overrides").read_text().splitlines()
+              if line.startswith("localauth: spelling-error-in-binary ")}
+
+    def explained(line):
+        words = line.split()
+        if line.startswith("I: localauth: spelling-error-in-binary ") and words[-1] == "[usr/bin/localauth]":
+            return words[3].upper() in listed
+        if line.startswith("W: localauth: mismatched-override spelling-error-in-binary ") and "[usr/bin/localauth]" in words:
+            return words[4].upper() in listed
+        return False
+    tags = [line for line in result.stdout.splitlines() if line[:2] in ("E:", "W:", "I:", "P:", "X:") and not explained(line)]
     assert tags == [], result.stdout
     overridden = [line for line in result.stdout.splitlines() if line.startswith("O:")]
     assert overridden, "the overrides are in use"
