@@ -29,7 +29,7 @@ let package = Package(
         .target(name: "LocalAuth", dependencies: ["CMemory"], path: "Sources/LocalAuth", swiftSettings: strict),
         // The system layer: system calls, the state store, trusted files, the helper's client.
         .target(name: "LocalAuthSystem", dependencies: ["LocalAuth", "CLibc"], path: "Sources/LocalAuthSystem", swiftSettings: strict),
-        .target(name: "SystemAdapters", dependencies: ["LocalAuth", "LocalAuthSystem", "CSystemLibraries"], path: "Sources/SystemAdapters",
+        .target(name: "SystemAdapters", dependencies: ["LocalAuth", "LocalAuthSystem", "CLibc", "CSystemLibraries"], path: "Sources/SystemAdapters",
                 swiftSettings: strict, linkerSettings: [.linkedLibrary("pam"), .linkedLibrary("systemd")]),
         .target(name: "PAMModule", dependencies: ["LocalAuth", "LocalAuthSystem", "SystemAdapters"], path: "Sources/PAMModule", swiftSettings: strict),
         .target(name: "LocalAuthentication", dependencies: ["LocalAuth", "LocalAuthSystem"], path: "Sources/LocalAuthentication", swiftSettings: strict),

@@ -87,6 +87,7 @@ public func utf8Bytes(_ text: String) -> [UInt8] {
 
 /// Lends two byte strings as NUL-terminated C strings.
 /// Lends `bytes` as a NUL-terminated C string for the duration of `body`.
+@inline(__always)
 public func withCString<R>(_ bytes: [UInt8], _ body: (UnsafePointer<CChar>) -> R) -> R {
     var terminated = bytes
     terminated.append(0)

@@ -1,7 +1,7 @@
 // The system layer's core calls, each wrapped once with one rule for EINTR:
 // files, locks, directories, waiting, and the caller's facts. The calls only
 // some programs make live beside, by role: Terminal.swift, HelperChannel.swift,
-// HelperProcess.swift.
+// and the setuid helper's own in SystemAdapters/HelperProcess.swift.
 import CLibc
 import LocalAuth
 
