@@ -129,11 +129,12 @@ public enum OptionKey: CaseIterable, Sendable {
     /// The keys a caller of the helper may set.
     public static var presentationKeys: [OptionKey] { allCases.filter { $0.setters.contains(.presentation) } }
 
-    /// The keys a stack line may carry that the helper does not take from
-    /// it: on a locker that runs PAM as the user, such a key is ignored.
-    public static var ignoredThroughTheHelper: [OptionKey] {
-        allCases.filter { $0.setters.contains(.stackLine) && !$0.setters.contains(.presentation) }
-    }
+    /// A key a stack line may carry that the helper does not take from it:
+    /// on a locker that runs PAM as the user, such a key is ignored.
+    public var isIgnoredThroughTheHelper: Bool { setters.contains(.stackLine) && !setters.contains(.presentation) }
+
+    /// Those keys.
+    public static var ignoredThroughTheHelper: [OptionKey] { allCases.filter { $0.isIgnoredThroughTheHelper } }
 }
 
 /// A key's value in `Options`, as the parser sets it and `status` shows it.

@@ -46,6 +46,7 @@ func configCommand(_ arguments: Arguments) throws -> ExitCode {
     // directory or a device reads as empty there.
     // A module line runs with the file its conf= names, or this one, and
     // then its arguments: the module's own loader says what that makes.
+    var loadedOptions: [[[UInt8]]: Options] = [:]
     let lint = StackLint(file: { name in
         switch Syscalls.readFollowingLinks(name.hasPrefix("/") ? utf8Bytes(name) : directory + [0x2F] + utf8Bytes(name), limit: 16 << 20) {
         case .bytes(let bytes): return .bytes(bytes)
@@ -54,8 +55,13 @@ func configCommand(_ arguments: Arguments) throws -> ExitCode {
         case .tooLarge, .cannotOpen: return .unjudgeable
         }
     }, options: { lineArguments in
+        // Loaded once per argument list (keyed by bytes, as names are): a file
+        // included by many services brings the same lines into each expansion.
         let bytes = lineArguments.map { utf8Bytes($0) }
-        return Configuration.load(path: OptionParser.configPath(in: bytes) ?? path, arguments: bytes).options
+        if let known = loadedOptions[bytes] { return known }
+        let options = Configuration.load(path: OptionParser.configPath(in: bytes) ?? path, arguments: bytes).options
+        loadedOptions[bytes] = options
+        return options
     })
     // The services: the files of the directory, and with the default one
     // those of /usr/lib/pam.d that no file of the same name hides. Names are

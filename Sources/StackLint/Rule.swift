@@ -30,6 +30,11 @@ struct Rule {
     let options: Options?
     /// Worked out once: the checks ask them of every rule many times.
     let moduleName: String
+    /// pam_localauth.so (under any name `namesTheModule` takes for it).
+    let isLocalAuth: Bool
+    /// A pam_localauth.so line with more arguments than the module reads:
+    /// the module refuses it.
+    let isRefusedByTheModule: Bool
     /// The answers this line's module can give, by libpam number.
     let answers: [Int]
     /// Whether this module's success is a credential: a password, a
@@ -49,6 +54,8 @@ struct Rule {
         moduleName = name
         let localAuth = kind == .module && Rule.namesTheModule(name)
         let refused = localAuth && arguments.count > OptionParser.maxArguments
+        isLocalAuth = localAuth
+        isRefusedByTheModule = refused
         options = localAuth && !refused ? moduleOptions(arguments) : nil
         let authsucc = options?.authsucc ?? false
         switch kind {
@@ -86,8 +93,6 @@ struct Rule {
             && ((localAuth && !authsucc && !refused) || StackLint.passwordModules.contains(name) || StackLint.otherCredentialModules.contains(name))
     }
 
-    var isLocalAuth: Bool { kind == .module && Rule.namesTheModule(moduleName) }
-
     /// pam_localauth.so, or a copy or link named after it (pam_localauth-2.so,
     /// pam_localauth, localauth.so): the lint knows the module by its name, so
     /// any module file whose name has "localauth" in it is judged as the
@@ -96,9 +101,6 @@ struct Rule {
         name.lowercased().contains("localauth")
     }
     var isAuthsucc: Bool { options?.authsucc ?? false }
-    /// A pam_localauth.so line with more arguments than the module reads:
-    /// the module refuses it.
-    var isRefusedByTheModule: Bool { isLocalAuth && arguments.count > OptionParser.maxArguments }
     /// Whether the module runs policy biometrics on this line.
     var isBiometrics: Bool { options?.policy == .biometrics }
     var location: String { "\(file):\(line)" }

@@ -54,12 +54,6 @@ public struct StackLint {
         self.init(file: { name in read(name).map { .bytes($0) } ?? .missing }, options: options)
     }
 
-    /// A file's bytes, nil when the lint cannot have them.
-    func readFile(_ name: String) -> [UInt8]? {
-        if case .bytes(let bytes) = readLintFile(name) { return bytes }
-        return nil
-    }
-
     /// libpam's keywords. It compares them with strcasecmp, which folds case
     /// in the calling program's locale: in a Turkish one "I" is not "i", so
     /// "REQUISITE" is a keyword for one caller and a broken control for another.
@@ -191,8 +185,10 @@ public struct StackLint {
                 expansion.findings.append(finding)
             }
             func failing(_ control: Control) -> Rule { Rule(file: name, line: number, kind: .mustFail, level: level, control: control) }
-            // Debian's @include, in any case, with or without a leading "-".
-            let atInclude = (words[0].hasPrefix("-") ? String(words[0].dropFirst()) : words[0]).lowercased() == "@include"
+            // The type, in any case, with or without a leading "-"; Debian's
+            // @include is read the same way.
+            let type = (words[0].hasPrefix("-") ? String(words[0].dropFirst()) : words[0]).lowercased()
+            let atInclude = type == "@include"
             func include(_ target: String, substack: Bool) {
                 if substack { expansion.rules.append(Rule(file: name, line: number, kind: .substack, level: level, control: Control.mustFail)) }
                 switch load(target, level: level + (substack ? 1 : 0), path: path + [name], into: &expansion) {
@@ -218,7 +214,6 @@ public struct StackLint {
                     expansion.rules.append(failing(Control.mustFail))
                 }
             }
-            let type = (words[0].hasPrefix("-") ? String(words[0].dropFirst()) : words[0]).lowercased()
             if atInclude {
                 if words.count > 1 { include(words[1], substack: false) }
                 continue
@@ -268,7 +263,7 @@ public struct StackLint {
                                "system_err", "ignore", "abort"]
 
     public func serviceFindings(_ name: String) -> [Finding] {
-        guard readFile(name) != nil else {
+        guard read(name) != nil else {
             return [Finding(severity: "error", text: "\(name): cannot be read to be checked (unreadable, or larger than the lint reads)")]
         }
         let expansion = expand(name)
@@ -414,7 +409,7 @@ public struct StackLint {
             }
             for argument in rule.arguments {
                 let key = String(argument.split(separator: "=", maxSplits: 1).first ?? "")
-                guard let option = OptionKey(name: key.utf8), OptionKey.ignoredThroughTheHelper.contains(option) else { continue }
+                guard let option = OptionKey(name: key.utf8), option.isIgnoredThroughTheHelper else { continue }
                 let instead = option.setters.contains(.configFile) ? "set it in /etc/security/localauth.conf"
                                                                    : "the helper reads only /etc/security/localauth.conf"
                 findings.append(Finding(severity: "warning", text: "\(rule.location): \(key) is ignored for \(name), which runs as the user: \(instead)"))
