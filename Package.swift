@@ -29,12 +29,14 @@ let package = Package(
         .target(name: "LocalAuth", dependencies: ["CMemory"], path: "Sources/LocalAuth", swiftSettings: strict),
         // The system layer: system calls, the state store, trusted files, the helper's client.
         .target(name: "LocalAuthSystem", dependencies: ["LocalAuth", "CLibc"], path: "Sources/LocalAuthSystem", swiftSettings: strict),
+        // The terminal, for the command-line tool and the app library (not the module or the helper).
+        .target(name: "LocalAuthTerminal", dependencies: ["LocalAuthSystem", "CLibc"], path: "Sources/LocalAuthTerminal", swiftSettings: strict),
         .target(name: "SystemAdapters", dependencies: ["LocalAuth", "LocalAuthSystem", "CLibc", "CSystemLibraries"], path: "Sources/SystemAdapters",
                 swiftSettings: strict, linkerSettings: [.linkedLibrary("pam"), .linkedLibrary("systemd")]),
         .target(name: "PAMModule", dependencies: ["LocalAuth", "LocalAuthSystem", "SystemAdapters"], path: "Sources/PAMModule", swiftSettings: strict),
-        .target(name: "LocalAuthentication", dependencies: ["LocalAuth", "LocalAuthSystem"], path: "Sources/LocalAuthentication", swiftSettings: strict),
+        .target(name: "LocalAuthentication", dependencies: ["LocalAuth", "LocalAuthSystem", "LocalAuthTerminal"], path: "Sources/LocalAuthentication", swiftSettings: strict),
         .target(name: "StackLint", dependencies: ["LocalAuth"], path: "Sources/StackLint", swiftSettings: strict),
-        .target(name: "LocalAuthCLI", dependencies: ["LocalAuth", "LocalAuthSystem", "SystemAdapters", "StackLint"], path: "Sources/LocalAuthCLI",
+        .target(name: "LocalAuthCLI", dependencies: ["LocalAuth", "LocalAuthSystem", "LocalAuthTerminal", "SystemAdapters", "StackLint"], path: "Sources/LocalAuthCLI",
                 swiftSettings: strict),
         // The setuid helper (type-checked here; installed as Embedded Swift, like the module).
         .executableTarget(name: "localauth-helper", dependencies: ["LocalAuth", "LocalAuthSystem", "SystemAdapters"], path: "Sources/LocalAuthHelper",

@@ -2,6 +2,7 @@
 // lint the configuration. `main.swift` only calls `run(arguments:)`.
 import LocalAuth
 import LocalAuthSystem
+import LocalAuthTerminal
 import SystemAdapters
 
 /// An error for the person at the terminal: printed on stderr, with its exit code.
@@ -273,11 +274,11 @@ struct TerminalConversation: Prompter {
     var messagesOnStandardError = false
 
     mutating func ask(_ text: String, into secret: SecretBuffer) -> PromptAnswer {
-        guard let fd = Syscalls.openControllingTerminal() else { return .failed }
+        guard let fd = Terminal.openControlling() else { return .failed }
         defer { Syscalls.close(fd) }
-        guard let settings = Syscalls.quietTerminal(fd) else { return .failed }
+        guard let settings = Terminal.quiet(fd) else { return .failed }
         defer {
-            Syscalls.restoreTerminal(fd, settings)
+            Terminal.restore(fd, settings)
             try? Syscalls.writeAll(fd, [0x0A])
         }
         try? Syscalls.writeAll(fd, utf8Bytes(text))

@@ -1,5 +1,6 @@
 import LocalAuth
 import LocalAuthSystem
+import LocalAuthTerminal
 import SystemAdapters
 
 // MARK: - status
@@ -352,7 +353,7 @@ func testCommand(_ arguments: Arguments) throws -> ExitCode {
     if Syscalls.realUserID() != 0 || Syscalls.effectiveUserID() != 0 {
         return try testThroughHelper(options, reason: arguments.values["--reason"])
     }
-    let tty = Syscalls.standardInputTerminal()
+    let tty = Terminal.onStandardInput()
     let mode: InteractionMode = options.mode ?? (tty.isEmpty ? .prompt : .terminal)
     var engine = makeSystemEngine(options, RequestFacts(mode: mode, tty: tty), prompter: TerminalConversation(),
                                   log: StandardErrorLog(verbose: options.debug))
@@ -380,7 +381,7 @@ func testCommand(_ arguments: Arguments) throws -> ExitCode {
 func testThroughHelper(_ options: Options, reason: String?) throws -> ExitCode {
     var request = HelperRequest()
     request.service = literalBytes("localauth-test")
-    request.tty = Syscalls.standardInputTerminal()
+    request.tty = Terminal.onStandardInput()
     request.presentation = [(literalBytes("policy"), utf8Bytes(options.policy.name))]
     if let reason { request.presentation.append((literalBytes("reason"), utf8Bytes(reason))) }
     var client = HelperClient(prompter: TerminalConversation())
@@ -406,7 +407,7 @@ func evaluateCommand(_ arguments: Arguments) throws -> ExitCode {
     let policy = try parsePolicy(arguments, default: .owner)
     var request = HelperRequest()
     request.service = literalBytes("localauth-app")
-    request.tty = Syscalls.standardInputTerminal()
+    request.tty = Terminal.onStandardInput()
     request.presentation = [(literalBytes("policy"), utf8Bytes(policy.name))]
     if let reason = arguments.values["--reason"] {
         guard !reason.isEmpty else { throw CLIError("--reason must not be empty", .usage) }
@@ -420,12 +421,12 @@ func evaluateCommand(_ arguments: Arguments) throws -> ExitCode {
         request.interactive = false
         var client = HelperClient(prompter: NoConversation())
         verdict = try helperVerdict(client.run(request))
-    } else if let terminal = Syscalls.openControllingTerminal() {
+    } else if let terminal = Terminal.openControlling() {
         defer { Syscalls.close(terminal) }
         // Keys arrive one by one and Ctrl-C as a byte: the choices while
         // the reader waits (a prompt reads its own line).
-        let saved = Syscalls.keyTerminal(terminal)
-        defer { if let saved { Syscalls.restoreTerminal(terminal, saved) } }
+        let saved = Terminal.keys(terminal)
+        defer { if let saved { Terminal.restore(terminal, saved) } }
         var client = HelperClient(prompter: TerminalConversation(messagesOnStandardError: true))
         defer { client.lastAnswer.wipe() }
         verdict = try helperVerdict(client.run(request, control: saved == nil ? nil : terminal) { byte in

@@ -46,6 +46,8 @@ public enum OpenMode {
     case newFile
     /// An existing record, read and written in place; never blocks on a FIFO.
     case updateFile
+    /// A terminal, read and written, never made the controlling one.
+    case terminal
 
     var flags: Int32 {
         switch self {
@@ -54,6 +56,7 @@ public enum OpenMode {
         case .lockFile: return O_RDWR | O_CREAT | O_NONBLOCK
         case .newFile: return O_WRONLY | O_CREAT | O_EXCL
         case .updateFile: return O_RDWR | O_NONBLOCK
+        case .terminal: return O_RDWR | O_NOCTTY
         }
     }
 }
@@ -562,5 +565,65 @@ extension Syscalls {
         guard facts.isRegular else { return .notRegular }
         guard facts.size <= limit, let bytes = try? readAll(fd, limit: limit) else { return .tooLarge }
         return .bytes(bytes)
+    }
+}
+
+// MARK: - Users by uid, pipes, the process (the tool, the helper, the app library)
+extension Syscalls {
+    /// The name of the user with `uid`, nil when there is none.
+    public static func userName(uid: UInt32) -> [UInt8]? {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>? = nil
+        var scratch = [CChar](repeating: 0, count: 16384)
+        let status = scratch.withUnsafeMutableBufferPointer { getpwuid_r(uid, &entry, $0.baseAddress!, $0.count, &result) }
+        guard status == 0, let found = result, let name = found.pointee.pw_name else { return nil }
+        return bytes(ofCString: name)
+    }
+
+    /// Makes writes (and reads) on `fd` return at once instead of waiting.
+    public static func setNonBlocking(_ fd: Int32) {
+        let flags = la_fcntl_getfl(fd)
+        if flags >= 0 { _ = la_fcntl_setfl(fd, flags | O_NONBLOCK) }
+    }
+
+    /// Runs `body` with this thread at the lowest real-time priority where
+    /// the process may (root), so that no ordinary process — the bus daemon
+    /// that the first of two sends wakes, or a busy machine's load — takes
+    /// the processor between two sends that must leave close together.
+    /// `body` must be short and never wait. The former scheduling is
+    /// restored before returning; without the privilege `body` simply runs.
+    public static func withUrgentScheduling<R>(_ body: () -> R) -> R {
+        var former = sched_param()
+        let policy = la_urgent_scheduling(&former)
+        let result = body()
+        la_restore_scheduling(policy, &former)
+        return result
+    }
+
+    /// A pipe (read end, write end), both close-on-exec.
+    public static func pipe() -> (read: Int32, write: Int32)? {
+        var fds: [Int32] = [-1, -1]
+        guard fds.withUnsafeMutableBufferPointer({ la_pipe_cloexec($0.baseAddress!) }) == 0 else { return nil }
+        return (fds[0], fds[1])
+    }
+
+    /// One byte from `fd`; nil at end of input or on an error other than EINTR.
+    public static func readByte(_ fd: Int32) -> UInt8? {
+        var byte: UInt8 = 0
+        return retryingInterrupted { CLibc.read(fd, &byte, 1) } == 1 ? byte : nil
+    }
+
+    /// Flushes stdio and ends the process (the command-line tool and the helper).
+    public static func exitProcess(_ code: Int32) -> Never {
+        exit(code)
+    }
+
+    /// The current working directory (the command-line tool only).
+    public static func currentDirectory() -> [UInt8]? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        return buffer.withUnsafeMutableBufferPointer { pointer -> [UInt8]? in
+            guard getcwd(pointer.baseAddress!, pointer.count) != nil else { return nil }
+            return bytes(ofCString: pointer.baseAddress!, limit: 4096)
+        }
     }
 }

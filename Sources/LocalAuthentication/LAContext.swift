@@ -6,6 +6,7 @@
 import Foundation
 import LocalAuth
 import LocalAuthSystem
+import LocalAuthTerminal
 
 /// The PAM service name apps evaluate under; an administrator who removes
 /// it from `services` turns evaluation by apps off.
@@ -176,7 +177,7 @@ open class LAContext: NSObject, @unchecked Sendable {
             presenter = TerminalPresenter()
         }
 
-        request.tty = Syscalls.standardInputTerminal()
+        request.tty = Terminal.onStandardInput()
         request.presentation = [(literalBytes("policy"), literalBytes(policy.helperName)),
                                 (literalBytes("reason"), utf8Bytes(reason))]
         if let fallback = settings.2 { request.presentation.append((literalBytes("fallback_title"), utf8Bytes(fallback))) }

@@ -7,6 +7,7 @@
 import Foundation
 import LocalAuth
 import LocalAuthSystem
+import LocalAuthTerminal
 
 public final class TerminalPresenter: LAPresenter, @unchecked Sendable {
     private let condition = NSCondition()
@@ -30,7 +31,7 @@ public final class TerminalPresenter: LAPresenter, @unchecked Sendable {
 
     /// Whether there is a terminal to talk to.
     public static var isAvailable: Bool {
-        guard let fd = Syscalls.openControllingTerminal() else { return false }
+        guard let fd = Terminal.openControlling() else { return false }
         Syscalls.close(fd)
         return true
     }
@@ -38,9 +39,9 @@ public final class TerminalPresenter: LAPresenter, @unchecked Sendable {
     public func begin(reason: String, cancelTitle: String?, fallbackTitle: String?, control: LAEvaluationControl) {
         condition.lock()
         defer { condition.unlock() }
-        guard let fd = Syscalls.openControllingTerminal() else { return }
+        guard let fd = Terminal.openControlling() else { return }
         terminal = fd
-        saved = Syscalls.keyTerminal(fd)
+        saved = Terminal.keys(fd)
         wake = Syscalls.pipe()
         self.control = control
         ending = false
@@ -61,8 +62,8 @@ public final class TerminalPresenter: LAPresenter, @unchecked Sendable {
         guard terminal >= 0, let saved else { return .cancel }
         pauseWatching()
         defer { resumeWatching() }
-        Syscalls.lineTerminal(terminal, from: saved)
-        defer { _ = Syscalls.keyTerminal(terminal) }
+        Terminal.line(terminal, from: saved)
+        defer { _ = Terminal.keys(terminal) }
         try? Syscalls.writeAll(terminal, utf8Bytes(prompt))
         secret.wipe()
         let scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: SecretBuffer.capacity + 1)
@@ -103,7 +104,7 @@ public final class TerminalPresenter: LAPresenter, @unchecked Sendable {
         while watcher != nil && !exited { condition.wait() }
         watcher = nil
         if terminal >= 0 {
-            if let saved { Syscalls.restoreTerminal(terminal, saved) }
+            if let saved { Terminal.restore(terminal, saved) }
             Syscalls.close(terminal)
         }
         if let wake {
