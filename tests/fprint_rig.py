@@ -432,12 +432,21 @@ class FprintRig:
     device_call(method, *args, sig=None, reply=None)   raw Device call (GDBus)
     """
 
-    def __init__(self, debug=False, keep_dir=False, start_timeout=10.0, image_reader=False):
+    def __init__(self, debug=False, keep_dir=False, start_timeout=10.0, image_reader=False, polkit_stand_in=True,
+                 bus_users=None):
         self.debug = debug or os.environ.get("FPRINT_RIG_DEBUG") == "1"
         # libfprint's virtual_image driver instead of virtual_device: an image
         # reader (FpImageDevice, like most USB press readers) that clears
         # finger-needed when it captures, before its verdict.
         self.image_reader = image_reader
+        # False: no stand-in owns polkit's name; the test starts the real
+        # polkitd on this bus itself (it must, before fprintd is asked).
+        self.polkit_stand_in = polkit_stand_in
+        # {name: uid} of users that are not the host's but connect to the
+        # bus themselves (an agent, not only the setuid helper): the bus
+        # daemon looks up every client's groups, and refuses one it cannot
+        # find, so it gets them through nss_wrapper.
+        self.bus_users = dict(bus_users or {})
         self.keep_dir = keep_dir or os.environ.get("FPRINT_RIG_KEEP") == "1"
         self.start_timeout = start_timeout
         self.dir = None
@@ -476,24 +485,37 @@ class FprintRig:
         with open(self.config_path, "w") as f:
             f.write(BUS_CONFIG.format(socket=self.socket_path))
 
+        bus_env = None
+        if self.bus_users:
+            passwd, group = os.path.join(self.dir, "passwd"), os.path.join(self.dir, "group")
+            with open("/etc/passwd") as host, open(passwd, "w") as f:
+                f.write(host.read() + "".join(f"{n}:x:{u}:{u}:{n}:/:/bin/sh\n" for n, u in self.bus_users.items()))
+            with open("/etc/group") as host, open(group, "w") as f:
+                f.write(host.read() + "".join(f"{n}:x:{u}:\n" for n, u in self.bus_users.items()))
+            bus_env = dict(os.environ, LD_PRELOAD="libnss_wrapper.so", NSS_WRAPPER_PASSWD=passwd, NSS_WRAPPER_GROUP=group)
         with open(self.bus_log, "w") as log:
             self.bus_proc = subprocess.Popen(
                 DIE_WITH_TESTS + [DBUS_DAEMON, f"--config-file={self.config_path}", "--nofork", "--print-address"],
-                stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+                stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True, env=bus_env)
         # --print-address prints once the socket listens: the readiness cue.
         line = self._readline(self.bus_proc, self.start_timeout)
         if not line.startswith("unix:"):
             raise RigError(f"dbus-daemon did not start: {line!r}; see {self.bus_log}")
         self.ctl = _Client(self.bus_address)
 
-        with open(self.polkit_log, "w") as log:
-            self.polkit_proc = subprocess.Popen(
-                DIE_WITH_TESTS + [PY3, "-m", "dbusmock", "--system", "--template", "polkitd"],
-                env=self.env(os.environ), stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True)
-        self._wait_name(POLKIT_NAME, True, self.polkit_proc, self.polkit_log)
-        self.ctl.call(POLKIT_NAME, POLKIT_PATH, "org.freedesktop.DBus.Mock", "SetAllowed",
-                      GLib.Variant("(as)", (POLKIT_ACTIONS,)))
+        if not self.polkit_stand_in:
+            # The real polkitd drops to its own user, and agents run as the
+            # test's user: both must reach the bus's socket.
+            os.chmod(self.dir, 0o755)
+        if self.polkit_stand_in:
+            with open(self.polkit_log, "w") as log:
+                self.polkit_proc = subprocess.Popen(
+                    DIE_WITH_TESTS + [PY3, "-m", "dbusmock", "--system", "--template", "polkitd"],
+                    env=self.env(os.environ), stdout=log, stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL, start_new_session=True)
+            self._wait_name(POLKIT_NAME, True, self.polkit_proc, self.polkit_log)
+            self.ctl.call(POLKIT_NAME, POLKIT_PATH, "org.freedesktop.DBus.Mock", "SetAllowed",
+                          GLib.Variant("(as)", (POLKIT_ACTIONS,)))
         self.start_fprintd()
 
     @staticmethod

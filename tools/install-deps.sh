@@ -14,6 +14,8 @@ packages=(
     fprintd libfprint-2-2 dbus-daemon python3-dbusmock python3-gi python3-dbus  # the virtual-sensor rig
     libpam-fprintd                       # the reference the tests and benchmark compare with
     i3lock swaylock sway wtype xscreensaver xsecurelock vlock  # the real screen lockers of the end-to-end tests
+    polkitd pkexec                       # the real polkit end to end (polkitd, its agent helper, pkttyagent)
+    systemd                              # systemd-analyze verify for the polkit drop-in
     xvfb xdotool x11-utils tmux          # driving them headless
     dpkg-dev lintian                     # make deb (dpkg-shlibdeps) and its check
 )

@@ -98,7 +98,7 @@ public struct Options: Equatable {
     public static var defaultServices: [[UInt8]] { [
         literalBytes("sudo"), literalBytes("su"), literalBytes("login"), literalBytes("swaylock"),
         literalBytes("i3lock"), literalBytes("xscreensaver"), literalBytes("xsecurelock"), literalBytes("hyprlock"),
-        literalBytes("vlock"), literalBytes("localauth-app"),
+        literalBytes("vlock"), literalBytes("polkit-1"), literalBytes("localauth-app"),
     ] }
     public static var defaultBackoff: [BackoffStep] { [
         BackoffStep(failures: 5, seconds: 60), BackoffStep(failures: 6, seconds: 300),
