@@ -1,6 +1,7 @@
 """The `localauth` command, launched as a built binary ."""
 import json
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -220,12 +221,22 @@ def test_config_check_judges_other_where_the_passcode_service_is_missing(cli, tm
     assert "is missing" not in lint(cli, pam_dir).stdout
 
 
-def test_config_check_accepts_the_shipped_stacks(cli):
-    result = lint(cli, ROOT / "pam.d")
-    assert result.returncode == 0, result.stdout
-    assert "0 error(s)" in result.stdout
+def test_config_check_accepts_the_shipped_stacks(cli, tmp_path):
+    """Every shipped stack under the name it is installed as: sudo-biometrics
+    is an example for /etc/pam.d/sudo (under its own name it is no service
+    in `services`, which the lint would say)."""
+    shipped_dir = tmp_path / "pam.d"
+    shutil.copytree(ROOT / "pam.d", shipped_dir)
+    biometrics = tmp_path / "biometrics"
+    biometrics.mkdir()
+    (shipped_dir / "sudo-biometrics").rename(biometrics / "sudo")
+    shutil.copy(shipped_dir / "localauth-passcode", biometrics / "localauth-passcode")
+    for directory in (shipped_dir, biometrics):
+        result = lint(cli, directory)
+        assert result.returncode == 0, result.stdout
+        assert "0 error(s), 0 warning(s)" in result.stdout, result.stdout
     # The shipped, commented configuration file, named relative to the current directory.
-    shipped = subprocess.run([str(cli), "config", "--check", "config/localauth.conf", "--pam-dir", "pam.d"], cwd=ROOT,
+    shipped = subprocess.run([str(cli), "config", "--check", "config/localauth.conf", "--pam-dir", str(shipped_dir)], cwd=ROOT,
                              capture_output=True, text=True, timeout=30)
     assert shipped.returncode == 0 and "0 error(s), 0 warning(s)" in shipped.stdout, shipped.stdout
 

@@ -393,6 +393,31 @@ public struct StackLint {
                 }
             }
         }
+        findings += desktopFindings(name, rules)
+        return findings
+    }
+
+    /// Fingerprint modules other than this one: their matches and misses
+    /// never reach the counts.
+    static let otherFingerprintModules: Set<String> = ["pam_fprintd.so", "pam_fprintd_grosshack.so", "pam_howdy.so"]
+
+    /// What a desktop gets wrong: another module that takes the finger (a
+    /// finger works there while localauth has it locked, and misses are not
+    /// counted), and a service that reaches the module without being in
+    /// `services` (the module steps aside there: the password only).
+    func desktopFindings(_ name: String, _ rules: [Rule]) -> [Finding] {
+        var findings: [Finding] = []
+        for rule in rules where rule.kind == .module && StackLint.otherFingerprintModules.contains(rule.moduleName) {
+            findings.append(Finding(severity: "warning", text: "\(rule.location): \(rule.moduleName) checks fingerprints outside "
+                + "localauth's counts: a finger gets in here while localauth has the fingerprint locked, and misses here are not counted"))
+        }
+        let service = String(name.split(separator: "/").last ?? Substring(name))
+        guard service != "other",
+              let rule = rules.first(where: { $0.isLocalAuth && !$0.isAuthsucc && $0.options.map { !$0.covers(service: Array(service.utf8)) } ?? false })
+        else { return findings }
+        findings.append(Finding(severity: "warning", text: "\(name): reaches pam_localauth.so (\(rule.location)) but '\(service)' is "
+            + "not in services: the module steps aside there, so it asks for the password only and counts nothing (name it in "
+            + "services if a person at this computer uses it)"))
         return findings
     }
 

@@ -19,19 +19,43 @@ final class StackLintTests: XCTestCase {
     let passwordLines = "auth [success=1 default=ignore] pam_unix.so\nauth requisite pam_deny.so\nauth required pam_permit.so\n"
 
     func testTheShippedStacksAreClean() {
-        let files = ["sudo": owner + "\n" + passwordLines,
-                     "sudo-biometrics": """
+        let biometrics = """
                      auth [success=3 conv_err=die default=ignore] pam_localauth.so policy=biometrics
                      auth [success=1 default=die] pam_unix.so
                      auth requisite pam_deny.so
                      auth optional pam_localauth.so authsucc
                      auth required pam_permit.so
-                     """,
-                     "localauth-passcode": "auth required pam_unix.so\n"]
-        let lint = lint(files)
+                     """
+        let lint = lint(["sudo": owner + "\n" + passwordLines, "localauth-passcode": "auth required pam_unix.so\n"])
         XCTAssertEqual(lint.serviceFindings("sudo"), [])
-        XCTAssertEqual(lint.serviceFindings("sudo-biometrics"), [])
         XCTAssertEqual(lint.passcodeServiceFindings("localauth-passcode"), [])
+        // sudo-biometrics is an example for /etc/pam.d/sudo.
+        XCTAssertEqual(self.lint(["sudo": biometrics]).serviceFindings("sudo"), [])
+    }
+
+    /// The desktop: another fingerprint module in a stack (gdm-fingerprint
+    /// as gdm3 ships it) takes the finger outside the counts; a service that
+    /// reaches the module but is not in services gets the password only.
+    func testDesktopStacksSayWhereTheFingerOrTheCountsAreLost() {
+        let gdmFingerprint = "auth requisite pam_nologin.so\nauth required pam_succeed_if.so user != root quiet_success\n"
+            + "auth required pam_fprintd.so\nauth optional pam_gnome_keyring.so\n"
+        let commonAuth = owner + "\n" + passwordLines
+        let lint = lint(["gdm-fingerprint": gdmFingerprint, "common-auth": commonAuth, "lightdm": "@include common-auth\n",
+                         "polkit-1": "@include common-auth\n", "other": "@include common-auth\n",
+                         "sudo": "auth include common-auth\n",
+                         "mate-screensaver": owner + " services=sudo,mate-screensaver\n" + passwordLines])
+        XCTAssertEqual(lint.serviceFindings("gdm-fingerprint").map(\.text), [
+            "gdm-fingerprint:3: pam_fprintd.so checks fingerprints outside localauth's counts: a finger gets in here while "
+            + "localauth has the fingerprint locked, and misses here are not counted"])
+        XCTAssertEqual(lint.serviceFindings("lightdm").map(\.text), [
+            "lightdm: reaches pam_localauth.so (common-auth:1) but 'lightdm' is not in services: the module steps aside there, so it "
+            + "asks for the password only and counts nothing (name it in services if a person at this computer uses it)"])
+        // In services by default, by a line's own services=, or `other`
+        // (which stands for every program without a file): nothing said.
+        XCTAssertEqual(lint.serviceFindings("polkit-1"), [])
+        XCTAssertEqual(lint.serviceFindings("sudo"), [])
+        XCTAssertEqual(lint.serviceFindings("mate-screensaver"), [])
+        XCTAssertEqual(lint.serviceFindings("other"), [])
     }
 
     /// Found by fuzzing: files that include each other many times over
