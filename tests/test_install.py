@@ -287,8 +287,15 @@ def profile_runs(tmp_path_factory):
     # Conflicts: fprintd. Enabling ours while pam_fprintd is on drops it.
     private.run("--enable", "fprintd")
     runs["fprintd"] = private.common_auth()
-    private.run("--enable", "localauth")
+    runs["both_output"] = private.run("--enable", "localauth").stdout
     runs["both"] = private.common_auth()
+    # The documented switch, in one command, and its undo.
+    private.run("--disable", "localauth")
+    private.run("--enable", "fprintd")
+    runs["switch_output"] = private.run("--disable", "fprintd", "--enable", "localauth").stdout
+    runs["switched"] = private.common_auth()
+    runs["undo_output"] = private.run("--disable", "localauth", "--enable", "fprintd").stdout
+    runs["undone"] = private.common_auth()
     private.run("--disable", "localauth", "fprintd")
     assert host_fingerprint() == before, "pam-auth-update changed the host's files"
     return runs
@@ -337,6 +344,20 @@ def test_profile_conflicts_with_pam_fprintd(profile_runs):
     assert "pam_fprintd.so" in profile_runs["fprintd"]
     both = [rule[1] for rule in auth_rules(profile_runs["both"])]
     assert both[0] == "pam_localauth.so" and "pam_fprintd.so" not in both
+    # Enabling ours alone says so, in pam-auth-update's words.
+    assert "Incompatible PAM profiles selected" in profile_runs["both_output"]
+
+
+def test_the_documented_switch_from_pam_fprintd_is_clean_and_undone_in_one_command(profile_runs):
+    """README's command: pam_fprintd's profile off and ours on, with no
+    complaint; and back."""
+    assert "Incompatible" not in profile_runs["switch_output"], profile_runs["switch_output"]
+    assert auth_rules(profile_runs["switched"]) == auth_rules(profile_runs["both"])
+    assert "Incompatible" not in profile_runs["undo_output"], profile_runs["undo_output"]
+    assert auth_rules(profile_runs["undone"]) == auth_rules(profile_runs["fprintd"])
+    for command in ("pam-auth-update --disable fprintd --enable localauth",
+                    "pam-auth-update --disable localauth --enable fprintd"):
+        assert command in (ROOT / "README.md").read_text(), command
 
 
 def localauth_binary():
