@@ -100,7 +100,7 @@ class PrivateWorld(SeededState):
     """users: {name: (uid, password)}. config: lines of localauth.conf
     (state_dir is always this world's)."""
 
-    def __init__(self, base: Path, rig=None, users=None, config=(), helper=HELPER, helper_mode=0o4755):
+    def __init__(self, base: Path, rig=None, users=None, config=(), helper=HELPER, helper_mode=0o4755, etc_files=None):
         self.base = base
         self.rig = rig
         self.users = dict(users or {})
@@ -155,8 +155,19 @@ class PrivateWorld(SeededState):
         dev += [f"mkdir /dev/{d} && mount --rbind '{host_dev}/{d}' /dev/{d}" for d in DEVICE_DIRECTORIES]
         dev += [f"ln -s {target} /dev/{name}" for name, target in DEVICE_LINKS.items()]
         dev += [f"touch /dev/log && mount --bind '{self.syslog.path}' /dev/log"]
+        # Files added to /etc ({name: text}, root's, 0644) through a
+        # read-only overlay under the binds (a program's own configuration,
+        # such as doas.conf, which the host may not have).
+        etc_overlay = ""
+        if etc_files:
+            etc_upper = base / "etc-upper"
+            etc_upper.mkdir(mode=0o755)
+            for name, text in etc_files.items():
+                (etc_upper / name).write_text(text)
+                os.chmod(etc_upper / name, 0o644)
+            etc_overlay = f"mount -t overlay overlay -o lowerdir={etc_upper}:/etc /etc\n"
         self.enter = base / "enter.sh"
-        self.enter.write_text("set -e\nmount --make-rprivate /\n"
+        self.enter.write_text("set -e\nmount --make-rprivate /\n" + etc_overlay
                               + "".join(f"mount --bind '{src}' '{dst}'\n" for src, dst in binds)
                               # read-only: no work directory, so namespaces may mount it at once
                               + f"mount -t overlay overlay -o lowerdir={self.libexec_upper}:/usr/libexec /usr/libexec\n"

@@ -3,7 +3,7 @@ loading without the Swift toolchain, and repeated load/unload cycles."""
 import re
 import subprocess
 
-from pamenv import MODULE, PASSWORDS
+from pamenv import BUILD, MODULE, PASSWORDS
 
 TOOLCHAIN = "/opt/swift"
 
@@ -22,6 +22,31 @@ def test_needs_nothing_from_the_swift_toolchain():
     libraries = re.findall(r"Shared library: \[(.+?)\]", needed)
     assert set(libraries) <= {"libpam.so.0", "libsystemd.so.0", "libc.so.6", "ld-linux-x86-64.so.2"}
     assert "RPATH" not in needed and "RUNPATH" not in needed
+
+
+def load_segments(binary):
+    """(offset, file size, flags) of each LOAD segment, in file order."""
+    out = subprocess.run(["readelf", "-lW", str(binary)], capture_output=True, text=True, check=True).stdout
+    return [(int(m.group(1), 16), int(m.group(2), 16), m.group(3).replace(" ", ""))
+            for m in re.finditer(r"^\s*LOAD\s+0x([0-9a-f]+)\s+\S+\s+\S+\s+0x([0-9a-f]+)\s+\S+\s+([RWE ]+?)\s+0x", out, re.M)]
+
+
+def test_code_has_pages_of_its_own_and_relocations_are_read_only_after_start():
+    """The module and the setuid helper: one executable segment, which starts
+    and ends on page boundaries (no data is mapped executable), nothing both
+    writable and executable, BIND_NOW and RELRO."""
+    for binary in (MODULE, BUILD / "localauth-helper"):
+        segments = load_segments(binary)
+        executable = [index for index, (_, _, flags) in enumerate(segments) if "E" in flags]
+        assert len(executable) == 1, (binary, segments)
+        offset, size, flags = segments[executable[0]]
+        assert "W" not in flags and offset % 4096 == 0, (binary, segments)
+        following = segments[executable[0] + 1][0]
+        assert following % 4096 == 0 and following >= offset + size, (binary, segments)
+        headers = subprocess.run(["readelf", "-lWd", str(binary)], capture_output=True, text=True, check=True).stdout
+        assert "GNU_RELRO" in headers and "BIND_NOW" in headers, binary
+        stack = re.search(r"GNU_STACK(?:\s+0x[0-9a-f]+){5}\s+([RWE]+)", headers)
+        assert stack and "E" not in stack.group(1), binary
 
 
 def test_loads_and_authenticates_with_the_toolchain_hidden(pam):

@@ -27,12 +27,12 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 
 import pytest
 
 from fprint_rig import FprintRig, RigError
-from lockers import descendants, gone, process_description, user_processes, wait_for
+from desktop import TmuxDesk
+from lockers import process_description, user_processes, wait_for
 from logind_mock import LogindMock, Session
 from pamenv import MODULE
 from private_world import PrivateWorld
@@ -50,7 +50,6 @@ PROMPT = "Password, or press Enter to use your fingerprint:"
 PASSWORD_PROMPT = "Enter Password:"
 LOCKED = "Too many failed fingerprint attempts. Fingerprint is locked until you enter your password."
 POLKITD = "/usr/lib/polkit-1/polkitd"
-STEP = 20
 
 
 @pytest.fixture(scope="module")
@@ -93,42 +92,17 @@ def world(rig, tmp_path_factory):
         world.close()
 
 
-class Desktop:
-    """The user's shell and polkit's text agent for it, in two tmux windows
-    on a private tmux server."""
-
-    def __init__(self, world, uid, user):
-        self.world, self.uid, self.user = world, uid, user
-        self.socket = tempfile.mkdtemp(prefix="localauth-tmux-")
-        self.runs = 0
-
-    def tmux(self, *args):
-        return subprocess.run(["tmux", "-S", os.path.join(self.socket, "server"), *args],
-                              capture_output=True, text=True, timeout=STEP)
-
-    def command(self, *argv):
-        env = dict(self.world.env(self.user), TERM="screen")
-        inner = self.world.argv("env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv, uid=self.uid)
-        return " ".join(f"'{a}'" for a in inner)
-
-    def pane(self, window):
-        history = self.tmux("capture-pane", "-p", "-J", "-S", "-1000", "-t", f"desk:{window}").stdout
-        return [line.rstrip() for line in history.splitlines() if line.strip()]
+class Desktop(TmuxDesk):
+    """The user's shell (window 0) and polkit's text agent for it (window
+    "agent")."""
 
     def start(self, remote_session=None):
         mark = self.world.syslog.mark()
-        shell = self.command("sh", "-c", "echo SHELL=$$; exec sh")
-        if remote_session is not None:
-            # The shell and everything it starts (the agent, polkit's
-            # helper) belong to the session, as an ssh login's would.
-            shell = f"echo $$ > {remote_session.path}/cgroup.procs && exec {shell}"
-        self.tmux("new-session", "-d", "-s", "desk", "-x", "150", "-y", "50", shell)
+        self.open(0, self.command("sh", "-c", "echo SHELL=$$; exec sh", session=remote_session))
         wait_for(lambda: any(line.startswith("SHELL=") for line in self.pane(0)), what="the user's shell")
         pid = next(line for line in self.pane(0) if line.startswith("SHELL=")).split("=")[1]
-        agent = self.command("pkttyagent", "--process", pid)
-        if remote_session is not None:
-            agent = f"echo $$ > {remote_session.path}/cgroup.procs && exec {agent}"
-        self.tmux("new-window", "-d", "-t", "desk", "-n", "agent", f"{agent}; echo AGENT-EXIT=$?; sleep 600")
+        self.open("agent", self.command("pkttyagent", "--process", pid, session=remote_session)
+                  + "; echo AGENT-EXIT=$?; sleep 600")
         wait_for(lambda: any("Registered Authentication Agent" in line for line in self.world.syslog.since(mark)),
                  what="pkttyagent registered with polkitd")
         return self
@@ -136,51 +110,20 @@ class Desktop:
     def agent(self):
         return self.pane("agent")
 
-    def count(self, text):
-        return sum(text in line for line in self.agent())
-
-    def run(self, command):
-        """Types `command` in the shell; its exit status is printed after it."""
-        self.runs += 1
-        self.tmux("send-keys", "-t", "desk:0", "-l", f"{command}; echo RUN-{self.runs}-EXIT=$?")
-        self.tmux("send-keys", "-t", "desk:0", "Enter")
-        return self.runs
-
     def pkexec(self):
         """Starts `pkexec id -u` and waits for the agent's request."""
-        before = self.count("==== AUTHENTICATING FOR org.freedesktop.policykit.exec")
+        request = "==== AUTHENTICATING FOR org.freedesktop.policykit.exec"
+        before = self.count("agent", request)
         run = self.run("pkexec --disable-internal-agent /usr/bin/id -u")
-        wait_for(lambda: self.count("==== AUTHENTICATING FOR org.freedesktop.policykit.exec") > before,
-                 what="the agent's request")
+        self.wait_text("agent", request, before + 1)
         return run
 
     def wait_prompt(self, prompt, occurrence):
         """Waits until the agent shows `prompt` for the `occurrence`-th time."""
-        wait_for(lambda: self.count(prompt) >= occurrence, what=f"the agent's prompt {prompt!r} #{occurrence}")
+        self.wait_text("agent", prompt, occurrence)
 
     def answer(self, text):
-        if text:
-            self.tmux("send-keys", "-t", "desk:agent", "-l", text)
-        self.tmux("send-keys", "-t", "desk:agent", "Enter")
-
-    def exit_status(self, run, window=0, timeout=STEP):
-        marker = f"RUN-{run}-EXIT="
-        wait_for(lambda: any(line.startswith(marker) for line in self.pane(window)), timeout=timeout,
-                 what=f"the end of run {run}")
-        return int(next(line for line in self.pane(window) if line.startswith(marker))[len(marker):])
-
-    def close(self):
-        panes = self.tmux("list-panes", "-s", "-t", "desk", "-F", "#{pane_pid}").stdout.split()
-        tree = [int(pid) for pid in panes if pid.isdigit()]
-        tree += [child for pid in list(tree) for child in descendants(pid)]
-        self.tmux("kill-server")
-        for pid in tree:
-            try:
-                os.kill(pid, 9)
-            except ProcessLookupError:
-                pass
-        wait_for(lambda: all(gone(pid) for pid in tree), what="the desktop's processes gone")
-        shutil.rmtree(self.socket, ignore_errors=True)
+        self.keys("agent", text)
 
 
 @pytest.fixture
@@ -277,7 +220,7 @@ def test_five_misses_across_polkit_and_sudo_lock_until_a_polkit_password(desktop
     wait_for(lambda: any(PASSWORD_PROMPT in line for line in desk.pane(0)), what="sudo's password prompt")
     assert world.counts(UID) == (5, 0)
     assert any(LOCKED in line for line in desk.pane(0)), desk.pane(0)
-    desk.tmux("send-keys", "-t", "desk:0", "C-c")
+    desk.ctrl_c("0")
     assert desk.exit_status(sudo) != 0
     assert world.counts(UID) == (5, 0)
 
