@@ -79,13 +79,84 @@ def fed(rig):
     assert report.ok, report
 
 
-def test_explore(desk, world, rig):
-    rig.feed([MISS, MISS, MISS])
-    run = desk.run("doas /usr/bin/id -u")
+def doas(desk):
+    return desk.run("doas /usr/bin/id -u")
+
+
+def shown_after(desk, run):
+    """The lines of the terminal from run `run`'s command line to its end."""
+    lines = desk.pane("0")
+    start = max(index for index, line in enumerate(lines) if line.endswith(f"echo RUN-{run}-EXIT=$?"))
+    return [line for line in lines[start + 1:] if line != "$"]    # the shell's next prompt
+
+
+def test_match_runs_the_command_without_a_password(desk, world, rig):
+    rig.feed([MATCH])
+    run = doas(desk)
+    fed(rig)
+    assert desk.exit_status(run) == 0
+    assert shown_after(desk, run) == [INSTRUCTION, "0", f"RUN-{run}-EXIT=0"]
+    assert world.counts(UID) == (0, 0)
+
+
+def test_three_misses_then_the_password(desk, world, rig):
+    rig.feed([MISS] * 3)
+    run = doas(desk)
     fed(rig)
     desk.wait_text("0", PASSWORD_PROMPT)
+    assert world.counts(UID) == (3, 0)
     desk.keys("0", PASSWORD)
-    print(desk.exit_status(run))
-    print("\n".join(desk.pane(0)))
-    print(world.counts(UID))
-    assert False
+    assert desk.exit_status(run) == 0
+    assert shown_after(desk, run) == [INSTRUCTION, MISS_OFFER, MISS_OFFER, "Fingerprint not recognized.", PASSWORD_PROMPT,
+                                      "0", f"RUN-{run}-EXIT=0"]
+    assert world.counts(UID) == (0, 0)
+
+
+def test_ctrl_c_after_a_miss_chooses_the_password(desk, world, rig):
+    rig.feed([MISS])
+    run = doas(desk)
+    fed(rig)
+    desk.wait_text("0", MISS_OFFER)
+    desk.ctrl_c("0")
+    desk.wait_text("0", PASSWORD_PROMPT)
+    desk.keys("0", PASSWORD)
+    assert desk.exit_status(run) == 0
+    assert world.counts(UID) == (0, 0)
+
+
+def test_wrong_password_fails_and_counts(desk, world, rig):
+    rig.feed([MISS] * 3)
+    run = doas(desk)
+    fed(rig)
+    desk.wait_text("0", PASSWORD_PROMPT)
+    desk.keys("0", "wrong-password")
+    assert desk.exit_status(run) == 1
+    assert "doas: Authentication failed" in shown_after(desk, run), shown_after(desk, run)
+    assert world.counts(UID) == (3, 1)
+
+
+def test_five_misses_across_two_runs_lock_until_the_password(desk, world, rig):
+    rig.feed([MISS] * 3)
+    first = doas(desk)
+    fed(rig)
+    desk.wait_text("0", PASSWORD_PROMPT)
+    desk.keys("0", "")                       # an empty password: a cancel, not a wrong password
+    assert desk.exit_status(first) != 0
+    assert world.counts(UID) == (3, 0)
+    rig.feed([MISS] * 2)
+    second = doas(desk)
+    fed(rig)
+    desk.wait_text("0", PASSWORD_PROMPT, 2)
+    assert world.counts(UID) == (5, 0)
+    assert LOCKED in shown_after(desk, second) or any(LOCKED in line for line in desk.pane("0")), desk.pane("0")
+    desk.keys("0", "")
+    assert desk.exit_status(second) != 0
+    # Locked: the next run says so at once and asks for the password; the
+    # reader is not used.
+    third = doas(desk)
+    desk.wait_text("0", PASSWORD_PROMPT, 3)
+    assert shown_after(desk, third)[:2] == [LOCKED, PASSWORD_PROMPT], shown_after(desk, third)
+    assert world.counts(UID) == (5, 0)
+    desk.keys("0", PASSWORD)
+    assert desk.exit_status(third) == 0
+    assert world.counts(UID) == (0, 0)

@@ -15,6 +15,7 @@ packages=(
     libpam-fprintd                       # the reference the tests and benchmark compare with
     i3lock swaylock sway wtype xscreensaver xsecurelock vlock  # the real screen lockers of the end-to-end tests
     polkitd pkexec                       # the real polkit end to end (polkitd, its agent helper, pkttyagent)
+    opendoas                             # the real doas end to end
     systemd                              # systemd-analyze verify for the polkit drop-in
     xvfb xdotool x11-utils tmux          # driving them headless
     dpkg-dev lintian                     # make deb (dpkg-shlibdeps) and its check

@@ -96,7 +96,7 @@ public struct Options: Equatable {
     // Computed, not stored: a stored global would be allocated on every
     // load of the module and leaked when libpam unloads it.
     public static var defaultServices: [[UInt8]] { [
-        literalBytes("sudo"), literalBytes("su"), literalBytes("login"), literalBytes("swaylock"),
+        literalBytes("sudo"), literalBytes("su"), literalBytes("login"), literalBytes("doas"), literalBytes("swaylock"),
         literalBytes("i3lock"), literalBytes("xscreensaver"), literalBytes("xsecurelock"), literalBytes("hyprlock"),
         literalBytes("vlock"), literalBytes("polkit-1"), literalBytes("localauth-app"),
     ] }

@@ -37,7 +37,7 @@ final class OptionsTests: XCTestCase {
     func testDefaults() {
         let options = Options()
         XCTAssertEqual(options.policy, .owner)
-        XCTAssertEqual(options.services, ["sudo", "su", "login", "swaylock", "i3lock", "xscreensaver", "xsecurelock", "hyprlock",
+        XCTAssertEqual(options.services, ["sudo", "su", "login", "doas", "swaylock", "i3lock", "xscreensaver", "xsecurelock", "hyprlock",
                                           "vlock", "polkit-1", "localauth-app"].map(bytes))
         XCTAssertEqual(options.cancelTitle, bytes("Cancel"))
         XCTAssertEqual(options.answerTimeoutSeconds, 120)
