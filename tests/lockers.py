@@ -546,4 +546,118 @@ class Xscreensaver(Locker):
 
     def close(self):
         kill_tree(self.proc)
+        if os.environ.get("LOCKER_KEEP_LOG"):
+            shutil.copy(self.log, os.environ["LOCKER_KEEP_LOG"])
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+class MateScreensaver(Locker):
+    """mate-screensaver on the Xvfb display with a session bus of its own
+    (dbus-run-session) and GSettings in memory (its defaults: lock on),
+    driven as a person would: a key press shows the unlock dialog (the
+    separate mate-screensaver-dialog, which runs PAM as the user), typed
+    text and Enter answer its prompt. Its --debug output carries every PAM
+    message the dialog shows ("Got message style N: '...'", N being
+    mate-screensaver's number for PAM's style: 1 a hidden prompt, 2 an error,
+    3 an information). The session bus listens in the locker's own
+    directory, so that nothing is left in /tmp."""
+    name = "mate-screensaver"
+    pam_process = "mate-screensaver-dialog"
+    precollects = False
+    message = re.compile(r"Got message style (\d): '(.*)'$")
+    # mate-screensaver's own numbering of PAM's message styles.
+    PROMPTS, MESSAGES = (0, 1), (2, 3)      # echo on, echo off; error, information
+
+    def __init__(self, world, uid, user, x):
+        super().__init__(world, uid, user)
+        self.x = x
+        self.home = Path(tempfile.mkdtemp(prefix="localauth-mate-"))
+        os.chown(self.home, uid, uid)
+        self.log = self.home / "mate-screensaver.log"
+        self.answered = 0         # prompts answered
+
+    def env(self):
+        return dict(self.world.env(self.user), DISPLAY=self.x.display, HOME=str(self.home), XDG_RUNTIME_DIR=str(self.home),
+                    GSETTINGS_BACKEND="memory")
+
+    def command(self, *args):
+        bus = (self.home / "bus").read_text().strip()
+        return subprocess.run(self.world.argv("mate-screensaver-command", *args, uid=self.uid),
+                              env=dict(self.env(), DBUS_SESSION_BUS_ADDRESS=bus), capture_output=True, text=True,
+                              timeout=STEP).stdout
+
+    def start(self):
+        config = self.home / "session.conf"
+        config.write_text("<busconfig><type>session</type>"
+                          f"<listen>unix:dir={self.home}</listen><auth>EXTERNAL</auth>"
+                          "<policy context=\"default\"><allow send_destination=\"*\" eavesdrop=\"true\"/>"
+                          "<allow eavesdrop=\"true\"/><allow own=\"*\"/></policy></busconfig>\n")
+        with open(self.log, "w") as log:
+            self.launch(["dbus-run-session", f"--config-file={config}", "--", "sh", "-c", f"echo \"$DBUS_SESSION_BUS_ADDRESS\" > '{self.home}/bus' && "
+                         "exec mate-screensaver --no-daemon --debug"], self.env(), stdout=log, stderr=subprocess.STDOUT)
+
+        def answering():
+            if self.proc.poll() is not None:
+                return "exited"
+            return (self.home / "bus").exists() and "The screensaver is" in self.command("--query")
+        if wait_for(answering, timeout=2 * STEP, what="mate-screensaver answering") == "exited":
+            raise AssertionError(f"mate-screensaver exited ({self.proc.returncode}) at start:\n"
+                                 f"{self.log.read_text(errors='replace')[-2000:]}")
+        self.command("--lock")
+        wait_for(lambda: "is active" in self.command("--query"), what="the screen locked")
+        return self
+
+    def lines(self):
+        """(style, text) of every PAM message the dialog was given."""
+        found = []
+        for line in self.log.read_text(errors="replace").splitlines():
+            match = self.message.search(line)
+            if match:
+                found.append((int(match.group(1)), match.group(2)))
+        return found
+
+    @property
+    def messages(self):
+        return [text for style, text in self.lines() if style in self.MESSAGES]
+
+    def prompts(self):
+        return sum(style in self.PROMPTS for style, _ in self.lines())
+
+    def pam_pids(self):
+        return [pid for pid in user_processes(self.uid) if self.pam_process in process_description(pid).split(" (parent")[0]]
+
+    def submit(self, text):
+        woken = [0.0]
+
+        def prompt_pending():
+            if self.prompts() > self.answered:
+                return True
+            if not self.pam_pids() and time.monotonic() - woken[0] > 1.5:
+                self.x.xdotool("key", "shift")   # no dialog up: a key shows it
+                woken[0] = time.monotonic()
+            return False
+        wait_for(prompt_pending, what="mate-screensaver's prompt")
+        time.sleep(0.3)           # the dialog takes keys once its entry is shown
+        self.answered += 1
+        self.x.type(text)
+
+    def settle(self):
+        wait_for(lambda: self.prompts() > self.answered or (not helper_pids() and not self.pam_pids())
+                 or not self.locked, what="the attempt over")
+
+    def unlocked(self, timeout=STEP):
+        try:
+            wait_for(lambda: "is inactive" in self.command("--query"), timeout=timeout, what="unlocked")
+        except AssertionError:
+            return False
+        return True
+
+    @property
+    def locked(self):
+        return "is active" in self.command("--query")
+
+    def close(self):
+        kill_tree(self.proc)
+        if os.environ.get("LOCKER_KEEP_LOG"):
+            shutil.copy(self.log, os.environ["LOCKER_KEEP_LOG"])
         shutil.rmtree(self.home, ignore_errors=True)

@@ -18,8 +18,8 @@ import time
 import pytest
 
 from fprint_rig import FprintRig, RigError
-from lockers import (I3lock, Swaylock, Vlock, Xscreensaver, Xsecurelock, Xvfb, helper_pids, kill_tree, process_description,
-                     user_processes, wait_for)
+from lockers import (I3lock, MateScreensaver, Swaylock, Vlock, Xscreensaver, Xsecurelock, Xvfb, helper_pids, kill_tree,
+                     process_description, user_processes, wait_for)
 from pamenv import MODULE, ROOT
 from private_world import PrivateWorld
 
@@ -31,7 +31,7 @@ MISS = "SCAN finger-nobody"
 LOCKED = "Too many failed fingerprint attempts. Fingerprint is locked until you enter your password."
 LOCKERS = {"i3lock": shutil.which("i3lock"), "swaylock": shutil.which("swaylock") and shutil.which("sway"),
            "vlock": shutil.which("vlock") and shutil.which("tmux"), "xsecurelock": shutil.which("xsecurelock"),
-           "xscreensaver": shutil.which("xscreensaver")}
+           "xscreensaver": shutil.which("xscreensaver"), "mate-screensaver": shutil.which("mate-screensaver")}
 
 
 def shipped_stack(name):
@@ -53,6 +53,12 @@ def world(rig, tmp_path_factory):
     world = PrivateWorld(base, rig, users={USER: (UID, PASSWORD)})
     for name in ("i3lock", "swaylock", "xscreensaver", "xsecurelock", "vlock"):
         (world.pamd / name).write_text(shipped_stack(name))
+    # mate-screensaver's own file includes common-auth (Debian's, without
+    # pam_gnome_keyring), here as pam-auth-update writes it from the profile.
+    world.write_service("common-auth", [
+        f"auth [success=2 ignore=ignore authinfo_unavail=ignore default=die] {MODULE}",
+        "auth [success=1 default=ignore] pam_unix.so nullok", "auth requisite pam_deny.so", "auth required pam_permit.so"])
+    world.write_service("mate-screensaver", ["@include common-auth"])
     yield world
     world.close()
 
@@ -77,7 +83,8 @@ def locker(request, world, rig, x):
                   "swaylock": lambda: Swaylock(world, UID, USER),
                   "vlock": lambda: Vlock(world, UID, USER),
                   "xsecurelock": lambda: Xsecurelock(world, UID, USER, x),
-                  "xscreensaver": lambda: Xscreensaver(world, UID, USER, x)}[request.param]()
+                  "xscreensaver": lambda: Xscreensaver(world, UID, USER, x),
+                  "mate-screensaver": lambda: MateScreensaver(world, UID, USER, x)}[request.param]()
         started.append(driver)
         return driver.start()
     yield start
@@ -158,6 +165,8 @@ def assert_shown(lock, texts):
     in this order (each text a part of a message)."""
     if isinstance(lock, Xscreensaver):
         shown = [text for _, text in lock.messages]
+    elif isinstance(lock, MateScreensaver):
+        shown = lock.messages
     elif isinstance(lock, Vlock):
         shown = lock.transcript()
     else:

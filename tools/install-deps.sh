@@ -13,7 +13,7 @@ packages=(
     sudo login passwd                    # the real programs of the end-to-end tests
     fprintd libfprint-2-2 dbus-daemon python3-dbusmock python3-gi python3-dbus  # the virtual-sensor rig
     libpam-fprintd                       # the reference the tests and benchmark compare with
-    i3lock swaylock sway wtype xscreensaver xsecurelock vlock  # the real screen lockers of the end-to-end tests
+    i3lock swaylock sway wtype xscreensaver xsecurelock vlock mate-screensaver  # the real screen lockers of the end-to-end tests
     polkitd pkexec                       # the real polkit end to end (polkitd, its agent helper, pkttyagent)
     opendoas                             # the real doas end to end
     systemd                              # systemd-analyze verify for the polkit drop-in

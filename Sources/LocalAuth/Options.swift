@@ -78,7 +78,7 @@ public struct Options: Equatable {
     /// The screen lockers localauth knows, for the `locker_services` default.
     public static var knownLockers: [[UInt8]] { [
         literalBytes("swaylock"), literalBytes("i3lock"), literalBytes("xscreensaver"), literalBytes("xsecurelock"),
-        literalBytes("hyprlock"), literalBytes("vlock"),
+        literalBytes("hyprlock"), literalBytes("vlock"), literalBytes("mate-screensaver"),
     ] }
 
     /// Whether `service` may use the reader while the screen is locked.
@@ -98,7 +98,7 @@ public struct Options: Equatable {
     public static var defaultServices: [[UInt8]] { [
         literalBytes("sudo"), literalBytes("su"), literalBytes("login"), literalBytes("doas"), literalBytes("swaylock"),
         literalBytes("i3lock"), literalBytes("xscreensaver"), literalBytes("xsecurelock"), literalBytes("hyprlock"),
-        literalBytes("vlock"), literalBytes("polkit-1"), literalBytes("localauth-app"),
+        literalBytes("vlock"), literalBytes("mate-screensaver"), literalBytes("polkit-1"), literalBytes("localauth-app"),
     ] }
     public static var defaultBackoff: [BackoffStep] { [
         BackoffStep(failures: 5, seconds: 60), BackoffStep(failures: 6, seconds: 300),

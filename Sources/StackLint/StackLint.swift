@@ -424,7 +424,8 @@ public struct StackLint {
     /// Screen lockers that run PAM as the user: the module reaches the policy
     /// through the setuid helper, which takes only presentation from the
     /// stack line. (vlock is setuid root: the module runs in-process there.)
-    static let lockersRunningAsTheUser: Set<String> = ["i3lock", "swaylock", "xscreensaver", "xsecurelock", "hyprlock"]
+    static let lockersRunningAsTheUser: Set<String> = ["i3lock", "swaylock", "xscreensaver", "xsecurelock", "hyprlock",
+                                                        "mate-screensaver"]
 
     func lockerFindings(_ name: String, _ rules: [Rule]) -> [Finding] {
         var findings: [Finding] = []
