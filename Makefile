@@ -156,13 +156,18 @@ $(BUILD)/faultinject.so: tests/faultinject.c
 	@mkdir -p $(BUILD)
 	$(CC) -O1 -Wall -Wextra -Werror -shared -fPIC -o $@ $< -ldl
 
+# A PAM conversation as GDM's session worker runs it (tests/test_gnome.py).
+$(BUILD)/gdmworker: tests/gdmworker.c
+	@mkdir -p $(BUILD)
+	$(CC) -O1 -Wall -Wextra -Werror -pthread -o $@ $< -lpam
+
 # A misbehaving stand-in for the helper, for the module's client tests.
 $(BUILD)/fakehelper: tests/fakehelper.c
 	@mkdir -p $(BUILD)
 	$(CC) -O1 -Wall -Wextra -Werror -o $@ $<
 
 test-artifacts: module $(BUILD)/pamharness $(BUILD)/claimdelay.so $(BUILD)/crashlog.so $(BUILD)/faultinject.so $(BUILD)/fakehelper \
-	$(BUILD)/pam_keeptok.so
+	$(BUILD)/pam_keeptok.so $(BUILD)/gdmworker
 	swift build
 
 tools: test-artifacts
@@ -218,7 +223,7 @@ cli:
 MANPAGES := man/pam_localauth.8 man/localauth.1 man/localauth.conf.5
 # Stacks for one service each, installed as examples (the distribution's own
 # files for these services are never overwritten).
-EXAMPLE_STACKS := sudo sudo-biometrics su login i3lock swaylock xscreensaver xsecurelock hyprlock vlock
+EXAMPLE_STACKS := sudo sudo-biometrics su login i3lock swaylock xscreensaver xsecurelock hyprlock vlock gdm-fingerprint
 
 install: module cli
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(SYSCONFDIR)/pam.d $(DESTDIR)$(SYSCONFDIR)/security $(DESTDIR)$(LIBEXECDIR) \

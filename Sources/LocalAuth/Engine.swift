@@ -139,6 +139,13 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         case .notEnrolled: biometryError = .biometryNotEnrolled
         case .noDevice, .unreachable: biometryError = .biometryNotAvailable
         }
+        if request.mode == .password {
+            // Another conversation of the same program has the reader: this
+            // one asks the password, with the back-off, and its success
+            // resets the counts and satisfies the password rules (R10).
+            guard policy == .owner else { return EvaluationResult(.failure(.biometryNotAvailable)) }
+            return passcodePhase(request, user: user, passcode: passcode, alreadyEntered: false, domainState: domainState)
+        }
         if biometryError == nil && record.fingerprintFailures >= options.lockout {
             biometryError = .biometryLockout
             say(UserText.locked, .error, request)

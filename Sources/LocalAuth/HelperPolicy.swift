@@ -27,6 +27,21 @@ public enum HelperPolicy {
         return (options, Scope.helperOptions(options, service: request.service, preflight: request.action == .check), diagnostics)
     }
 
+    /// The interaction mode of an evaluation through the helper: scan or
+    /// the password alone when the caller asks (its conversation shows
+    /// messages and answers nothing while the reader waits; another
+    /// conversation has the reader), the password alone where the
+    /// administrator's `password_services` says so, else prompt. Never
+    /// terminal: the helper has no terminal, and a caller's Ctrl-C arrives
+    /// as a frame.
+    public static func mode(_ options: Options, service: [UInt8]) -> InteractionMode {
+        switch options.mode {
+        case .scan?: return .scan
+        case .password?: return .password
+        case .terminal?, .prompt?, nil: return options.passwordServices.contains(service) ? .password : .prompt
+        }
+    }
+
     /// The request's hard deadline in seconds: the fingerprint phase and
     /// two answers, with slack.
     public static func hardDeadlineSeconds(_ options: Options) -> Int {

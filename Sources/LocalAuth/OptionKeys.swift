@@ -37,7 +37,7 @@ public enum OptionValueKind: Equatable, Sendable {
     case path
     /// `owner` or `biometrics`.
     case policy
-    /// `terminal` or `prompt`.
+    /// `terminal`, `prompt`, `scan` or `password`.
     case mode
     /// `N:duration` steps.
     case backoff
@@ -47,7 +47,7 @@ public enum OptionValueKind: Equatable, Sendable {
 public enum OptionKey: CaseIterable, Sendable {
     case policy, services, maxTries, lockout, timeout, fallbackAfter, fallbackTitle, cancelTitle, reason, mode
     case instructionInPrompt, passcodeService, passcodeBackoff, maxBackoff, evenDenyRoot, passcodeAfterBoot
-    case unlockInterval, passcodeInterval, fingerprintInterval, lockerServices, skipWhenLidClosed, answerTimeout
+    case unlockInterval, passcodeInterval, fingerprintInterval, lockerServices, passwordServices, skipWhenLidClosed, answerTimeout
     case stateDir, debug, silent, authsucc, conf
 
     /// The name an administrator writes.
@@ -73,6 +73,7 @@ public enum OptionKey: CaseIterable, Sendable {
         case .passcodeInterval: "passcode_interval"
         case .fingerprintInterval: "fingerprint_interval"
         case .lockerServices: "locker_services"
+        case .passwordServices: "password_services"
         case .skipWhenLidClosed: "skip_when_lid_closed"
         case .answerTimeout: "answer_timeout"
         case .stateDir: "state_dir"
@@ -86,7 +87,7 @@ public enum OptionKey: CaseIterable, Sendable {
     public var kind: OptionValueKind {
         switch self {
         case .policy: .policy
-        case .services, .lockerServices: .serviceList
+        case .services, .lockerServices, .passwordServices: .serviceList
         case .maxTries: .number(1...10)
         case .lockout: .number(1...20)
         case .fallbackAfter: .number(0...10)
@@ -109,7 +110,7 @@ public enum OptionKey: CaseIterable, Sendable {
     /// the prompt looks; a lower `timeout` and fewer `services` at most.
     public var setters: OptionSetters {
         switch self {
-        case .policy, .services, .timeout, .fallbackTitle, .cancelTitle, .reason, .instructionInPrompt, .silent:
+        case .policy, .services, .timeout, .fallbackTitle, .cancelTitle, .reason, .instructionInPrompt, .silent, .mode:
             [.stackLine, .configFile, .presentation]
         case .answerTimeout: .configFile
         case .authsucc, .conf: .stackLine
@@ -179,6 +180,7 @@ extension Options {
         case .passcodeInterval: .number(passcodeIntervalSeconds)
         case .fingerprintInterval: .number(fingerprintIntervalSeconds)
         case .lockerServices: .optionalServices(lockerServices)
+        case .passwordServices: .services(passwordServices)
         case .skipWhenLidClosed: .flag(skipWhenLidClosed)
         case .answerTimeout: .number(answerTimeoutSeconds)
         case .stateDir: .bytes(stateDir)
@@ -213,6 +215,7 @@ extension Options {
         case (.passcodeInterval, .number(let new)): passcodeIntervalSeconds = new
         case (.fingerprintInterval, .number(let new)): fingerprintIntervalSeconds = new
         case (.lockerServices, .services(let new)): lockerServices = new
+        case (.passwordServices, .services(let new)): passwordServices = new
         case (.skipWhenLidClosed, .flag(let new)): skipWhenLidClosed = new
         case (.answerTimeout, .number(let new)): answerTimeoutSeconds = new
         case (.stateDir, .bytes(let new)): stateDir = new
@@ -227,7 +230,7 @@ extension Options {
     /// `key`'s value as the helper's request carries it, or nil when it is
     /// not sent: a flag only when on (so a stack line cannot turn off what the
     /// configuration file turned on), a derived default never. Only
-    /// presentation keys travel, and none of them is a mode or a back-off.
+    /// presentation keys travel, and none of them is a back-off.
     @inline(never)
     public func wireValue(of key: OptionKey) -> [UInt8]? {
         switch value(of: key) {
@@ -239,7 +242,8 @@ extension Options {
         case .bytes(let bytes): return bytes
         case .optionalBytes(let bytes): return bytes
         case .policy(let policy): return utf8Bytes(policy.name)
-        case .mode, .backoff: return nil
+        case .mode(let mode): return mode.map { literalBytes($0.name) }
+        case .backoff: return nil
         }
     }
 
@@ -249,7 +253,7 @@ extension Options {
         case (.reason, .optionalBytes(nil)): return "(a sentence naming the service)"
         case (.conf, .optionalBytes(nil)): return "(none)"
         case (.instructionInPrompt, .optionalFlag(nil)): return "auto (xscreensaver only)"
-        case (.mode, .mode(let mode)): return mode.map { $0 == .terminal ? "terminal" : "prompt" } ?? "auto"
+        case (.mode, .mode(let mode)): return mode.map { literalText($0.name) } ?? "auto"
         case (.passcodeBackoff, .backoff(let steps)): return steps.map { "\($0.failures):\($0.seconds)s" }.joined(separator: ",")
         case (.lockerServices, _):
             // What is in force: the listed lockers that are also in `services`.

@@ -4,11 +4,45 @@
 // the policy weaker than the defaults because of malformed input.
 
 /// How the fallback and cancel are chosen (R16).
-public enum InteractionMode: Equatable {
+public enum InteractionMode: Equatable, CaseIterable {
     /// Fingerprint first; Ctrl-C chooses the fallback once offered.
     case terminal
     /// One echo-off prompt first: a passcode, or Enter for the fingerprint.
     case prompt
+    /// Fingerprint first with messages only, for a conversation nobody
+    /// answers while the reader waits (GNOME's gdm-fingerprint): nothing to
+    /// press, and no prompt before the misses are used up.
+    case scan
+    /// The password only, never the reader: another conversation of the same
+    /// program has it (GNOME's gdm-password beside gdm-fingerprint).
+    case password
+
+    /// The name an administrator writes.
+    public var name: StaticString {
+        switch self {
+        case .terminal: "terminal"
+        case .prompt: "prompt"
+        case .scan: "scan"
+        case .password: "password"
+        }
+    }
+
+    public init?(name: ArraySlice<UInt8>) {
+        for mode in InteractionMode.allCases where bytesEqual(name, mode.name) {
+            self = mode
+            return
+        }
+        return nil
+    }
+
+    /// R16's choice: `mode=` when set; the password alone for a service
+    /// whose program runs a fingerprint conversation of its own beside it;
+    /// terminal on the process's own terminal with one thread; else prompt.
+    public static func chosen(_ options: Options, service: [UInt8], onControllingTerminal: Bool, threads: Int) -> InteractionMode {
+        if let mode = options.mode { return mode }
+        if options.passwordServices.contains(service) { return .password }
+        return onControllingTerminal && threads == 1 ? .terminal : .prompt
+    }
 }
 
 /// One step of the passcode back-off: from `failures` consecutive wrong
@@ -72,13 +106,16 @@ public struct Options: Equatable {
     /// The services that may use the reader while the seat's session is
     /// locked; nil: the screen lockers among `services`.
     public var lockerServices: [[UInt8]]? = nil
+    /// Services whose program runs a fingerprint conversation of its own
+    /// beside them: there the module asks only the password (mode password).
+    public var passwordServices: [[UInt8]] = Options.defaultPasswordServices
     /// No fingerprint while logind reports the lid closed.
     public var skipWhenLidClosed = true
 
     /// The screen lockers localauth knows, for the `locker_services` default.
     public static var knownLockers: [[UInt8]] { [
         literalBytes("swaylock"), literalBytes("i3lock"), literalBytes("xscreensaver"), literalBytes("xsecurelock"),
-        literalBytes("hyprlock"), literalBytes("vlock"), literalBytes("mate-screensaver"),
+        literalBytes("hyprlock"), literalBytes("vlock"), literalBytes("mate-screensaver"), literalBytes("gdm-fingerprint"),
     ] }
 
     /// Whether `service` may use the reader while the screen is locked.
@@ -98,8 +135,10 @@ public struct Options: Equatable {
     public static var defaultServices: [[UInt8]] { [
         literalBytes("sudo"), literalBytes("su"), literalBytes("login"), literalBytes("doas"), literalBytes("swaylock"),
         literalBytes("i3lock"), literalBytes("xscreensaver"), literalBytes("xsecurelock"), literalBytes("hyprlock"),
-        literalBytes("vlock"), literalBytes("mate-screensaver"), literalBytes("polkit-1"), literalBytes("localauth-app"),
+        literalBytes("vlock"), literalBytes("mate-screensaver"), literalBytes("polkit-1"), literalBytes("gdm-fingerprint"),
+        literalBytes("gdm-password"), literalBytes("localauth-app"),
     ] }
+    public static var defaultPasswordServices: [[UInt8]] { [literalBytes("gdm-password")] }
     public static var defaultBackoff: [BackoffStep] { [
         BackoffStep(failures: 5, seconds: 60), BackoffStep(failures: 6, seconds: 300),
         BackoffStep(failures: 7, seconds: 900), BackoffStep(failures: 9, seconds: 3600),
@@ -280,9 +319,7 @@ func parseValue(_ value: ArraySlice<UInt8>, as kind: OptionValueKind) -> OptionV
     switch kind {
     case .flag: return parseFlag(value).map { .flag($0) }
     case .policy: return LAPolicy(name: value).map { .policy($0) }
-    case .mode:
-        if bytesEqual(value, "terminal") { return .mode(.terminal) }
-        return bytesEqual(value, "prompt") ? .mode(.prompt) : nil
+    case .mode: return InteractionMode(name: value).map { .mode($0) }
     case .serviceList: return parseServiceList(value).map { .services($0) }
     case .serviceName: return isServiceName(value) ? .bytes(Array(value)) : nil
     case .number: return parseDecimal(value, limit: 1_000_000).map { .number($0) }
@@ -307,7 +344,7 @@ extension OptionValueKind {
             maxLength <= 64 ? "expected printable text of at most 64 bytes" : "expected printable text of at most 200 bytes"
         case .path: "expected an absolute path without . or .. parts"
         case .policy: "expected owner or biometrics"
-        case .mode: "expected terminal or prompt"
+        case .mode: "expected terminal, prompt, scan or password"
         case .backoff: "expected N:duration steps such as 5:1m,6:5m"
         }
     }

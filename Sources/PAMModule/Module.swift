@@ -39,10 +39,6 @@ func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv:
         }
         return resetAfterPasswordModule(handle, options: options, log: log)
     }
-    // Screen lockers run as the user, who can neither keep the attempt
-    // state nor read the passwords: the setuid helper evaluates for them.
-    if Syscalls.effectiveUserID() != 0 { return authenticateThroughHelper(handle, options: options, flags: flags, log: log) }
-
     let scope: ScopeDecision, userName: [UInt8], target: (uid: UInt32, name: [UInt8])?, session: CallerSession
     switch callScope(handle, options: options, log: &log) {
     case .decided(let end): return end
@@ -50,6 +46,21 @@ func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv:
     }
     let service = handle.service
     let tty = handle.tty
+    let mode = InteractionMode.chosen(options, service: service, onControllingTerminal: Syscalls.isControllingTerminal(tty),
+                                      threads: Syscalls.threadCount())
+    // Screen lockers run as the user, who can neither keep the attempt
+    // state nor read the passwords: the setuid helper evaluates for them.
+    // A root caller in scan mode goes through it too: such a program ends
+    // the conversation by killing its process (GDM sends SIGTERM), and only
+    // a process of its own can then give back an attempt no finger reached.
+    if Syscalls.effectiveUserID() != 0 {
+        // Not root: an unknown name is out of scope already (R1).
+        guard scope == .inScope else { return ResultTable.stepAside.rawValue }
+        return authenticateThroughHelper(handle, options: options, flags: flags, userName: userName, log: log)
+    }
+    if mode == .scan && scope == .inScope {
+        return authenticateThroughHelper(handle, options: options, flags: flags, userName: userName, log: log)
+    }
     let remoteHost = handle.remoteHost
     let requestingUser = handle.requestingUser
     var user: UserIdentity? = nil
@@ -57,7 +68,6 @@ func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv:
         user = UserIdentity(uid: target.uid, name: target.name)
         handle.setMarker(uid: target.uid)
     }
-    let mode = options.mode ?? ((Syscalls.isControllingTerminal(tty) && Syscalls.threadCount() == 1) ? .terminal : .prompt)
     var request = Request(scope: scope, userName: userName, user: user, service: service, tty: tty, remoteHost: remoteHost,
                           mode: mode, silent: flags & PAMValue.silentFlag != 0)
     request.session = session.name
@@ -75,16 +85,8 @@ func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv:
 /// The non-root path: the same scope rules decide whether to act; the helper
 /// then runs the policy as root and this relays its conversation. Only the
 /// helper's RESULT frame can make this a success.
-func authenticateThroughHelper(_ handle: PAMHandle, options: Options, flags: Int32, log: PAMLog) -> Int32 {
+func authenticateThroughHelper(_ handle: PAMHandle, options: Options, flags: Int32, userName: [UInt8], log: PAMLog) -> Int32 {
     var log = log
-    let userName: [UInt8]
-    switch callScope(handle, options: options, log: &log) {
-    case .decided(let end): return end
-    case .acting(let scope, let name, _, _):
-        // Not root: an unknown name is out of scope already (R1).
-        guard scope == .inScope else { return ResultTable.stepAside.rawValue }
-        userName = name
-    }
     let service = handle.service
     var request = HelperRequest()
     request.service = service

@@ -300,6 +300,12 @@ public struct StackLint {
         }
         for (index, rule) in rules.enumerated() where rule.isLocalAuth && !rule.isAuthsucc {
             let biometrics = rule.isBiometrics
+            // A scan-mode biometrics line with no password module after it is
+            // a fingerprint-only conversation (GNOME's gdm-fingerprint): the
+            // password is another conversation's, so a step-aside that fails
+            // the stack is the point, and no password success follows to
+            // reset after.
+            let fingerprintOnly = biometrics && rule.options?.mode == .scan && passwordModules((index + 1)..<count) == 0
             if rule.answers.contains(where: { rule.control.action($0) == .done }) {
                 error(rule, "'done' on the pam_localauth.so line ends the whole service when the file is included; jump with success=N")
             }
@@ -316,7 +322,7 @@ public struct StackLint {
             }
             // Where the step-aside fails the stack, say what that costs.
             let onStepAside = rule.action(for: StackLint.stepAside)
-            if onStepAside == "bad" || onStepAside == "die" {
+            if (onStepAside == "bad" || onStepAside == "die") && !fingerprintOnly {
                 findings.append(Finding(severity: "warning", text: "\(rule.location): when the module steps aside (out of scope: "
                     + "another service, a remote login, another user\(biometrics ? "; the fallback, no reader, a locked fingerprint" : "")) "
                     + "it answers \(StackLint.stepAside), which this line turns into '\(onStepAside)': nobody gets in here that way, "
@@ -344,7 +350,7 @@ public struct StackLint {
                     findings.append(Finding(severity: "warning", text: "\(rule.location): success does not jump past the password module, which will ask again"))
                 }
             }
-            if biometrics && !authsuccFrom[index + 1] {
+            if biometrics && !fingerprintOnly && !authsuccFrom[index + 1] {
                 error(rule, "a policy=biometrics line needs a later 'pam_localauth.so authsucc' line reached through the password module's success (R11)")
             }
         }
@@ -397,6 +403,10 @@ public struct StackLint {
         return findings
     }
 
+    /// Services that a desktop runs as a fingerprint-only conversation beside
+    /// its password one, answering none of its prompts.
+    static let fingerprintConversations: Set<String> = ["gdm-fingerprint", "kde-fingerprint"]
+
     /// Fingerprint modules other than this one: their matches and misses
     /// never reach the counts.
     static let otherFingerprintModules: Set<String> = ["pam_fprintd.so", "pam_fprintd_grosshack.so", "pam_howdy.so"]
@@ -412,6 +422,12 @@ public struct StackLint {
                 + "localauth's counts: a finger gets in here while localauth has the fingerprint locked, and misses here are not counted"))
         }
         let service = String(name.split(separator: "/").last ?? Substring(name))
+        if StackLint.fingerprintConversations.contains(service) {
+            for rule in rules where rule.isLocalAuth && !rule.isAuthsucc && !(rule.isBiometrics && rule.options?.mode == .scan) {
+                findings.append(Finding(severity: "warning", text: "\(rule.location): \(service) is a conversation nobody answers "
+                    + "while the reader waits: write policy=biometrics mode=scan (a prompt here would wait until the program kills it)"))
+            }
+        }
         guard service != "other",
               let rule = rules.first(where: { $0.isLocalAuth && !$0.isAuthsucc && $0.options.map { !$0.covers(service: Array(service.utf8)) } ?? false })
         else { return findings }

@@ -246,7 +246,8 @@ struct HelperSession {
         }
         let prompter = ChannelPrompter(channel: channel, state: state,
                                        answerNanoseconds: Int64(options.answerTimeoutSeconds) * 1_000_000_000, hardDeadline: hardDeadline)
-        var engine = makeSystemEngine(options, RequestFacts(mode: .prompt, channel: channel.fd), prompter: prompter, log: log)
+        let mode = HelperPolicy.mode(options, service: request.service)
+        var engine = makeSystemEngine(options, RequestFacts(mode: mode, channel: channel.fd), prompter: prompter, log: log)
         let session = request.action == .evaluate ? LogindSession.callerSession() : []
         var path = HelperPolicy.path(request)
         while true {
@@ -270,16 +271,17 @@ struct HelperSession {
                                                                                           service: request.service))
                 return finish(HelperResult(status: .evaluated, outcome: .failure(error), failDelay: false), &log)
             case .evaluate:
-                return evaluate(request, target: target, options: options, session: session, engine: &engine, &log)
+                return evaluate(request, target: target, options: options, mode: mode, session: session, engine: &engine, &log)
             }
         }
     }
 
-    /// The prompt-mode evaluation, and what the client sent as it ended.
-    mutating func evaluate(_ request: HelperRequest, target: UserIdentity, options: Options, session: [UInt8],
+    /// The evaluation (prompt, scan or password mode), and what the client
+    /// sent as it ended.
+    mutating func evaluate(_ request: HelperRequest, target: UserIdentity, options: Options, mode: InteractionMode, session: [UInt8],
                            engine: inout SystemEngine<ChannelPrompter, FileStateStore, HelperLog>, _ log: inout HelperLog) -> HelperExit {
         var evaluation = Request(scope: .inScope, userName: target.name, user: target, service: request.service,
-                                 tty: request.tty, mode: .prompt, silent: false)
+                                 tty: request.tty, mode: mode, silent: false)
         evaluation.session = session
         let passcode = SecretBuffer()
         defer { passcode.wipe() }

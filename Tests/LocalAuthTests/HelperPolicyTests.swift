@@ -54,9 +54,9 @@ final class HelperPolicyTests: XCTestCase {
              { $0.covers(service: Array("swaylock".utf8)) }),
             ("no service added", request(presentation: [("services", "swaylock,evil")]),
              { !$0.covers(service: Array("evil".utf8)) }, { !$0.covers(service: Array("evil".utf8)) }),
-            ("a preflight is in scope for any service", request("gdm-password", action: .check), { _ in true },
-             { $0.covers(service: Array("gdm-password".utf8)) }),
-            ("an evaluation is not", request("gdm-password"), { _ in true }, { !$0.covers(service: Array("gdm-password".utf8)) }),
+            ("a preflight is in scope for any service", request("lightdm", action: .check), { _ in true },
+             { $0.covers(service: Array("lightdm".utf8)) }),
+            ("an evaluation is not", request("lightdm"), { _ in true }, { !$0.covers(service: Array("lightdm".utf8)) }),
         ]
         for (label, request, optionsHold, scopeHolds) in rows {
             let (options, scope, _) = HelperPolicy.options(configured: configured, request: request)
@@ -67,6 +67,26 @@ final class HelperPolicyTests: XCTestCase {
             XCTAssertEqual(options.passcodeService, configured.passcodeService, label)
         }
         XCTAssertEqual(HelperPolicy.hardDeadlineSeconds(configured), 30 + 2 * 120 + 30)
+    }
+
+    /// The mode of an evaluation through the helper: scan and the password
+    /// alone when asked, the password alone for a password service, prompt
+    /// otherwise; never terminal (the helper has no terminal).
+    func testModeThroughTheHelper() {
+        let rows: [(String, String?, String, InteractionMode)] = [
+            ("nothing asked", nil, "i3lock", .prompt),
+            ("scan asked", "scan", "gdm-fingerprint", .scan),
+            ("the password asked", "password", "i3lock", .password),
+            ("terminal asked: no terminal here", "terminal", "i3lock", .prompt),
+            ("prompt asked", "prompt", "i3lock", .prompt),
+            ("a password service", nil, "gdm-password", .password),
+            ("a password service, terminal asked", "terminal", "gdm-password", .password),
+        ]
+        for (label, asked, service, expected) in rows {
+            let presentation = asked.map { [("mode", $0)] } ?? []
+            let (options, _, _) = HelperPolicy.options(configured: Options(), request: request(service, presentation: presentation))
+            XCTAssertEqual(HelperPolicy.mode(options, service: Array(service.utf8)), expected, label)
+        }
     }
 
     /// Which path answers a request: the reuse window only for apps.

@@ -61,7 +61,7 @@ final class HelperProtocolTests: XCTestCase {
 
     func testRequestRefusesEverySecurityKeyAndNonsense() {
         for key in ["state_dir", "passcode_service", "lockout", "max_tries", "passcode_backoff", "max_backoff",
-                    "even_deny_root", "conf", "mode", "answer_timeout", "debug", "authsucc", "fallback_after", "bogus"] {
+                    "even_deny_root", "conf", "password_services", "locker_services", "answer_timeout", "debug", "authsucc", "fallback_after", "bogus"] {
             XCTAssertEqual(HelperRequest.decode(bytes("service=i3lock\0\(key)=x")), .failure(.notAllowed(bytes(key))), key)
         }
         XCTAssertEqual(HelperRequest.decode(bytes("user=alice")), .failure(.missingService))

@@ -38,7 +38,7 @@ final class OptionsTests: XCTestCase {
         let options = Options()
         XCTAssertEqual(options.policy, .owner)
         XCTAssertEqual(options.services, ["sudo", "su", "login", "doas", "swaylock", "i3lock", "xscreensaver", "xsecurelock", "hyprlock",
-                                          "vlock", "mate-screensaver", "polkit-1", "localauth-app"].map(bytes))
+                                          "vlock", "mate-screensaver", "polkit-1", "gdm-fingerprint", "gdm-password", "localauth-app"].map(bytes))
         XCTAssertEqual(options.cancelTitle, bytes("Cancel"))
         XCTAssertEqual(options.answerTimeoutSeconds, 120)
         XCTAssertEqual(options.maxTries, 3)
@@ -266,7 +266,7 @@ final class OptionsTests: XCTestCase {
         assertIgnored("policy=admin", "expected owner or biometrics")
         assertIgnored("policy=", "expected owner or biometrics")
         assertIgnored("policy", "missing value")
-        assertIgnored("mode=gui", "expected terminal or prompt")
+        assertIgnored("mode=gui", "expected terminal, prompt, scan or password")
         for value in ["abc", "-1", "3.5", "", " 3", "0x3", "+3", "9999999999999"] {
             assertIgnored("max_tries=" + value, "expected a number")
             assertIgnored("lockout=" + value, "expected a number")

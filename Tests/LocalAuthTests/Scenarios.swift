@@ -958,6 +958,81 @@ func scenarios() -> [Scenario] {
         $0.f = 5; $0.p = 7
         $0.saysError = [Text.locked, Text.waitPrefix + "15 minutes."]
     }
+    // MARK: R16 scan mode (a conversation nobody answers while the reader waits)
+    add("R16 biometrics scan mode: the finger at once, no prompt, match", .biometrics) {
+        $0.mode = .scan
+        $0.configure = { $0.fallbackTitle = [] }
+        $0.script = [.noMatch, .match]
+        $0.outcome = .success(.biometry); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+        $0.prompts = []
+        $0.says = [Text.place, Text.noMatchTryAgain]
+        $0.saysNot = ["Ctrl-C", "Enter Password"]
+    }
+    add("R16 biometrics scan mode: three misses end it with no prompt, all counted", .biometrics) {
+        $0.mode = .scan
+        $0.configure = { $0.fallbackTitle = [] }
+        $0.script = [.noMatch, .noMatch, .noMatch]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+        $0.f = 3
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 3
+        $0.prompts = []
+        $0.says = [Text.place, Text.noMatchTryAgain, Text.noMatchTryAgain, Text.notRecognized]
+        $0.saysNot = ["Ctrl-C"]
+    }
+    add("R16 biometrics scan mode: locked → handed over at once, the reader untouched", .biometrics) {
+        $0.mode = .scan
+        $0.initial = .record(f: 5, p: 0)
+        $0.outcome = .failure(.biometryLockout); $0.code = .authInfoUnavailable
+        $0.f = 5
+        $0.prompts = []
+        $0.says = [Text.locked]
+    }
+    add("R16 owner scan mode: the misses used up, then the password prompt", .owner) {
+        $0.mode = .scan
+        $0.script = [.noMatch, .noMatch, .noMatch]
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 3
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.saysNot = ["Ctrl-C"]
+    }
+
+    // MARK: R16 password mode (another conversation has the reader)
+    add("R16 owner password mode: the password only; success resets F and P", .owner) {
+        $0.mode = .password
+        $0.initial = .record(f: 4, p: 2)
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.saysNot = [Text.place, Text.locked, "finger"]
+    }
+    add("R16 owner password mode: locked fingerprint → still only the password, said nothing of the finger", .owner) {
+        $0.mode = .password
+        $0.initial = .record(f: 5, p: 0)
+        $0.answers = [wrongAnswer]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.f = 5; $0.p = 1
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.saysNot = [Text.locked, "finger"]
+    }
+    add("R16 owner password mode: the back-off holds", .owner) {
+        $0.mode = .password
+        $0.initial = .record(f: 0, p: 5, backoffMilliseconds: 60_000)
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+        $0.p = 5
+        $0.prompts = []
+        $0.saysError = [Text.waitPrefix + "1 minute."]
+    }
+    add("R16 biometrics password mode: no reader here → handed over, nothing asked", .biometrics) {
+        $0.mode = .password
+        $0.outcome = .failure(.biometryNotAvailable); $0.code = .authInfoUnavailable
+        $0.prompts = []
+    }
+
     return table
 }
 

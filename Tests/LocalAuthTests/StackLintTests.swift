@@ -56,6 +56,26 @@ final class StackLintTests: XCTestCase {
         XCTAssertEqual(lint.serviceFindings("sudo"), [])
         XCTAssertEqual(lint.serviceFindings("mate-screensaver"), [])
         XCTAssertEqual(lint.serviceFindings("other"), [])
+
+        // localauth's gdm-fingerprint: a fingerprint-only conversation (no
+        // password module, no authsucc, the step-aside fails the stack).
+        let ours = "auth requisite pam_nologin.so\nauth required pam_succeed_if.so user != root quiet_success\n"
+            + "auth required pam_localauth.so policy=biometrics mode=scan fallback_title=\nauth optional pam_gnome_keyring.so\n"
+        XCTAssertEqual(self.lint(["gdm-fingerprint": ours]).serviceFindings("gdm-fingerprint"), [])
+        // In prompt mode GDM would never answer; owner would need a password line.
+        let prompting = ours.replacingOccurrences(of: " mode=scan", with: "")
+        XCTAssertEqual(self.lint(["gdm-fingerprint": prompting]).serviceFindings("gdm-fingerprint").map(\.text), [
+            "gdm-fingerprint:3: when the module steps aside (out of scope: another service, a remote login, another user; the "
+            + "fallback, no reader, a locked fingerprint) it answers authinfo_unavail, which this line turns into 'bad': nobody "
+            + "gets in here that way, not even with the right password; write authinfo_unavail=ignore (or a jump) to let the "
+            + "password module decide",
+            "gdm-fingerprint:3: a policy=biometrics line needs a later 'pam_localauth.so authsucc' line reached through the "
+            + "password module's success (R11)",
+            "gdm-fingerprint:3: gdm-fingerprint is a conversation nobody answers while the reader waits: write "
+            + "policy=biometrics mode=scan (a prompt here would wait until the program kills it)"])
+        // The same line in a stack with a password module is judged as any other.
+        let withPassword = ours + passwordLines
+        XCTAssertFalse(self.lint(["sudo": withPassword]).serviceFindings("sudo").isEmpty)
     }
 
     /// Found by fuzzing: files that include each other many times over

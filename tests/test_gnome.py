@@ -1,0 +1,289 @@
+"""GNOME's two conversations: gdm-fingerprint (localauth's shipped stack) and
+gdm-password (gdm3's, which includes common-auth as pam-auth-update writes
+it from the package's profile), run in parallel through real libpam as
+GDM 43's gdm-session-worker runs them, against the fprintd rig.
+
+tests/gdmworker.c is that worker: root, PAM_TTY /dev/tty1, a second thread,
+SIGTERM ending the process at once (GDM's handler calls _exit), messages
+relayed without waiting, and prompts of the fingerprint conversation never
+answered (gnome-shell answers none there). GNOME stops the conversation that
+lost by killing its worker; gnome-shell starts a new fingerprint
+conversation after one fails (on the lock screen without limit). The lock
+screen's workers run in the user's session, which logind (mocked on the
+rig's bus) reports locked.
+
+The real GDM and gnome-shell were not run: gdm3 needs a running systemd and
+logind to start a greeter session, and gnome-shell a Wayland or X session
+of its own, neither of which this machine's test setup has; the worker
+reproduces what gdm-session-worker does with PAM (its sources:
+gdm-session-worker.c, gdm-session-worker-job.c; gnome-shell's
+js/gdm/util.js), which is all the module sees of it.
+"""
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from fprint_rig import FprintRig, RigError
+from lockers import helper_pids, wait_for
+from logind_mock import LogindMock, Session
+from pamenv import BUILD, MODULE, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_SUCCESS, ROOT
+from private_world import PrivateWorld
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mount namespaces, the setuid helper)")
+
+USER, UID, PASSWORD = "gnomeuser", 4350, "gnome-right-pw-1"
+MATCH = f"SCAN finger-{USER}"
+MISS = "SCAN finger-nobody"
+WORKER = BUILD / "gdmworker"
+TRY_AGAIN = "Fingerprint not recognized. Try again."
+NOT_RECOGNIZED = "Fingerprint not recognized."
+LOCKED = "Too many failed fingerprint attempts. Fingerprint is locked until you enter your password."
+PASSWORD_PROMPT = "Enter Password: "
+
+
+def stack(name):
+    """A stack file with the built module's path and without the modules
+    this machine lacks (pam_gnome_keyring, pam_selinux: optional ones)."""
+    text = re.sub(r"\bpam_localauth\.so\b", str(MODULE), name)
+    return "\n".join(line for line in text.splitlines()
+                     if "pam_gnome_keyring" not in line and "pam_selinux" not in line) + "\n"
+
+
+# gdm3 43's /etc/pam.d/gdm-password (Debian 12), auth and account lines.
+GDM_PASSWORD = """#%PAM-1.0
+auth    requisite       pam_nologin.so
+auth\trequired\tpam_succeed_if.so user != root quiet_success
+@include common-auth
+auth    optional        pam_gnome_keyring.so
+@include common-account
+"""
+
+
+@pytest.fixture(scope="module")
+def rig():
+    with FprintRig() as rig:
+        rig.enroll(USER)
+        yield rig
+
+
+@pytest.fixture(scope="module")
+def world(rig, tmp_path_factory):
+    if not WORKER.exists():
+        pytest.skip("tests/gdmworker.c is not built: run make test-artifacts")
+    base = tmp_path_factory.mktemp("gnome")
+    os.chmod(base, 0o755)
+    world = PrivateWorld(base, rig, users={USER: (UID, PASSWORD)})
+    world.write_service("common-auth", [
+        f"auth [success=2 ignore=ignore authinfo_unavail=ignore default=die] {MODULE}",
+        "auth [success=1 default=ignore] pam_unix.so nullok", "auth requisite pam_deny.so", "auth required pam_permit.so"])
+    (world.pamd / "gdm-fingerprint").write_text(stack((ROOT / "pam.d/gdm-fingerprint").read_text()))
+    (world.pamd / "gdm-password").write_text(stack(GDM_PASSWORD))
+    yield world
+    world.close()
+
+
+@pytest.fixture
+def logind(rig):
+    if not Session.available():
+        pytest.skip("no unified cgroup hierarchy to put a session in")
+    with LogindMock(rig) as mock:
+        yield mock
+
+
+class Worker:
+    """One gdm-session-worker: its conversation's lines as they come."""
+
+    def __init__(self, world, service, answer=None, session=None):
+        argv = [str(WORKER), service, USER] + ([answer] if answer is not None else [])
+        prefix = session.prefix() if session is not None else []
+        self.proc = subprocess.Popen(world.argv(*prefix, *argv), env=world.env(), stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        self.lines = []
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            with self.lock:
+                self.lines.append(line.rstrip("\n"))
+
+    def shown(self):
+        with self.lock:
+            return list(self.lines)
+
+    def messages(self):
+        return [line.split(": ", 1)[1] for line in self.shown() if line.startswith(("info: ", "error: "))]
+
+    def errors(self):
+        return [line[len("error: "):] for line in self.shown() if line.startswith("error: ")]
+
+    def wait_for_line(self, text):
+        wait_for(lambda: any(text in line for line in self.shown()), what=f"{text!r} from the worker")
+
+    def result(self, timeout=30):
+        wait_for(lambda: any(line.startswith("result: ") for line in self.shown()), timeout=timeout,
+                 what="the worker's result")
+        self.proc.wait(timeout=10)
+        return int(next(line for line in self.shown() if line.startswith("result: "))[len("result: "):])
+
+    def stop(self):
+        """GDM's way of ending a conversation: SIGTERM to the worker."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=10)
+        self.reader.join(5)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=10)
+        self.proc.stdout.close()
+
+
+@pytest.fixture
+def gdm(world, rig, logind):
+    """Starts workers in the user's locked session (the lock screen)."""
+    world.clear_state()
+    world.password_entered()   # the first password of this boot: the finger is enough now
+    session = logind.add_session("g1", uid=UID, name=USER)
+    logind.set_locked("g1", True)
+    started = []
+
+    def start(service, answer=None, in_session=True):
+        started.append(Worker(world, service, answer, session if in_session else None))
+        return started[-1]
+    yield start
+    for worker in started:
+        worker.close()
+    try:
+        rig.feed_wait(timeout=1)
+    except RigError:
+        pass
+    wait_for(lambda: not helper_pids(), what="every helper gone")
+    rig.wait_until_claimable(USER, timeout=10)
+
+
+def fed(rig):
+    report = rig.feed_wait(timeout=30)
+    assert report.ok, report
+
+
+def scanning(rig, world, charged):
+    """The fingerprint conversation waits at the reader with `charged`
+    attempts counted (the one in flight included)."""
+    wait_for(lambda: world.counts(UID)[0] == charged, what=f"{charged} fingerprint attempt(s) charged")
+    wait_for(lambda: rig.ctl.has_owner("net.reactivated.Fprint"), what="fprintd")
+
+
+def test_a_finger_unlocks_and_the_password_conversation_is_stopped(gdm, world, rig):
+    password = gdm("gdm-password")
+    password.wait_for_line("prompt: " + PASSWORD_PROMPT)
+    rig.feed([MATCH])
+    fingerprint = gdm("gdm-fingerprint")
+    assert fingerprint.result() == PAM_SUCCESS
+    fed(rig)
+    password.stop()
+    assert world.counts(UID) == (0, 0)
+    # The fingerprint conversation showed messages and asked nothing; the
+    # password one asked only the password.
+    assert not any(line.startswith("prompt: ") for line in fingerprint.shown()), fingerprint.shown()
+    assert password.messages() == [], password.shown()
+
+
+def test_three_misses_are_counted_messages_and_end_the_conversation(gdm, world, rig):
+    rig.feed([MISS] * 3)
+    fingerprint = gdm("gdm-fingerprint")
+    assert fingerprint.result() == PAM_AUTH_ERR
+    fed(rig)
+    assert fingerprint.errors() == [TRY_AGAIN, TRY_AGAIN, NOT_RECOGNIZED]
+    assert not any(line.startswith("prompt: ") for line in fingerprint.shown())
+    assert world.counts(UID) == (3, 0)
+
+
+def test_five_misses_lock_the_finger_until_the_password_conversation_succeeds(gdm, world, rig):
+    rig.feed([MISS] * 3)
+    assert gdm("gdm-fingerprint").result() == PAM_AUTH_ERR
+    fed(rig)
+    # gnome-shell starts the fingerprint conversation again.
+    rig.feed([MISS] * 2)
+    second = gdm("gdm-fingerprint")
+    assert second.result() == PAM_AUTH_ERR
+    fed(rig)
+    assert second.errors() == [TRY_AGAIN, NOT_RECOGNIZED, LOCKED]
+    assert world.counts(UID) == (5, 0)
+    # Locked: the next one says so at once and answers "unavailable", which
+    # makes gnome-shell stop using the reader; the reader is not claimed.
+    third = gdm("gdm-fingerprint")
+    assert third.result() == PAM_AUTHINFO_UNAVAIL
+    assert third.errors() == [LOCKED]
+    assert world.counts(UID) == (5, 0)
+    password = gdm("gdm-password", PASSWORD)
+    assert password.result() == PAM_SUCCESS
+    assert world.counts(UID) == (0, 0)
+    rig.feed([MATCH])
+    assert gdm("gdm-fingerprint").result() == PAM_SUCCESS
+    fed(rig)
+
+
+@pytest.mark.stop_proof
+def test_a_conversation_stopped_while_the_reader_waits_is_not_charged(gdm, world, rig):
+    """GDM kills the fingerprint worker (the password won, the user
+    cancelled, the screen went blank): the helper sees its client go and
+    gives back the attempt no finger reached."""
+    fingerprint = gdm("gdm-fingerprint")
+    scanning(rig, world, 1)
+    mark = world.syslog.mark()
+    fingerprint.stop()
+    wait_for(lambda: not helper_pids(), what="the helper gone with its client")
+    if world.counts(UID) != (0, 0):
+        assert world.syslog.charged_only_by_the_stops_delay(mark), world.syslog.since(mark)
+    assert world.counts(UID) == (0, 0)
+
+
+def test_the_password_wins_while_the_reader_waits(gdm, world, rig):
+    fingerprint = gdm("gdm-fingerprint")
+    scanning(rig, world, 1)
+    password = gdm("gdm-password", PASSWORD)
+    assert password.result() == PAM_SUCCESS
+    fingerprint.stop()
+    wait_for(lambda: not helper_pids(), what="the helper gone with its client")
+    assert world.counts(UID) == (0, 0)
+    assert password.shown()[0] == "prompt: " + PASSWORD_PROMPT
+
+
+def test_the_password_conversation_has_the_back_off(gdm, world, rig):
+    for attempt in range(5):
+        assert gdm("gdm-password", f"wrong-{attempt}").result() == PAM_AUTH_ERR
+        assert world.counts(UID) == (0, attempt + 1)
+    refused = gdm("gdm-password", PASSWORD)
+    assert refused.result() == PAM_AUTH_ERR
+    assert any(text.startswith("Too many wrong passwords. Try again in ") for text in refused.errors()), refused.shown()
+    assert world.counts(UID) == (0, 5)
+
+
+def test_after_a_restart_the_finger_waits_for_the_password(gdm, world, rig):
+    world.clear_state()           # no password typed this boot
+    fingerprint = gdm("gdm-fingerprint")
+    assert fingerprint.result() == PAM_AUTHINFO_UNAVAIL
+    assert fingerprint.errors() == ["Your password is required after a restart."]
+    assert gdm("gdm-password", PASSWORD).result() == PAM_SUCCESS
+    rig.feed([MATCH])
+    assert gdm("gdm-fingerprint").result() == PAM_SUCCESS
+    fed(rig)
+
+
+def test_the_login_screen_has_no_session_of_the_user_so_the_password(gdm, world, rig):
+    """At the login screen the worker belongs to GDM, not to a session of
+    the user: the reader is not used there (a login unlocks the keyring with
+    the password anyway)."""
+    fingerprint = gdm("gdm-fingerprint", in_session=False)
+    assert fingerprint.result() == PAM_AUTHINFO_UNAVAIL
+    assert fingerprint.errors() == ["The fingerprint reader is used only from your active session at this computer."]
+    assert world.counts(UID) == (0, 0)
+    assert gdm("gdm-password", PASSWORD, in_session=False).result() == PAM_SUCCESS
