@@ -399,3 +399,62 @@ def test_enabled_common_auth_out_of_scope_meets_pam_unix(profile_runs, pam):
     bad = pam.run(service="sudo", user="alice", ruser="bob", answers=["wrong"])
     assert bad.code == PAM_AUTH_ERR and bad.prompts() == [MATRIX_PROMPT]
     assert pam.state_files() == []
+
+
+# ---------------------------------------------------------------------------
+# GDM's fingerprint stack: put in place and back, never over gdm3's silently
+
+GDM3_FINGERPRINT = "#%PAM-1.0\nauth required pam_fprintd.so\n"   # as gdm3 ships it, in short
+
+
+def run_gdm_script(script, pam_d, *arguments):
+    """The installed script, with a private directory bound over /etc/pam.d."""
+    command = f"mount --make-rprivate / && mount --bind '{pam_d}' /etc/pam.d && exec '{script}' " + " ".join(arguments)
+    return subprocess.run(["unshare", "--mount", "sh", "-c", command], capture_output=True, text=True, timeout=60)
+
+
+def test_the_gdm_fingerprint_stack_is_put_in_place_and_back(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root for a private mount namespace")
+    destdir = tmp_path / "stage"
+    make("install", destdir)
+    script = staged(destdir, PREFIX / "share/localauth/gdm-fingerprint")
+    ours = (ROOT / "pam.d/gdm-fingerprint").read_text()
+    assert staged(destdir, PREFIX / "share/localauth/pam.d/gdm-fingerprint").read_text() == ours
+    assert mode(script) == 0o755
+    pam_d = tmp_path / "pam.d"
+    pam_d.mkdir()
+    target = pam_d / "gdm-fingerprint"
+
+    missing = run_gdm_script(script, pam_d, "enable")
+    assert missing.returncode == 1 and "gdm3 is not installed" in missing.stderr, missing
+    assert sorted(os.listdir(pam_d)) == []
+
+    target.write_text(GDM3_FINGERPRINT)
+    enabled = run_gdm_script(script, pam_d, "enable")
+    assert enabled.returncode == 0, enabled
+    assert target.read_text() == ours and mode(target) == 0o644
+    assert (pam_d / "gdm-fingerprint.localauth-saved").read_text() == GDM3_FINGERPRINT
+    assert "already" in run_gdm_script(script, pam_d, "enable").stdout
+    assert run_gdm_script(script, pam_d, "status").stdout.startswith("enabled: ")
+
+    # An edit of ours is kept aside when gdm3's comes back.
+    target.write_text(ours + "# edited\n")
+    assert run_gdm_script(script, pam_d, "status").stdout.startswith("enabled, then edited")
+    disabled = run_gdm_script(script, pam_d, "disable")
+    assert disabled.returncode == 0, disabled
+    assert target.read_text() == GDM3_FINGERPRINT
+    assert (pam_d / "gdm-fingerprint.localauth-edited").read_text() == ours + "# edited\n"
+    assert not (pam_d / "gdm-fingerprint.localauth-saved").exists()
+    assert run_gdm_script(script, pam_d, "status").stdout.startswith("disabled: ")
+    again = run_gdm_script(script, pam_d, "disable")
+    assert again.returncode == 1 and "nothing to undo" in again.stderr, again
+    assert target.read_text() == GDM3_FINGERPRINT
+
+    # Enabled twice over an edit: refused, nothing changed.
+    assert run_gdm_script(script, pam_d, "enable").returncode == 0
+    target.write_text(GDM3_FINGERPRINT + "# gdm3 changed it\n")
+    refused = run_gdm_script(script, pam_d, "enable")
+    assert refused.returncode == 1 and "run disable first" in refused.stderr, refused
+    assert target.read_text() == GDM3_FINGERPRINT + "# gdm3 changed it\n"
+    assert run_gdm_script(script, pam_d, "bogus").returncode == 2

@@ -150,6 +150,16 @@ final class OptionKeyTableTests: XCTestCase {
 
     func names(_ keys: [OptionKey]) -> Set<String> { Set(keys.map { String(describing: $0.name) }) }
 
+    /// The man pages and README give the default services as the code has them.
+    func testTheDocumentsGiveTheDefaultServices() throws {
+        let defaults = Options.defaultServices.map { String(decoding: $0, as: UTF8.self) }
+        let manList = "\"" + defaults.map { $0.replacingOccurrences(of: "-", with: "\\-") }.joined(separator: ", ") + "\""
+        for page in ["man/pam_localauth.8", "man/localauth.conf.5"] {
+            XCTAssertTrue(try text(page).contains(manList), "\(page) lacks \(manList)")
+        }
+        XCTAssertTrue(try text("README.md").contains("`" + defaults.joined(separator: ",") + "`"))
+    }
+
     func testTheManPagesNameEveryKeyAndNoOther() throws {
         let configKeys = names(OptionKey.allCases.filter { $0.setters.contains(.configFile) })
         XCTAssertEqual(try manItems("man/localauth.conf.5", section: "KEYS"), configKeys)
