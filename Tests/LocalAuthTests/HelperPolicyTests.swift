@@ -54,9 +54,9 @@ final class HelperPolicyTests: XCTestCase {
              { $0.covers(service: Array("swaylock".utf8)) }),
             ("no service added", request(presentation: [("services", "swaylock,evil")]),
              { !$0.covers(service: Array("evil".utf8)) }, { !$0.covers(service: Array("evil".utf8)) }),
-            ("a preflight is in scope for any service", request("lightdm", action: .check), { _ in true },
-             { $0.covers(service: Array("lightdm".utf8)) }),
-            ("an evaluation is not", request("lightdm"), { _ in true }, { !$0.covers(service: Array("lightdm".utf8)) }),
+            ("a preflight is in scope for any service", request("cups", action: .check), { _ in true },
+             { $0.covers(service: Array("cups".utf8)) }),
+            ("an evaluation is not", request("cups"), { _ in true }, { !$0.covers(service: Array("cups".utf8)) }),
         ]
         for (label, request, optionsHold, scopeHolds) in rows {
             let (options, scope, _) = HelperPolicy.options(configured: configured, request: request)

@@ -40,15 +40,15 @@ final class StackLintTests: XCTestCase {
         let gdmFingerprint = "auth requisite pam_nologin.so\nauth required pam_succeed_if.so user != root quiet_success\n"
             + "auth required pam_fprintd.so\nauth optional pam_gnome_keyring.so\n"
         let commonAuth = owner + "\n" + passwordLines
-        let lint = lint(["gdm-fingerprint": gdmFingerprint, "common-auth": commonAuth, "lightdm": "@include common-auth\n",
+        let lint = lint(["gdm-fingerprint": gdmFingerprint, "common-auth": commonAuth, "cups": "@include common-auth\n",
                          "polkit-1": "@include common-auth\n", "other": "@include common-auth\n",
                          "sudo": "auth include common-auth\n",
                          "mate-screensaver": owner + " services=sudo,mate-screensaver\n" + passwordLines])
         XCTAssertEqual(lint.serviceFindings("gdm-fingerprint").map(\.text), [
             "gdm-fingerprint:3: pam_fprintd.so checks fingerprints outside localauth's counts: a finger gets in here while "
             + "localauth has the fingerprint locked, and misses here are not counted"])
-        XCTAssertEqual(lint.serviceFindings("lightdm").map(\.text), [
-            "lightdm: reaches pam_localauth.so (common-auth:1) but 'lightdm' is not in services: the module steps aside there, so it "
+        XCTAssertEqual(lint.serviceFindings("cups").map(\.text), [
+            "cups: reaches pam_localauth.so (common-auth:1) but 'cups' is not in services: the module steps aside there, so it "
             + "asks for the password only and counts nothing (name it in services if a person at this computer uses it)"])
         // In services by default, by a line's own services=, or `other`
         // (which stands for every program without a file): nothing said.
