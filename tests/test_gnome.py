@@ -98,10 +98,15 @@ def logind(rig):
 class Worker:
     """One gdm-session-worker: its conversation's lines as they come."""
 
-    def __init__(self, world, service, answer=None, session=None):
-        argv = [str(WORKER), service, USER] + ([answer] if answer is not None else [])
+    def __init__(self, world, service, answer=None, session=None, uid=None, user=USER):
+        argv = [str(WORKER), service, user] + ([answer] if answer is not None else [])
         prefix = session.prefix() if session is not None else []
-        self.proc = subprocess.Popen(world.argv(*prefix, *argv), env=world.env(), stdout=subprocess.PIPE,
+        command = world.argv(*prefix, *argv) if uid is None else world.argv(*argv, uid=uid)
+        if uid is not None and session is not None:
+            # The session's cgroup is entered as root, then the user's
+            # program runs in it (as a locker started in the session does).
+            command = world.argv(*prefix, "setpriv", f"--reuid={uid}", f"--regid={uid}", "--init-groups", "--", *argv)
+        self.proc = subprocess.Popen(command, env=world.env(user if uid is not None else None), stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, text=True)
         self.lines = []
         self.lock = threading.Lock()

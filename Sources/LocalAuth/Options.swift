@@ -116,6 +116,7 @@ public struct Options: Equatable {
     public static var knownLockers: [[UInt8]] { [
         literalBytes("swaylock"), literalBytes("i3lock"), literalBytes("xscreensaver"), literalBytes("xsecurelock"),
         literalBytes("hyprlock"), literalBytes("vlock"), literalBytes("mate-screensaver"), literalBytes("gdm-fingerprint"),
+        literalBytes("kde"),
     ] }
 
     /// Whether `service` may use the reader while the screen is locked.
@@ -136,7 +137,8 @@ public struct Options: Equatable {
         literalBytes("sudo"), literalBytes("su"), literalBytes("login"), literalBytes("doas"), literalBytes("swaylock"),
         literalBytes("i3lock"), literalBytes("xscreensaver"), literalBytes("xsecurelock"), literalBytes("hyprlock"),
         literalBytes("vlock"), literalBytes("mate-screensaver"), literalBytes("polkit-1"), literalBytes("gdm-fingerprint"),
-        literalBytes("gdm-password"), literalBytes("greetd"), literalBytes("lightdm"), literalBytes("sddm"), literalBytes("localauth-app"),
+        literalBytes("gdm-password"), literalBytes("greetd"), literalBytes("lightdm"), literalBytes("sddm"), literalBytes("kde"),
+        literalBytes("localauth-app"),
     ] }
     public static var defaultPasswordServices: [[UInt8]] { [literalBytes("gdm-password")] }
     public static var defaultBackoff: [BackoffStep] { [

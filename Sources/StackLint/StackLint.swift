@@ -441,7 +441,7 @@ public struct StackLint {
     /// through the setuid helper, which takes only presentation from the
     /// stack line. (vlock is setuid root: the module runs in-process there.)
     static let lockersRunningAsTheUser: Set<String> = ["i3lock", "swaylock", "xscreensaver", "xsecurelock", "hyprlock",
-                                                        "mate-screensaver"]
+                                                        "mate-screensaver", "kde"]
 
     func lockerFindings(_ name: String, _ rules: [Rule]) -> [Finding] {
         var findings: [Finding] = []

@@ -39,7 +39,7 @@ final class OptionsTests: XCTestCase {
         XCTAssertEqual(options.policy, .owner)
         XCTAssertEqual(options.services, ["sudo", "su", "login", "doas", "swaylock", "i3lock", "xscreensaver", "xsecurelock", "hyprlock",
                                           "vlock", "mate-screensaver", "polkit-1", "gdm-fingerprint", "gdm-password", "greetd", "lightdm", "sddm",
-                                          "localauth-app"].map(bytes))
+                                          "kde", "localauth-app"].map(bytes))
         XCTAssertEqual(options.cancelTitle, bytes("Cancel"))
         XCTAssertEqual(options.answerTimeoutSeconds, 120)
         XCTAssertEqual(options.maxTries, 3)

@@ -1,0 +1,123 @@
+"""KDE Plasma 5.27's lock screen: kscreenlocker_greet runs PAM as the user
+with service kde, which Debian ships no file for (libpam then reads
+`other`, which includes common-auth: here as pam-auth-update writes it from
+the package's profile). The module goes through the setuid helper, in
+prompt mode, with the same counts as sudo; kde is a default service and a
+locker service (it may use the reader while the session is locked).
+
+The conversation is driven through real libpam as kscreenlocker_greet
+drives it (tests/gdmworker.c run as the user in the user's locked session:
+each prompt answered with what the user typed; messages shown). The real
+kscreenlocker_greet was not run: libkscreenlocker5 alone brings 111
+packages, and its greeter draws nothing without the Plasma QML modules of
+plasma-workspace (393 packages with it), more than the test setup installs.
+"""
+import os
+
+import pytest
+
+from fprint_rig import FprintRig, RigError
+from lockers import helper_pids, wait_for
+from logind_mock import LogindMock, Session
+from pamenv import BUILD, MODULE, PAM_AUTH_ERR, PAM_SUCCESS
+from private_world import PrivateWorld
+from test_gnome import Worker
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mount namespaces, the setuid helper)")
+
+USER, UID, PASSWORD = "kdeuser", 4360, "kde-right-pw-1"
+MATCH = f"SCAN finger-{USER}"
+MISS = "SCAN finger-nobody"
+WORKER = BUILD / "gdmworker"
+FIRST_PROMPT = "Password, or press Enter to use your fingerprint: "
+
+
+@pytest.fixture(scope="module")
+def rig():
+    with FprintRig() as rig:
+        rig.enroll(USER)
+        yield rig
+
+
+@pytest.fixture(scope="module")
+def world(rig, tmp_path_factory):
+    if not WORKER.exists():
+        pytest.skip("tests/gdmworker.c is not built: run make test-artifacts")
+    base = tmp_path_factory.mktemp("kde")
+    os.chmod(base, 0o755)
+    world = PrivateWorld(base, rig, users={USER: (UID, PASSWORD)})
+    world.write_service("common-auth", [
+        f"auth [success=2 ignore=ignore authinfo_unavail=ignore default=die] {MODULE}",
+        "auth [success=1 default=ignore] pam_unix.so nullok", "auth requisite pam_deny.so", "auth required pam_permit.so"])
+    assert not (world.pamd / "kde").exists() and "common-auth" in (world.pamd / "other").read_text()
+    yield world
+    world.close()
+
+
+@pytest.fixture
+def logind(rig):
+    if not Session.available():
+        pytest.skip("no unified cgroup hierarchy to put a session in")
+    with LogindMock(rig) as mock:
+        yield mock
+
+
+@pytest.fixture
+def greeter(world, rig, logind):
+    world.clear_state()
+    world.password_entered()
+    session = logind.add_session("k1", uid=UID, name=USER)
+    logind.set_locked("k1", True)
+    started = []
+
+    def start(answer):
+        started.append(Worker(world, "kde", answer, session=session, uid=UID, user=USER))
+        return started[-1]
+    yield start
+    for worker in started:
+        worker.close()
+    try:
+        rig.feed_wait(timeout=1)
+    except RigError:
+        pass
+    wait_for(lambda: not helper_pids(), what="every helper gone")
+    rig.wait_until_claimable(USER, timeout=10)
+
+
+def fed(rig):
+    report = rig.feed_wait(timeout=30)
+    assert report.ok, report
+
+
+def test_enter_then_a_finger_unlocks(greeter, world, rig):
+    rig.feed([MATCH])
+    worker = greeter("")
+    assert worker.result() == PAM_SUCCESS
+    fed(rig)
+    assert worker.shown()[0] == "prompt: " + FIRST_PROMPT
+    assert any("kde needs to confirm your identity (kdeuser)" in text for text in worker.messages()), worker.shown()
+    assert world.counts(UID) == (0, 0)
+
+
+def test_a_typed_password_unlocks(greeter, world):
+    worker = greeter(PASSWORD)
+    assert worker.result() == PAM_SUCCESS
+    assert world.counts(UID) == (0, 0)
+
+
+def test_a_wrong_password_is_counted(greeter, world):
+    assert greeter("wrong-password").result() == PAM_AUTH_ERR
+    assert world.counts(UID) == (0, 1)
+
+
+def test_three_misses_then_the_password_prompt(greeter, world, rig):
+    rig.feed([MISS] * 3)
+    worker = greeter("")
+    worker.wait_for_line("prompt: Enter Password: ")
+    fed(rig)
+    assert world.counts(UID) == (3, 0)
+    assert worker.errors() == ["Fingerprint not recognized. Try again.", "Fingerprint not recognized. Try again.",
+                               "Fingerprint not recognized."]
+    worker.stop()      # the greeter closed with the password prompt open: nothing more is charged
+    wait_for(lambda: not helper_pids(), what="the helper gone with its client")
+    assert world.counts(UID) == (3, 0)
