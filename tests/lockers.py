@@ -485,8 +485,9 @@ class Xscreensaver(Locker):
         # Starting takes a few seconds (it waits for the X server's
         # extensions); on a busy machine more than one step.
         if wait_for(answering, timeout=2 * STEP, what="xscreensaver answering") == "exited":
+            windows = subprocess.run(["xwininfo", "-root", "-tree"], env=self.x.env, capture_output=True, text=True).stdout
             raise AssertionError(f"xscreensaver exited ({self.proc.returncode}) at start:\n"
-                                 f"{self.log.read_text(errors='replace')[-2000:]}")
+                                 f"{self.log.read_text(errors='replace')[-2000:]}\nwindows:\n{windows[-1500:]}")
         self.command("-lock")
         wait_for(lambda: "locked" in self.command("-time"), what="the screen locked")
         return self
@@ -544,8 +545,23 @@ class Xscreensaver(Locker):
     def locked(self):
         return "non-blanked" not in self.command("-time")
 
+    def windows(self):
+        found = self.x.xdotool("search", "--classname", "mate-screensaver").stdout.split()
+        return [window for window in found if window.isdigit()]
+
     def close(self):
         kill_tree(self.proc)
+        # Its windows go when the X server has seen its connection close,
+        # which may be after the process is gone: until then the next locker
+        # on this display refuses to start ("mate-screensaver is already
+        # running"). So wait for them, and have the X server drop a client
+        # whose windows stay.
+        try:
+            wait_for(lambda: not self.windows(), timeout=5, what="mate-screensaver's windows gone")
+        except AssertionError:
+            for window in self.windows():
+                subprocess.run(["xkill", "-id", window], env=self.x.env, capture_output=True, timeout=STEP)
+            wait_for(lambda: not self.windows(), what="mate-screensaver's windows gone after xkill")
         if os.environ.get("LOCKER_KEEP_LOG"):
             shutil.copy(self.log, os.environ["LOCKER_KEEP_LOG"])
         shutil.rmtree(self.home, ignore_errors=True)
@@ -656,8 +672,23 @@ class MateScreensaver(Locker):
     def locked(self):
         return "is active" in self.command("--query")
 
+    def windows(self):
+        found = self.x.xdotool("search", "--classname", "mate-screensaver").stdout.split()
+        return [window for window in found if window.isdigit()]
+
     def close(self):
         kill_tree(self.proc)
+        # Its windows go when the X server has seen its connection close,
+        # which may be after the process is gone: until then the next locker
+        # on this display refuses to start ("mate-screensaver is already
+        # running"). So wait for them, and have the X server drop a client
+        # whose windows stay.
+        try:
+            wait_for(lambda: not self.windows(), timeout=5, what="mate-screensaver's windows gone")
+        except AssertionError:
+            for window in self.windows():
+                subprocess.run(["xkill", "-id", window], env=self.x.env, capture_output=True, timeout=STEP)
+            wait_for(lambda: not self.windows(), what="mate-screensaver's windows gone after xkill")
         if os.environ.get("LOCKER_KEEP_LOG"):
             shutil.copy(self.log, os.environ["LOCKER_KEEP_LOG"])
         shutil.rmtree(self.home, ignore_errors=True)

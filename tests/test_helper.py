@@ -494,6 +494,30 @@ def test_helper_directly_is_a_normal_prompt_for_ones_own_account(w, helpers):
     assert w.counts(UID) == (0, 1)
 
 
+@pytest.mark.parametrize("mode", ["terminal", "prompt", "bogus-mode"])
+def test_helper_runs_a_callers_mode_other_than_scan_or_password_as_prompt(w, helpers, mode):
+    """mode is presentation: the helper has no terminal, so a caller's
+    terminal (or anything but scan and password) is prompt mode."""
+    h = helpers()
+    h.ask(mode=mode)
+    messages, result = converse(h.sock, ["wrong-pw"])
+    assert messages[0] == (PROMPT_OFF, FIRST_PROMPT), messages
+    assert result["status"] == STATUS_EVALUATED and result["pam"] == PAM_AUTH_ERR
+    assert h.wait() == 1
+    assert w.counts(UID) == (0, 1)
+
+
+def test_helper_in_password_mode_asks_only_the_password_with_the_back_off(w, helpers):
+    """A caller's mode=password: no reader, the password with its count."""
+    h = helpers()
+    h.ask(mode="password")
+    messages, result = converse(h.sock, ["wrong-pw"])
+    assert messages == [(PROMPT_OFF, PASSCODE_PROMPT)], messages
+    assert result["status"] == STATUS_EVALUATED and result["pam"] == PAM_AUTH_ERR
+    assert h.wait() == 1
+    assert w.counts(UID) == (0, 1)
+
+
 def test_helper_refuses_another_users_name(w, helpers):
     h = helpers()
     h.ask(user=OTHER)
@@ -507,7 +531,7 @@ def test_helper_refuses_another_users_name(w, helpers):
 @pytest.mark.parametrize("key, value", [
     ("state_dir", "/tmp/localauth-attack-state"), ("passcode_service", "login"), ("lockout", "20"),
     ("conf", "/tmp/localauth-attack.conf"), ("max_tries", "10"), ("even_deny_root", "no"),
-    ("passcode_backoff", "99:1s"), ("mode", "terminal"), ("answer_timeout", "600"), ("debug", "yes"),
+    ("passcode_backoff", "99:1s"), ("password_services", "i3lock"), ("answer_timeout", "600"), ("debug", "yes"),
 ])
 def test_helper_refuses_security_options_from_the_caller(w, helpers, key, value):
     h = helpers()
