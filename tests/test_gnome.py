@@ -292,3 +292,39 @@ def test_the_login_screen_has_no_session_of_the_user_so_the_password(gdm, world,
     assert fingerprint.errors() == ["The fingerprint reader is used only from your active session at this computer."]
     assert world.counts(UID) == (0, 0)
     assert gdm("gdm-password", PASSWORD, in_session=False).result() == PAM_SUCCESS
+
+
+def test_an_unknown_name_gets_what_a_name_without_a_finger_gets(gdm, world, rig):
+    """R14 at the fingerprint conversation: a typed name without an account
+    takes the same way (through the helper) and gets the same answer as an
+    account without an enrolled finger."""
+    unknown = Worker(world, "gdm-fingerprint", session=None, user="nosuchuser")
+    try:
+        assert unknown.result() == PAM_AUTHINFO_UNAVAIL
+        assert not any(line.startswith("prompt: ") for line in unknown.shown())
+    finally:
+        unknown.close()
+    assert world.counts(UID) == (0, 0)
+
+
+def test_a_scan_line_before_a_password_line_resets_through_authsucc(gdm, world, rig):
+    """The biometrics shape with a scan line: three misses, then the password
+    module, then the authsucc line, which resets the counts. (Service kde:
+    a locker service, so the reader may be used in the locked session.)"""
+    original = (world.pamd / "kde").read_text() if (world.pamd / "kde").exists() else None
+    world.write_service("kde", [
+        f"auth [success=3 default=ignore] {MODULE} policy=biometrics mode=scan fallback_title=",
+        "auth [success=1 default=die] pam_unix.so", "auth requisite pam_deny.so",
+        f"auth optional {MODULE} authsucc", "auth required pam_permit.so"])
+    try:
+        rig.feed([MISS] * 3)
+        worker = gdm("kde", PASSWORD)
+        assert worker.result() == PAM_SUCCESS
+        fed(rig)
+        assert [line for line in worker.shown() if line.startswith("prompt: ")] == ["prompt: Password: "]
+        assert world.counts(UID) == (0, 0)
+    finally:
+        if original is None:
+            (world.pamd / "kde").unlink()
+        else:
+            (world.pamd / "kde").write_text(original)

@@ -18,6 +18,16 @@ public enum HelperPolicy {
         return .success(other)
     }
 
+    /// Whether a name that has no account is answered rather than refused:
+    /// only for a root caller's evaluation (a PAM program asking for
+    /// whatever name was typed, such as GDM's fingerprint conversation),
+    /// which then gets what a known name without a usable finger gets
+    /// (R14); a refusal would tell the names apart. Any other caller naming
+    /// another account is refused, whether or not it exists.
+    public static func answersUnknownName(callerUID: UInt32, requested: [UInt8], action: HelperAction) -> Bool {
+        callerUID == 0 && !requested.isEmpty && action == .evaluate
+    }
+
     /// The options a request runs with: the administrator's, with the
     /// caller's presentation over them (a shorter timeout, fewer services at
     /// most), and the scope's service list as `Scope.helperOptions` widens

@@ -58,16 +58,19 @@ func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv:
         guard scope == .inScope else { return ResultTable.stepAside.rawValue }
         return authenticateThroughHelper(handle, options: options, flags: flags, userName: userName, log: log)
     }
-    if mode == .scan && scope == .inScope {
+    var user: UserIdentity? = nil
+    if scope == .inScope, let target {
+        user = UserIdentity(uid: target.uid, name: target.name)
+        // This module's own prompt ran for the uid (R11's authsucc line
+        // resets only after one), whichever path evaluates it.
+        handle.setMarker(uid: target.uid)
+    }
+    // Unknown names too, so that the two take the same way and time (R14).
+    if mode == .scan && (scope == .inScope || scope == .unknownUser) {
         return authenticateThroughHelper(handle, options: options, flags: flags, userName: userName, log: log)
     }
     let remoteHost = handle.remoteHost
     let requestingUser = handle.requestingUser
-    var user: UserIdentity? = nil
-    if scope == .inScope, let target {
-        user = UserIdentity(uid: target.uid, name: target.name)
-        handle.setMarker(uid: target.uid)
-    }
     var request = Request(scope: scope, userName: userName, user: user, service: service, tty: tty, remoteHost: remoteHost,
                           mode: mode, silent: flags & PAMValue.silentFlag != 0)
     request.session = session.name

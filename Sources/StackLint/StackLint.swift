@@ -358,6 +358,8 @@ public struct StackLint {
         let serviceName = String(name.split(separator: "/").last ?? Substring(name))
         if StackLint.lockersRunningAsTheUser.contains(serviceName) {
             findings += lockerFindings(serviceName, rules)
+        } else {
+            findings += scanLineFindings(rules)
         }
         // R11: an authsucc line must be reachable only through a password
         // module's success. Every way into a line is listed once, by where
@@ -442,6 +444,24 @@ public struct StackLint {
     /// stack line. (vlock is setuid root: the module runs in-process there.)
     static let lockersRunningAsTheUser: Set<String> = ["i3lock", "swaylock", "xscreensaver", "xsecurelock", "hyprlock",
                                                         "mate-screensaver", "kde"]
+
+    /// A scan-mode line runs through the helper even for a root caller, and
+    /// the helper takes from the line only what changes how the prompt
+    /// looks: every other key there is ignored.
+    func scanLineFindings(_ rules: [Rule]) -> [Finding] {
+        var findings: [Finding] = []
+        for rule in rules where rule.isLocalAuth && !rule.isAuthsucc && rule.options?.mode == .scan {
+            for argument in rule.arguments {
+                let key = String(argument.split(separator: "=", maxSplits: 1).first ?? "")
+                guard let option = OptionKey(name: key.utf8), option.isIgnoredThroughTheHelper else { continue }
+                let instead = option.setters.contains(.configFile) ? "set it in /etc/security/localauth.conf"
+                                                                   : "the helper reads only /etc/security/localauth.conf"
+                findings.append(Finding(severity: "warning", text: "\(rule.location): \(key) is ignored on a mode=scan line, "
+                    + "which runs through localauth-helper: \(instead)"))
+            }
+        }
+        return findings
+    }
 
     func lockerFindings(_ name: String, _ rules: [Rule]) -> [Finding] {
         var findings: [Finding] = []

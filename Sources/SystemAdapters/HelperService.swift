@@ -223,10 +223,13 @@ struct HelperSession {
         }
         let ownName = Syscalls.userName(uid: callerUID)
         if ownName == nil { log.log(.error, "uid \(callerUID) has no user name; refused") }
-        let target: UserIdentity
-        switch HelperPolicy.target(callerUID: callerUID, callerName: ownName, requested: request.user,
-                                   lookup: { Syscalls.lookupUser($0).map { UserIdentity(uid: $0.uid, name: $0.name) } }) {
+        let lookup = { (name: [UInt8]) in Syscalls.lookupUser(name).map { UserIdentity(uid: $0.uid, name: $0.name) } }
+        let target: UserIdentity?
+        switch HelperPolicy.target(callerUID: callerUID, callerName: ownName, requested: request.user, lookup: lookup) {
         case .success(let account): target = account
+        case .failure where HelperPolicy.answersUnknownName(callerUID: callerUID, requested: request.user, action: request.action)
+                            && lookup(request.user) == nil:
+            target = nil
         case .failure(let refusal):
             if ownName != nil { log.log(.notice, "uid \(callerUID) asked for another user's prompt; refused") }
             return refuse(refusal, &log)
@@ -237,10 +240,11 @@ struct HelperSession {
         Syscalls.setAlarm(seconds: UInt32(hardSeconds + 5))
         let hardDeadline = Syscalls.bootTimeNanoseconds() + Int64(hardSeconds) * 1_000_000_000
 
-        let facts = ScopeFacts(service: request.service, callerUID: callerUID, targetUID: target.uid, targetName: target.name,
+        let facts = ScopeFacts(service: request.service, callerUID: callerUID, targetUID: target?.uid, targetName: target?.name ?? request.user,
                                requestingUser: [], remoteHost: [], localHostName: Syscalls.hostName(),
                                sessionIsRemote: LogindSession.callerIsRemote())
-        if case .outOfScope = Scope.decide(facts, options: scopeOptions) {
+        let scope = Scope.decide(facts, options: scopeOptions)
+        if case .outOfScope = scope {
             log.log(.debug, "out of scope for service \(printableText(request.service)); ignoring")
             return finish(HelperResult(status: .evaluated, pamCode: ResultTable.pamCode(for: .outOfScope).rawValue), &log)
         }
@@ -249,6 +253,11 @@ struct HelperSession {
         let mode = HelperPolicy.mode(options, service: request.service)
         var engine = makeSystemEngine(options, RequestFacts(mode: mode, channel: channel.fd), prompter: prompter, log: log)
         let session = request.action == .evaluate ? LogindSession.callerSession() : []
+        guard let target else {
+            // A root caller's name without an account: the look-alike (R14).
+            return evaluate(request, scope: scope, userName: request.user, target: nil, options: options, mode: mode, session: session,
+                            engine: &engine, &log)
+        }
         var path = HelperPolicy.path(request)
         while true {
             switch path {
@@ -271,16 +280,18 @@ struct HelperSession {
                                                                                           service: request.service))
                 return finish(HelperResult(status: .evaluated, outcome: .failure(error), failDelay: false), &log)
             case .evaluate:
-                return evaluate(request, target: target, options: options, mode: mode, session: session, engine: &engine, &log)
+                return evaluate(request, scope: scope, userName: target.name, target: target, options: options, mode: mode,
+                                session: session, engine: &engine, &log)
             }
         }
     }
 
     /// The evaluation (prompt, scan or password mode), and what the client
     /// sent as it ended.
-    mutating func evaluate(_ request: HelperRequest, target: UserIdentity, options: Options, mode: InteractionMode, session: [UInt8],
+    mutating func evaluate(_ request: HelperRequest, scope: ScopeDecision, userName: [UInt8], target: UserIdentity?, options: Options,
+                           mode: InteractionMode, session: [UInt8],
                            engine: inout SystemEngine<ChannelPrompter, FileStateStore, HelperLog>, _ log: inout HelperLog) -> HelperExit {
-        var evaluation = Request(scope: .inScope, userName: target.name, user: target, service: request.service,
+        var evaluation = Request(scope: scope, userName: userName, user: target, service: request.service,
                                  tty: request.tty, mode: mode, silent: false)
         evaluation.session = session
         let passcode = SecretBuffer()
@@ -303,7 +314,7 @@ struct HelperSession {
         }
         let outcome = HelperPolicy.reported(result.outcome, appCancelled: state.cancelled)
         var answer = HelperResult(status: .evaluated, outcome: outcome, failDelay: result.failDelay)
-        if HelperPolicy.carriesDomainState(outcome, service: request.service),
+        if HelperPolicy.carriesDomainState(outcome, service: request.service), let target,
            case .success(let domainState) = engine.canEvaluate(options.policy, user: target, service: request.service) {
             answer.domainState = Array(domainState.prefix(HelperResult.maxDomainState))
         }

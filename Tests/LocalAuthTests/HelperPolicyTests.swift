@@ -69,6 +69,21 @@ final class HelperPolicyTests: XCTestCase {
         XCTAssertEqual(HelperPolicy.hardDeadlineSeconds(configured), 30 + 2 * 120 + 30)
     }
 
+    /// Only a root caller's evaluation of a name without an account is
+    /// answered (as the look-alike); everyone else naming another account is
+    /// refused, and a preflight of a missing name is refused too.
+    func testAnUnknownNameIsAnsweredOnlyForARootCallersEvaluation() {
+        let rows: [(String, UInt32, String, HelperAction, Bool)] = [
+            ("root evaluating a typed name", 0, "nosuchuser", .evaluate, true),
+            ("root asking a preflight", 0, "nosuchuser", .check, false),
+            ("root naming nobody", 0, "", .evaluate, false),
+            ("a user naming another", 1000, "nosuchuser", .evaluate, false),
+        ]
+        for (label, caller, name, action, answered) in rows {
+            XCTAssertEqual(HelperPolicy.answersUnknownName(callerUID: caller, requested: bytes(name), action: action), answered, label)
+        }
+    }
+
     /// The mode of an evaluation through the helper: scan and the password
     /// alone when asked, the password alone for a password service, prompt
     /// otherwise; never terminal (the helper has no terminal).

@@ -73,6 +73,13 @@ final class StackLintTests: XCTestCase {
             + "password module's success (R11)",
             "gdm-fingerprint:3: gdm-fingerprint is a conversation nobody answers while the reader waits: write "
             + "policy=biometrics mode=scan (a prompt here would wait until the program kills it)"])
+        // A scan line runs through the helper: administrator keys there are ignored.
+        let tightened = ours.replacingOccurrences(of: "fallback_title=", with: "fallback_title= max_tries=1 state_dir=/x")
+        XCTAssertEqual(self.lint(["gdm-fingerprint": tightened]).serviceFindings("gdm-fingerprint").map(\.text), [
+            "gdm-fingerprint:3: max_tries is ignored on a mode=scan line, which runs through localauth-helper: set it in "
+            + "/etc/security/localauth.conf",
+            "gdm-fingerprint:3: state_dir is ignored on a mode=scan line, which runs through localauth-helper: set it in "
+            + "/etc/security/localauth.conf"])
         // The same line in a stack with a password module is judged as any other.
         let withPassword = ours + passwordLines
         XCTAssertFalse(self.lint(["sudo": withPassword]).serviceFindings("sudo").isEmpty)
