@@ -1,7 +1,12 @@
-"""A user's terminal desktop for the end-to-end tests: windows of a private
-tmux server, each running a command as the test user inside a private world
+"""The desktop's clients for the end-to-end tests.
+
+TmuxDesk: a user's terminal desktop, windows of a private tmux server, each
+running a command as the test user inside a private world
 (tests/private_world.py), read back as text. The polkit and doas tests drive
 their programs through it.
+
+Worker: one PAM conversation as GDM's session worker (or a greeter, or
+kscreenlocker_greet) runs it, through tests/gdmworker.c.
 
     desk = TmuxDesk(world, uid, user)
     desk.open(0, "sh")            # the user's shell, in window 0
@@ -10,13 +15,19 @@ their programs through it.
     desk.close()                  # every process of every window is gone
 """
 import os
+import re
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 
 from lockers import descendants, gone, wait_for
+from pamenv import BUILD, MODULE
 
 STEP = 20
+# tests/gdmworker.c: one PAM conversation as GDM's session worker runs it.
+WORKER = BUILD / "gdmworker"
 
 
 class TmuxDesk:
@@ -96,3 +107,77 @@ class TmuxDesk:
                 pass
         wait_for(lambda: all(gone(pid) for pid in tree), what="the desktop's processes gone")
         shutil.rmtree(self.socket, ignore_errors=True)
+
+
+def stack(name):
+    """A stack file with the built module's path and without the modules
+    this machine lacks (pam_gnome_keyring, pam_selinux: optional ones)."""
+    text = re.sub(r"\bpam_localauth\.so\b", str(MODULE), name)
+    return "\n".join(line for line in text.splitlines()
+                     if "pam_gnome_keyring" not in line and "pam_selinux" not in line) + "\n"
+
+
+# gdm3 43's /etc/pam.d/gdm-password (Debian 12), auth and account lines.
+GDM_PASSWORD = """#%PAM-1.0
+auth    requisite       pam_nologin.so
+auth\trequired\tpam_succeed_if.so user != root quiet_success
+@include common-auth
+auth    optional        pam_gnome_keyring.so
+@include common-account
+"""
+
+
+class Worker:
+    """One gdm-session-worker: its conversation's lines as they come."""
+
+    def __init__(self, world, service, user, answer=None, session=None, uid=None):
+        argv = [str(WORKER), service, user] + ([answer] if answer is not None else [])
+        prefix = session.prefix() if session is not None else []
+        command = world.argv(*prefix, *argv) if uid is None else world.argv(*argv, uid=uid)
+        if uid is not None and session is not None:
+            # The session's cgroup is entered as root, then the user's
+            # program runs in it (as a locker started in the session does).
+            command = world.argv(*prefix, "setpriv", f"--reuid={uid}", f"--regid={uid}", "--init-groups", "--", *argv)
+        self.proc = subprocess.Popen(command, env=world.env(user if uid is not None else None), stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        self.lines = []
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            with self.lock:
+                self.lines.append(line.rstrip("\n"))
+
+    def shown(self):
+        with self.lock:
+            return list(self.lines)
+
+    def messages(self):
+        return [line.split(": ", 1)[1] for line in self.shown() if line.startswith(("info: ", "error: "))]
+
+    def errors(self):
+        return [line[len("error: "):] for line in self.shown() if line.startswith("error: ")]
+
+    def wait_for_line(self, text):
+        wait_for(lambda: any(text in line for line in self.shown()), what=f"{text!r} from the worker")
+
+    def result(self, timeout=30):
+        wait_for(lambda: any(line.startswith("result: ") for line in self.shown()), timeout=timeout,
+                 what="the worker's result")
+        self.proc.wait(timeout=10)
+        return int(next(line for line in self.shown() if line.startswith("result: "))[len("result: "):])
+
+    def stop(self):
+        """GDM's way of ending a conversation: SIGTERM to the worker."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=10)
+        self.reader.join(5)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=10)
+        self.proc.stdout.close()

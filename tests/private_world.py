@@ -194,6 +194,14 @@ class PrivateWorld(SeededState):
     def write_service(self, name, lines):
         (self.pamd / name).write_text("\n".join(lines) + "\n")
 
+    def write_profile_common_auth(self):
+        """common-auth as pam-auth-update writes it from the package's
+        profile (tests/test_install.py runs the real pam-auth-update on it):
+        the module first, jumping past pam_unix on success."""
+        self.write_service("common-auth", [
+            f"auth [success=2 ignore=ignore authinfo_unavail=ignore default=die] {MODULE}",
+            "auth [success=1 default=ignore] pam_unix.so nullok", "auth requisite pam_deny.so", "auth required pam_permit.so"])
+
     def write_locker_stack(self, name, args=""):
         """The shipped owner pattern: our line, then pam_unix, then deny."""
         self.write_service(name, [self.module_line(args=args), "auth [success=1 default=ignore] pam_unix.so",

@@ -20,15 +20,13 @@ import pytest
 
 from fprint_rig import FprintRig
 from lockers import helper_pids, wait_for
-from logind_mock import LogindMock, Session
-from pamenv import BUILD, MODULE, PAM_AUTH_ERR, PAM_SUCCESS, reseal_record
+from pamenv import PAM_AUTH_ERR, PAM_SUCCESS, reseal_record
 from private_world import PrivateWorld
-from test_gnome import GDM_PASSWORD, Worker, stack
+from desktop import GDM_PASSWORD, WORKER, Worker, stack
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mount namespaces)")
 
 USER, UID, PASSWORD = "gnomeuser", 4350, "gnome-right-pw-1"   # test_gnome's Worker runs as this user
-WORKER = BUILD / "gdmworker"
 PASSWORD_PROMPT = "Enter Password: "
 
 # Debian 12's stacks, auth and account lines (optional keyring and wallet
@@ -60,21 +58,12 @@ def world(rig, tmp_path_factory):
     base = tmp_path_factory.mktemp("dm")
     os.chmod(base, 0o755)
     world = PrivateWorld(base, rig, users={USER: (UID, PASSWORD)})
-    world.write_service("common-auth", [
-        f"auth [success=2 ignore=ignore authinfo_unavail=ignore default=die] {MODULE}",
-        "auth [success=1 default=ignore] pam_unix.so nullok", "auth requisite pam_deny.so", "auth required pam_permit.so"])
+    world.write_profile_common_auth()
     for name, text in STACKS.items():
         (world.pamd / name).write_text(stack(text))
     yield world
     world.close()
 
-
-@pytest.fixture
-def logind(rig):
-    if not Session.available():
-        pytest.skip("no unified cgroup hierarchy to put a session in")
-    with LogindMock(rig) as mock:
-        yield mock
 
 
 @pytest.fixture
@@ -84,7 +73,7 @@ def login(world, rig, logind):
     started = []
 
     def start(service, answer):
-        started.append(Worker(world, service, answer))
+        started.append(Worker(world, service, USER, answer))
         return started[-1]
     yield start
     for worker in started:

@@ -15,7 +15,6 @@ import pytest
 from desktop import TmuxDesk
 from fprint_rig import FprintRig, RigError
 from lockers import process_description, user_processes, wait_for
-from pamenv import MODULE
 from private_world import PrivateWorld
 
 pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mount namespaces, setuid programs)"),
@@ -43,12 +42,7 @@ def world(rig, tmp_path_factory):
     base = tmp_path_factory.mktemp("doas")
     os.chmod(base, 0o755)
     world = PrivateWorld(base, rig, users={USER: (UID, PASSWORD)}, etc_files={"doas.conf": f"permit {USER} as root\n"})
-    # common-auth as pam-auth-update writes it from the package's profile.
-    world.write_service("common-auth", [
-        f"auth [success=2 ignore=ignore authinfo_unavail=ignore default=die] {MODULE}",
-        "auth [success=1 default=ignore] pam_unix.so nullok",
-        "auth requisite pam_deny.so",
-        "auth required pam_permit.so"])
+    world.write_profile_common_auth()
     shutil.copy("/etc/pam.d/doas", world.pamd / "doas")
     yield world
     world.close()

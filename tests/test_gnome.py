@@ -20,18 +20,13 @@ gdm-session-worker.c, gdm-session-worker-job.c; gnome-shell's
 js/gdm/util.js), which is all the module sees of it.
 """
 import os
-import re
-import signal
-import subprocess
-import threading
-import time
 
 import pytest
 
 from fprint_rig import FprintRig, RigError
+from desktop import GDM_PASSWORD, WORKER, Worker, stack
 from lockers import helper_pids, wait_for
-from logind_mock import LogindMock, Session
-from pamenv import BUILD, MODULE, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_SUCCESS, ROOT
+from pamenv import MODULE, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_SUCCESS, ROOT
 from private_world import PrivateWorld
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mount namespaces, the setuid helper)")
@@ -39,29 +34,10 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mount nam
 USER, UID, PASSWORD = "gnomeuser", 4350, "gnome-right-pw-1"
 MATCH = f"SCAN finger-{USER}"
 MISS = "SCAN finger-nobody"
-WORKER = BUILD / "gdmworker"
 TRY_AGAIN = "Fingerprint not recognized. Try again."
 NOT_RECOGNIZED = "Fingerprint not recognized."
 LOCKED = "Too many failed fingerprint attempts. Fingerprint is locked until you enter your password."
 PASSWORD_PROMPT = "Enter Password: "
-
-
-def stack(name):
-    """A stack file with the built module's path and without the modules
-    this machine lacks (pam_gnome_keyring, pam_selinux: optional ones)."""
-    text = re.sub(r"\bpam_localauth\.so\b", str(MODULE), name)
-    return "\n".join(line for line in text.splitlines()
-                     if "pam_gnome_keyring" not in line and "pam_selinux" not in line) + "\n"
-
-
-# gdm3 43's /etc/pam.d/gdm-password (Debian 12), auth and account lines.
-GDM_PASSWORD = """#%PAM-1.0
-auth    requisite       pam_nologin.so
-auth\trequired\tpam_succeed_if.so user != root quiet_success
-@include common-auth
-auth    optional        pam_gnome_keyring.so
-@include common-account
-"""
 
 
 @pytest.fixture(scope="module")
@@ -78,77 +54,12 @@ def world(rig, tmp_path_factory):
     base = tmp_path_factory.mktemp("gnome")
     os.chmod(base, 0o755)
     world = PrivateWorld(base, rig, users={USER: (UID, PASSWORD)})
-    world.write_service("common-auth", [
-        f"auth [success=2 ignore=ignore authinfo_unavail=ignore default=die] {MODULE}",
-        "auth [success=1 default=ignore] pam_unix.so nullok", "auth requisite pam_deny.so", "auth required pam_permit.so"])
+    world.write_profile_common_auth()
     (world.pamd / "gdm-fingerprint").write_text(stack((ROOT / "pam.d/gdm-fingerprint").read_text()))
     (world.pamd / "gdm-password").write_text(stack(GDM_PASSWORD))
     yield world
     world.close()
 
-
-@pytest.fixture
-def logind(rig):
-    if not Session.available():
-        pytest.skip("no unified cgroup hierarchy to put a session in")
-    with LogindMock(rig) as mock:
-        yield mock
-
-
-class Worker:
-    """One gdm-session-worker: its conversation's lines as they come."""
-
-    def __init__(self, world, service, answer=None, session=None, uid=None, user=USER):
-        argv = [str(WORKER), service, user] + ([answer] if answer is not None else [])
-        prefix = session.prefix() if session is not None else []
-        command = world.argv(*prefix, *argv) if uid is None else world.argv(*argv, uid=uid)
-        if uid is not None and session is not None:
-            # The session's cgroup is entered as root, then the user's
-            # program runs in it (as a locker started in the session does).
-            command = world.argv(*prefix, "setpriv", f"--reuid={uid}", f"--regid={uid}", "--init-groups", "--", *argv)
-        self.proc = subprocess.Popen(command, env=world.env(user if uid is not None else None), stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True)
-        self.lines = []
-        self.lock = threading.Lock()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            with self.lock:
-                self.lines.append(line.rstrip("\n"))
-
-    def shown(self):
-        with self.lock:
-            return list(self.lines)
-
-    def messages(self):
-        return [line.split(": ", 1)[1] for line in self.shown() if line.startswith(("info: ", "error: "))]
-
-    def errors(self):
-        return [line[len("error: "):] for line in self.shown() if line.startswith("error: ")]
-
-    def wait_for_line(self, text):
-        wait_for(lambda: any(text in line for line in self.shown()), what=f"{text!r} from the worker")
-
-    def result(self, timeout=30):
-        wait_for(lambda: any(line.startswith("result: ") for line in self.shown()), timeout=timeout,
-                 what="the worker's result")
-        self.proc.wait(timeout=10)
-        return int(next(line for line in self.shown() if line.startswith("result: "))[len("result: "):])
-
-    def stop(self):
-        """GDM's way of ending a conversation: SIGTERM to the worker."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=10)
-        self.reader.join(5)
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(timeout=10)
-        self.proc.stdout.close()
 
 
 @pytest.fixture
@@ -161,7 +72,7 @@ def gdm(world, rig, logind):
     started = []
 
     def start(service, answer=None, in_session=True):
-        started.append(Worker(world, service, answer, session if in_session else None))
+        started.append(Worker(world, service, USER, answer, session if in_session else None))
         return started[-1]
     yield start
     for worker in started:
@@ -298,7 +209,7 @@ def test_an_unknown_name_gets_what_a_name_without_a_finger_gets(gdm, world, rig)
     """R14 at the fingerprint conversation: a typed name without an account
     takes the same way (through the helper) and gets the same answer as an
     account without an enrolled finger."""
-    unknown = Worker(world, "gdm-fingerprint", session=None, user="nosuchuser")
+    unknown = Worker(world, "gdm-fingerprint", "nosuchuser")
     try:
         assert unknown.result() == PAM_AUTHINFO_UNAVAIL
         assert not any(line.startswith("prompt: ") for line in unknown.shown())

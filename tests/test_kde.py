@@ -18,17 +18,15 @@ import pytest
 
 from fprint_rig import FprintRig, RigError
 from lockers import helper_pids, wait_for
-from logind_mock import LogindMock, Session
-from pamenv import BUILD, MODULE, PAM_AUTH_ERR, PAM_SUCCESS
+from pamenv import PAM_AUTH_ERR, PAM_SUCCESS
 from private_world import PrivateWorld
-from test_gnome import Worker
+from desktop import WORKER, Worker
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mount namespaces, the setuid helper)")
 
 USER, UID, PASSWORD = "kdeuser", 4360, "kde-right-pw-1"
 MATCH = f"SCAN finger-{USER}"
 MISS = "SCAN finger-nobody"
-WORKER = BUILD / "gdmworker"
 FIRST_PROMPT = "Password, or press Enter to use your fingerprint: "
 
 
@@ -46,20 +44,11 @@ def world(rig, tmp_path_factory):
     base = tmp_path_factory.mktemp("kde")
     os.chmod(base, 0o755)
     world = PrivateWorld(base, rig, users={USER: (UID, PASSWORD)})
-    world.write_service("common-auth", [
-        f"auth [success=2 ignore=ignore authinfo_unavail=ignore default=die] {MODULE}",
-        "auth [success=1 default=ignore] pam_unix.so nullok", "auth requisite pam_deny.so", "auth required pam_permit.so"])
+    world.write_profile_common_auth()
     assert not (world.pamd / "kde").exists() and "common-auth" in (world.pamd / "other").read_text()
     yield world
     world.close()
 
-
-@pytest.fixture
-def logind(rig):
-    if not Session.available():
-        pytest.skip("no unified cgroup hierarchy to put a session in")
-    with LogindMock(rig) as mock:
-        yield mock
 
 
 @pytest.fixture
@@ -71,7 +60,7 @@ def greeter(world, rig, logind):
     started = []
 
     def start(answer):
-        started.append(Worker(world, "kde", answer, session=session, uid=UID, user=USER))
+        started.append(Worker(world, "kde", USER, answer, session=session, uid=UID))
         return started[-1]
     yield start
     for worker in started:

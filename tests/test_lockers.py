@@ -55,9 +55,7 @@ def world(rig, tmp_path_factory):
         (world.pamd / name).write_text(shipped_stack(name))
     # mate-screensaver's own file includes common-auth (Debian's, without
     # pam_gnome_keyring), here as pam-auth-update writes it from the profile.
-    world.write_service("common-auth", [
-        f"auth [success=2 ignore=ignore authinfo_unavail=ignore default=die] {MODULE}",
-        "auth [success=1 default=ignore] pam_unix.so nullok", "auth requisite pam_deny.so", "auth required pam_permit.so"])
+    world.write_profile_common_auth()
     world.write_service("mate-screensaver", ["@include common-auth"])
     yield world
     world.close()

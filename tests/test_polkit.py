@@ -33,8 +33,6 @@ import pytest
 from fprint_rig import FprintRig, RigError
 from desktop import TmuxDesk
 from lockers import process_description, user_processes, wait_for
-from logind_mock import LogindMock, Session
-from pamenv import MODULE
 from private_world import PrivateWorld
 
 pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mount namespaces, setuid programs)"),
@@ -68,13 +66,7 @@ def world(rig, tmp_path_factory):
     world.group.write_text("".join(line + ("," if not line.endswith(":") else "") + USER + "\n"
                                    if line.startswith("sudo:") else line + "\n"
                                    for line in world.group.read_text().splitlines()))
-    # common-auth as pam-auth-update writes it from the package's profile
-    # (tests/test_install.py runs the real pam-auth-update on the profile).
-    world.write_service("common-auth", [
-        f"auth [success=2 ignore=ignore authinfo_unavail=ignore default=die] {MODULE}",
-        "auth [success=1 default=ignore] pam_unix.so nullok",
-        "auth requisite pam_deny.so",
-        "auth required pam_permit.so"])
+    world.write_profile_common_auth()
     shutil.copy("/etc/pam.d/sudo", world.pamd / "sudo")
     log = open(base / "polkitd.log", "w")
     polkitd = subprocess.Popen(world.argv(POLKITD, "--no-debug"), env=world.env(), stdout=log,
@@ -264,13 +256,6 @@ def test_another_users_admin_password_is_out_of_scope(desktop, world, rig):
     assert desk.exit_status(run) == 0
     assert world.counts(UID) == (0, 0) and world.state_untouched()
 
-
-@pytest.fixture
-def logind(rig):
-    if not Session.available():
-        pytest.skip("no unified cgroup hierarchy to put a session in")
-    with LogindMock(rig) as mock:
-        yield mock
 
 
 def test_remote_session_gets_the_password_only(desktop, world, rig, logind):
