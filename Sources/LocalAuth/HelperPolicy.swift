@@ -7,25 +7,28 @@
 
 /// The setuid helper's decisions.
 public enum HelperPolicy {
-    /// The account a request is for: the caller's own; another only when
-    /// the caller is root and the account exists. Any other name is refused
-    /// whether or not it exists (no enumeration through the helper).
-    public static func target(callerUID: UInt32, callerName: [UInt8]?, requested: [UInt8],
-                              lookup: ([UInt8]) -> UserIdentity?) -> Result<UserIdentity, HelperRequest.Refusal> {
-        guard let callerName else { return .failure(.notAllowed(literalBytes("user"))) }
-        if requested.isEmpty || requested == callerName { return .success(UserIdentity(uid: callerUID, name: callerName)) }
-        guard callerUID == 0, let other = lookup(requested) else { return .failure(.notAllowed(literalBytes("user"))) }
-        return .success(other)
+    /// Whom a request is for.
+    public enum Target: Equatable {
+        case account(UserIdentity)
+        /// A root caller's evaluation of a name without an account (a PAM
+        /// program asking for whatever name was typed, such as GDM's
+        /// fingerprint conversation): answered as a known name without a
+        /// usable finger is (R14), since a refusal would tell them apart.
+        case unknownName([UInt8])
     }
 
-    /// Whether a name that has no account is answered rather than refused:
-    /// only for a root caller's evaluation (a PAM program asking for
-    /// whatever name was typed, such as GDM's fingerprint conversation),
-    /// which then gets what a known name without a usable finger gets
-    /// (R14); a refusal would tell the names apart. Any other caller naming
-    /// another account is refused, whether or not it exists.
-    public static func answersUnknownName(callerUID: UInt32, requested: [UInt8], action: HelperAction) -> Bool {
-        callerUID == 0 && !requested.isEmpty && action == .evaluate
+    /// The account a request is for: the caller's own; another only when
+    /// the caller is root; a name without an account only for a root
+    /// caller's evaluation. Any other name is refused whether or not it
+    /// exists (no enumeration through the helper). The name is looked up
+    /// once, whatever the answer (the time does not tell names apart).
+    public static func target(callerUID: UInt32, callerName: [UInt8]?, requested: [UInt8], action: HelperAction,
+                              lookup: ([UInt8]) -> UserIdentity?) -> Result<Target, HelperRequest.Refusal> {
+        guard let callerName else { return .failure(.notAllowed(literalBytes("user"))) }
+        if requested.isEmpty || requested == callerName { return .success(.account(UserIdentity(uid: callerUID, name: callerName))) }
+        guard callerUID == 0 else { return .failure(.notAllowed(literalBytes("user"))) }
+        if let other = lookup(requested) { return .success(.account(other)) }
+        return action == .evaluate ? .success(.unknownName(requested)) : .failure(.notAllowed(literalBytes("user")))
     }
 
     /// The options a request runs with: the administrator's, with the

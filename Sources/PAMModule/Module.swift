@@ -61,8 +61,8 @@ func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv:
     var user: UserIdentity? = nil
     if scope == .inScope, let target {
         user = UserIdentity(uid: target.uid, name: target.name)
-        // This module's own prompt ran for the uid (R11's authsucc line
-        // resets only after one), whichever path evaluates it.
+        // This module's line ran for the uid in this run of the stack (R11's
+        // authsucc line resets only after one), whichever path evaluates it.
         handle.setMarker(uid: target.uid)
     }
     // Unknown names too, so that the two take the same way and time (R14).

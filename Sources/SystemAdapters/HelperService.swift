@@ -223,13 +223,11 @@ struct HelperSession {
         }
         let ownName = Syscalls.userName(uid: callerUID)
         if ownName == nil { log.log(.error, "uid \(callerUID) has no user name; refused") }
-        let lookup = { (name: [UInt8]) in Syscalls.lookupUser(name).map { UserIdentity(uid: $0.uid, name: $0.name) } }
         let target: UserIdentity?
-        switch HelperPolicy.target(callerUID: callerUID, callerName: ownName, requested: request.user, lookup: lookup) {
-        case .success(let account): target = account
-        case .failure where HelperPolicy.answersUnknownName(callerUID: callerUID, requested: request.user, action: request.action)
-                            && lookup(request.user) == nil:
-            target = nil
+        switch HelperPolicy.target(callerUID: callerUID, callerName: ownName, requested: request.user, action: request.action,
+                                   lookup: { Syscalls.lookupUser($0).map { UserIdentity(uid: $0.uid, name: $0.name) } }) {
+        case .success(.account(let account)): target = account
+        case .success(.unknownName): target = nil
         case .failure(let refusal):
             if ownName != nil { log.log(.notice, "uid \(callerUID) asked for another user's prompt; refused") }
             return refuse(refusal, &log)

@@ -19,26 +19,33 @@ final class HelperPolicyTests: XCTestCase {
         return request
     }
 
-    /// Only the caller's own account; another only for root, and only when
-    /// it exists; a refusal that does not say whether the name exists.
+    /// Only the caller's own account; another only for root; a name without
+    /// an account only for root's evaluation (the look-alike); a refusal
+    /// that does not say whether the name exists; one lookup whatever the
+    /// answer.
     func testWhoseAccount() {
         let accounts = ["alice": UserIdentity(uid: 1000, name: Array("alice".utf8)),
                         "bob": UserIdentity(uid: 1001, name: Array("bob".utf8))]
-        let lookup: ([UInt8]) -> UserIdentity? = { accounts[String(decoding: $0, as: UTF8.self)] }
-        let refused = Result<UserIdentity, HelperRequest.Refusal>.failure(.notAllowed(bytes("user")))
-        let rows: [(String, UInt32, String?, String, Result<UserIdentity, HelperRequest.Refusal>)] = [
-            ("own account, unnamed", 1000, "alice", "", .success(accounts["alice"]!)),
-            ("own account, named", 1000, "alice", "alice", .success(accounts["alice"]!)),
-            ("another existing account", 1000, "alice", "bob", refused),
-            ("a name that does not exist", 1000, "alice", "nobody-here", refused),
-            ("a caller without a name", 1234, nil, "", refused),
-            ("root names an existing account", 0, "root", "bob", .success(accounts["bob"]!)),
-            ("root names a missing account", 0, "root", "nobody-here", refused),
-            ("root, unnamed", 0, "root", "", .success(UserIdentity(uid: 0, name: bytes("root")))),
+        typealias Answer = Result<HelperPolicy.Target, HelperRequest.Refusal>
+        let refused = Answer.failure(.notAllowed(bytes("user")))
+        let rows: [(String, UInt32, String?, String, HelperAction, Answer, Int)] = [
+            ("own account, unnamed", 1000, "alice", "", .evaluate, .success(.account(accounts["alice"]!)), 0),
+            ("own account, named", 1000, "alice", "alice", .evaluate, .success(.account(accounts["alice"]!)), 0),
+            ("another existing account", 1000, "alice", "bob", .evaluate, refused, 0),
+            ("a name that does not exist", 1000, "alice", "nobody-here", .evaluate, refused, 0),
+            ("a caller without a name", 1234, nil, "", .evaluate, refused, 0),
+            ("root names an existing account", 0, "root", "bob", .evaluate, .success(.account(accounts["bob"]!)), 1),
+            ("root evaluates a missing name: the look-alike", 0, "root", "nobody-here", .evaluate,
+             .success(.unknownName(bytes("nobody-here"))), 1),
+            ("root's preflight of a missing name", 0, "root", "nobody-here", .check, refused, 1),
+            ("root, unnamed", 0, "root", "", .evaluate, .success(.account(UserIdentity(uid: 0, name: bytes("root")))), 0),
         ]
-        for (label, uid, name, requested, expected) in rows {
-            let got = HelperPolicy.target(callerUID: uid, callerName: name.map(bytes), requested: bytes(requested), lookup: lookup)
+        for (label, uid, name, requested, action, expected, lookups) in rows {
+            var looked = 0
+            let got = HelperPolicy.target(callerUID: uid, callerName: name.map(bytes), requested: bytes(requested), action: action,
+                                          lookup: { looked += 1; return accounts[String(decoding: $0, as: UTF8.self)] })
             XCTAssertEqual(got, expected, label)
+            XCTAssertEqual(looked, lookups, label)
         }
     }
 
@@ -67,21 +74,6 @@ final class HelperPolicyTests: XCTestCase {
             XCTAssertEqual(options.passcodeService, configured.passcodeService, label)
         }
         XCTAssertEqual(HelperPolicy.hardDeadlineSeconds(configured), 30 + 2 * 120 + 30)
-    }
-
-    /// Only a root caller's evaluation of a name without an account is
-    /// answered (as the look-alike); everyone else naming another account is
-    /// refused, and a preflight of a missing name is refused too.
-    func testAnUnknownNameIsAnsweredOnlyForARootCallersEvaluation() {
-        let rows: [(String, UInt32, String, HelperAction, Bool)] = [
-            ("root evaluating a typed name", 0, "nosuchuser", .evaluate, true),
-            ("root asking a preflight", 0, "nosuchuser", .check, false),
-            ("root naming nobody", 0, "", .evaluate, false),
-            ("a user naming another", 1000, "nosuchuser", .evaluate, false),
-        ]
-        for (label, caller, name, action, answered) in rows {
-            XCTAssertEqual(HelperPolicy.answersUnknownName(callerUID: caller, requested: bytes(name), action: action), answered, label)
-        }
     }
 
     /// The mode of an evaluation through the helper: scan and the password
