@@ -545,25 +545,8 @@ class Xscreensaver(Locker):
     def locked(self):
         return "non-blanked" not in self.command("-time")
 
-    def windows(self):
-        found = self.x.xdotool("search", "--classname", "mate-screensaver").stdout.split()
-        return [window for window in found if window.isdigit()]
-
     def close(self):
         kill_tree(self.proc)
-        # Its windows go when the X server has seen its connection close,
-        # which may be after the process is gone: until then the next locker
-        # on this display refuses to start ("mate-screensaver is already
-        # running"). So wait for them, and have the X server drop a client
-        # whose windows stay.
-        try:
-            wait_for(lambda: not self.windows(), timeout=5, what="mate-screensaver's windows gone")
-        except AssertionError:
-            for window in self.windows():
-                subprocess.run(["xkill", "-id", window], env=self.x.env, capture_output=True, timeout=STEP)
-            wait_for(lambda: not self.windows(), what="mate-screensaver's windows gone after xkill")
-        if os.environ.get("LOCKER_KEEP_LOG"):
-            shutil.copy(self.log, os.environ["LOCKER_KEEP_LOG"])
         shutil.rmtree(self.home, ignore_errors=True)
 
 
@@ -689,6 +672,4 @@ class MateScreensaver(Locker):
             for window in self.windows():
                 subprocess.run(["xkill", "-id", window], env=self.x.env, capture_output=True, timeout=STEP)
             wait_for(lambda: not self.windows(), what="mate-screensaver's windows gone after xkill")
-        if os.environ.get("LOCKER_KEEP_LOG"):
-            shutil.copy(self.log, os.environ["LOCKER_KEEP_LOG"])
         shutil.rmtree(self.home, ignore_errors=True)

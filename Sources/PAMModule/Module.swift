@@ -46,8 +46,6 @@ func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv:
     }
     let service = handle.service
     let tty = handle.tty
-    let mode = InteractionMode.chosen(options, service: service, onControllingTerminal: Syscalls.isControllingTerminal(tty),
-                                      threads: Syscalls.threadCount())
     // Screen lockers run as the user, who can neither keep the attempt
     // state nor read the passwords: the setuid helper evaluates for them.
     // A root caller in scan mode goes through it too: such a program ends
@@ -58,6 +56,8 @@ func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv:
         guard scope == .inScope else { return ResultTable.stepAside.rawValue }
         return authenticateThroughHelper(handle, options: options, flags: flags, userName: userName, log: log)
     }
+    let mode = InteractionMode.chosen(options, service: service, onControllingTerminal: Syscalls.isControllingTerminal(tty),
+                                      threads: Syscalls.threadCount())
     var user: UserIdentity? = nil
     if scope == .inScope, let target {
         user = UserIdentity(uid: target.uid, name: target.name)
