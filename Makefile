@@ -223,7 +223,8 @@ cli:
 MANPAGES := man/pam_localauth.8 man/localauth.1 man/localauth.conf.5
 # Stacks for one service each, installed as examples (the distribution's own
 # files for these services are never overwritten).
-EXAMPLE_STACKS := sudo sudo-biometrics su login i3lock swaylock xscreensaver xsecurelock hyprlock vlock gdm-fingerprint
+EXAMPLE_STACKS := sudo sudo-biometrics su login i3lock swaylock xscreensaver xsecurelock hyprlock vlock gdm-fingerprint \
+	kde-fingerprint
 
 install: module cli
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(SYSCONFDIR)/pam.d $(DESTDIR)$(SYSCONFDIR)/security $(DESTDIR)$(LIBEXECDIR) \
@@ -235,7 +236,7 @@ install: module cli
 	install -m 0644 pam.d/localauth-passcode $(DESTDIR)$(SYSCONFDIR)/pam.d/localauth-passcode
 	install -o root -g root -m 4755 $(BUILD)/localauth-helper $(DESTDIR)$(HELPER_PATH)
 	for f in $(EXAMPLE_STACKS); do install -m 0644 pam.d/$$f $(DESTDIR)$(PREFIX)/share/localauth/pam.d/$$f; done
-	install -m 0755 packaging/gdm-fingerprint $(DESTDIR)$(PREFIX)/share/localauth/gdm-fingerprint
+	for f in gdm-fingerprint kde-fingerprint; do install -m 0755 packaging/fingerprint-stack $(DESTDIR)$(PREFIX)/share/localauth/$$f; done
 	test -e $(DESTDIR)$(SYSCONFDIR)/security/localauth.conf || \
 		install -m 0644 config/localauth.conf $(DESTDIR)$(SYSCONFDIR)/security/localauth.conf
 	install -m 0644 config/pam-auth-update.localauth $(DESTDIR)/usr/share/pam-configs/localauth

@@ -1,5 +1,6 @@
 """Drivers for real screen lockers run headless as the test user inside a
-PrivateWorld: i3lock, xscreensaver and xsecurelock on an Xvfb display
+PrivateWorld: i3lock, xscreensaver, xsecurelock, mate-screensaver,
+cinnamon-screensaver and Plasma's kscreenlocker_greet on an Xvfb display
 (xdotool types), swaylock inside a headless sway (wtype types), vlock in a
 tmux pane. Each driver starts the locker locked, submits text (an empty
 submission is a bare Enter), and says whether it is unlocked (the locker
@@ -60,6 +61,49 @@ def in_sleep(pid):
     except (OSError, IndexError):
         return False
     return number.isdigit() and int(number) in SLEEP_SYSCALLS
+
+
+POLL = {"x86_64": 7}.get(platform.machine())
+
+
+def helper_waiting_for_answer():
+    """A helper blocked on its client's answer to a prompt (its pid): in
+    poll(2) on its channel (fd 0) alone. While it scans it polls the channel
+    and the bus together, and its bus calls poll the bus alone."""
+    for pid in helper_pids():
+        try:
+            with open(f"/proc/{pid}/syscall") as f:
+                fields = f.read().split()
+            if POLL is None or int(fields[0]) != POLL or int(fields[2], 16) != 1:
+                continue
+            with open(f"/proc/{pid}/mem", "rb") as mem:
+                mem.seek(int(fields[1], 16))
+                if int.from_bytes(mem.read(4), "little", signed=True) == 0:
+                    return pid
+        except (OSError, IndexError, ValueError):
+            continue
+    return None
+
+
+def bytes_read(pid):
+    """What a process has read so far (/proc/PID/io rchar); None once gone."""
+    try:
+        with open(f"/proc/{pid}/io") as f:
+            return int(dict(line.split(":", 1) for line in f)["rchar"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def session_bus(directory):
+    """A dbus-run-session prefix whose bus listens in `directory` (nothing
+    left in /tmp) and writes its address to directory/bus."""
+    config = directory / "session.conf"
+    config.write_text("<busconfig><type>session</type>"
+                      f"<listen>unix:dir={directory}</listen><auth>EXTERNAL</auth>"
+                      "<policy context=\"default\"><allow send_destination=\"*\" eavesdrop=\"true\"/>"
+                      "<allow eavesdrop=\"true\"/><allow own=\"*\"/></policy></busconfig>\n")
+    return ["dbus-run-session", f"--config-file={config}", "--", "sh", "-c",
+            f"echo \"$DBUS_SESSION_BUS_ADDRESS\" > '{directory}/bus' && exec \"$0\" \"$@\""]
 
 
 def descendants(pid):
@@ -586,14 +630,9 @@ class MateScreensaver(Locker):
                               timeout=STEP).stdout
 
     def start(self):
-        config = self.home / "session.conf"
-        config.write_text("<busconfig><type>session</type>"
-                          f"<listen>unix:dir={self.home}</listen><auth>EXTERNAL</auth>"
-                          "<policy context=\"default\"><allow send_destination=\"*\" eavesdrop=\"true\"/>"
-                          "<allow eavesdrop=\"true\"/><allow own=\"*\"/></policy></busconfig>\n")
         with open(self.log, "w") as log:
-            self.launch(["dbus-run-session", f"--config-file={config}", "--", "sh", "-c", f"echo \"$DBUS_SESSION_BUS_ADDRESS\" > '{self.home}/bus' && "
-                         "exec mate-screensaver --no-daemon --debug"], self.env(), stdout=log, stderr=subprocess.STDOUT)
+            self.launch(session_bus(self.home) + ["mate-screensaver", "--no-daemon", "--debug"], self.env(), stdout=log,
+                        stderr=subprocess.STDOUT)
 
         def answering():
             if self.proc.poll() is not None:
@@ -672,4 +711,205 @@ class MateScreensaver(Locker):
             for window in self.windows():
                 subprocess.run(["xkill", "-id", window], env=self.x.env, capture_output=True, timeout=STEP)
             wait_for(lambda: not self.windows(), what="mate-screensaver's windows gone after xkill")
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+KSCREENLOCKER_GREET = Path("/usr/lib/x86_64-linux-gnu/libexec/kscreenlocker_greet")
+
+
+class KScreenLocker(Locker):
+    """Plasma 5.27's real greeter, `kscreenlocker_greet --testing`, with the
+    Breeze look-and-feel of plasma-workspace on the Xvfb display and a
+    session bus of its own. Its PAM (service kde) runs in a thread of the
+    greeter as the user, so the module goes through the helper. A key press
+    shows the lock screen and starts PAM; what is typed in the password box
+    and Enter answers the prompt (an empty box answers empty: the finger).
+    After a failure it waits out a 3-second grace lock and starts PAM again;
+    in testing mode it exits 0 once unlocked. Its screen cannot be read
+    here, so a prompt is known to be up when the helper waits for the
+    greeter's answer."""
+    name = "kscreenlocker"
+    pam_process = "kscreenlocker_g"   # the comm, 15 characters
+    precollects = False
+
+    def __init__(self, world, uid, user, x):
+        super().__init__(world, uid, user)
+        self.x = x
+        self.home = Path(tempfile.mkdtemp(prefix="localauth-kde-"))
+        os.chown(self.home, uid, uid)
+        os.chmod(self.home, 0o700)
+
+    def start(self):
+        env = dict(self.world.env(self.user), DISPLAY=self.x.display, HOME=str(self.home), XDG_RUNTIME_DIR=str(self.home),
+                   QT_QPA_PLATFORM="xcb")
+        self.log = open(self.home / "greeter.log", "w")
+        self.launch(session_bus(self.home) + [KSCREENLOCKER_GREET, "--testing"], env, stdout=self.log,
+                    stderr=subprocess.STDOUT)
+        wait_for(lambda: self.x.has_window("kscreenlocker_greet") or self.proc.poll() is not None,
+                 what="the greeter's window")
+        if self.proc.poll() is not None:
+            raise AssertionError(f"kscreenlocker_greet exited {self.proc.returncode} at start:\n"
+                                 f"{(self.home / 'greeter.log').read_text(errors='replace')[-2000:]}")
+        return self
+
+    def submit(self, text):
+        def prompt_up():
+            if helper_waiting_for_answer():
+                return True
+            if not helper_pids():
+                self.x.xdotool("key", "shift")    # the lock screen shows itself and starts PAM
+            return False
+        wait_for(prompt_up, timeout=2 * STEP, what="the greeter's prompt")
+        helper = helper_waiting_for_answer()
+        before = bytes_read(helper)
+        self.x.xdotool("key", "shift")            # the lock screen hides itself after 10 s untouched
+        time.sleep(0.3)
+        self.x.type(text)
+        # The answer is in when the helper has read it (until then the
+        # attempt would look as if it still waited for this answer).
+        wait_for(lambda: before is None or bytes_read(helper) in (None,) or bytes_read(helper) > before,
+                 what="the helper reading the greeter's answer")
+
+    def settle(self):
+        def over():
+            if helper_waiting_for_answer() or self.proc.poll() is not None:
+                return True
+            return not helper_pids() and not any(in_sleep(f"{pid}/task/{task}") for pid in self.pam_pids()
+                                                 for task in tasks(pid))
+        wait_for(over, what="the attempt over")
+        time.sleep(0.4)
+
+    def close(self):
+        super().close()
+        self.log.close()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+def tasks(pid):
+    try:
+        return os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+
+
+class CinnamonScreensaver(Locker):
+    """cinnamon-screensaver on the Xvfb display with a session bus of its
+    own and GSettings in memory, driven as a person would: a key press wakes
+    the unlock widget, which starts cinnamon-screensaver-pam-helper (PAM as
+    the user, service cinnamon-screensaver); typed text and Enter answer its
+    prompt. Its --debug output carries every PAM message the helper was
+    given ("cinnamon-screensaver-pam-helper: Got message style N: '...'", N
+    in cinnamon-screensaver's numbering: 0, 1 a prompt; 2 an error, 3 an
+    information) and what it passed on to the screen
+    ("CS_PAM_AUTH_SET_PROMPT_<text>_", "CS_PAM_AUTH_SET_INFO_<text>_"): it
+    passes on prompts and information, never an error message."""
+    name = "cinnamon-screensaver"
+    precollects = False
+    given = re.compile(r"cinnamon-screensaver-pam-helper: Got message style (\d): '(.*)'$")
+    passed_on = re.compile(r"Output from pam helper: 'CS_PAM_AUTH_SET_INFO_(.*)_'$")
+    PROMPTS, MESSAGES = (0, 1), (2, 3)
+
+    def __init__(self, world, uid, user, x):
+        super().__init__(world, uid, user)
+        self.x = x
+        self.home = Path(tempfile.mkdtemp(prefix="localauth-cinnamon-"))
+        os.chown(self.home, uid, uid)
+        self.log = self.home / "cinnamon-screensaver.log"
+        self.answered = 0
+
+    def env(self):
+        # No accessibility bus: its lookup stalls each command for seconds.
+        return dict(self.world.env(self.user), DISPLAY=self.x.display, HOME=str(self.home), XDG_RUNTIME_DIR=str(self.home),
+                    GSETTINGS_BACKEND="memory", NO_AT_BRIDGE="1")
+
+    def command(self, *args):
+        bus = (self.home / "bus").read_text().strip()
+        return subprocess.run(self.world.argv("cinnamon-screensaver-command", *args, uid=self.uid),
+                              env=dict(self.env(), DBUS_SESSION_BUS_ADDRESS=bus), capture_output=True, text=True,
+                              timeout=STEP).stdout
+
+    def start(self):
+        with open(self.log, "w") as log:
+            self.launch(session_bus(self.home) + ["cinnamon-screensaver", "--debug", "--hold"], self.env(), stdout=log,
+                        stderr=subprocess.STDOUT)
+
+        def answering():
+            if self.proc.poll() is not None:
+                return "exited"
+            return (self.home / "bus").exists() and self.owns_its_name()
+        if wait_for(answering, timeout=2 * STEP, what="cinnamon-screensaver answering") == "exited":
+            raise AssertionError(f"cinnamon-screensaver exited ({self.proc.returncode}) at start:\n"
+                                 f"{self.log.read_text(errors='replace')[-2000:]}")
+        self.command("--lock")
+        wait_for(lambda: "is active" in self.command("--query"), what="the screen locked")
+        return self
+
+    def owns_its_name(self):
+        """Its command-line client hangs when the service is not on the bus
+        yet, so the bus is asked first."""
+        bus = (self.home / "bus").read_text().strip()
+        answer = subprocess.run(self.world.argv("dbus-send", f"--bus={bus}", "--print-reply", "--dest=org.freedesktop.DBus",
+                                                "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner",
+                                                "string:org.cinnamon.ScreenSaver", uid=self.uid),
+                                env=self.env(), capture_output=True, text=True, timeout=STEP).stdout
+        return "boolean true" in answer
+
+    def lines(self):
+        """(style, text) of every PAM message the helper was given."""
+        found = []
+        for text in self.log.read_text(errors="replace").splitlines():
+            match = self.given.search(text)
+            if match:
+                found.append((int(match.group(1)), match.group(2)))
+        return found
+
+    @property
+    def messages(self):
+        return [text for style, text in self.lines() if style in self.MESSAGES]
+
+    @property
+    def shown(self):
+        """The messages it put on the screen."""
+        return [match.group(1) for match in map(self.passed_on.search, self.log.read_text(errors="replace").splitlines())
+                if match]
+
+    def prompts(self):
+        return sum(style in self.PROMPTS for style, _ in self.lines())
+
+    def pam_pids(self):
+        return [pid for pid in user_processes(self.uid)
+                if process_description(pid).split(" ")[0].endswith("/cinnamon-screensaver-pam-helper")]
+
+    def submit(self, text):
+        woken = [0.0]
+
+        def prompt_pending():
+            if self.prompts() > self.answered:
+                return True
+            if not self.pam_pids() and time.monotonic() - woken[0] > 1.5:
+                self.x.xdotool("key", "shift")   # the unlock widget shows on a key
+                woken[0] = time.monotonic()
+            return False
+        wait_for(prompt_pending, what="cinnamon-screensaver's prompt")
+        time.sleep(0.3)
+        self.answered += 1
+        self.x.type(text)
+
+    def settle(self):
+        wait_for(lambda: self.prompts() > self.answered or (not helper_pids() and not self.pam_pids())
+                 or not self.locked, what="the attempt over")
+
+    def unlocked(self, timeout=STEP):
+        try:
+            wait_for(lambda: "is inactive" in self.command("--query"), timeout=timeout, what="unlocked")
+        except AssertionError:
+            return False
+        return True
+
+    @property
+    def locked(self):
+        return "is active" in self.command("--query")
+
+    def close(self):
+        kill_tree(self.proc)
         shutil.rmtree(self.home, ignore_errors=True)

@@ -224,9 +224,21 @@ def test_config_check_judges_other_where_the_passcode_service_is_missing(cli, tm
 def test_config_check_accepts_the_shipped_stacks(cli, tmp_path):
     """Every shipped stack under the name it is installed as: sudo-biometrics
     is an example for /etc/pam.d/sudo (under its own name it is no service
-    in `services`, which the lint would say)."""
+    in `services`, which the lint would say); kde-fingerprint is for Plasma 6
+    with kde among the password services, which enabling it tells the
+    administrator to set."""
     shipped_dir = tmp_path / "pam.d"
     shutil.copytree(ROOT / "pam.d", shipped_dir)
+    plasma6 = tmp_path / "plasma6"
+    plasma6.mkdir()
+    (shipped_dir / "kde-fingerprint").rename(plasma6 / "kde-fingerprint")
+    shutil.copy(shipped_dir / "localauth-passcode", plasma6 / "localauth-passcode")
+    config = tmp_path / "plasma6.conf"
+    config.write_text("password_services = gdm-password, kde\n")
+    unset = lint(cli, plasma6)
+    assert "kde runs beside kde-fingerprint but is not in password_services" in unset.stdout, unset.stdout
+    result = lint(cli, plasma6, config)
+    assert result.returncode == 0 and "0 error(s), 0 warning(s)" in result.stdout, result.stdout
     biometrics = tmp_path / "biometrics"
     biometrics.mkdir()
     (shipped_dir / "sudo-biometrics").rename(biometrics / "sudo")

@@ -458,3 +458,38 @@ def test_the_gdm_fingerprint_stack_is_put_in_place_and_back(tmp_path):
     assert refused.returncode == 1 and "run disable first" in refused.stderr, refused
     assert target.read_text() == GDM3_FINGERPRINT + "# gdm3 changed it\n"
     assert run_gdm_script(script, pam_d, "bogus").returncode == 2
+
+
+def test_the_kde_fingerprint_stack_is_put_in_place_and_back(tmp_path):
+    """Plasma 6's kde-fingerprint: the same script under the other name.
+    Where the distribution ships no such file, enable creates ours (with a
+    marker) and disable removes it; one it ships is kept and put back."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root for a private mount namespace")
+    destdir = tmp_path / "stage"
+    make("install", destdir)
+    script = staged(destdir, PREFIX / "share/localauth/kde-fingerprint")
+    ours = (ROOT / "pam.d/kde-fingerprint").read_text()
+    assert staged(destdir, PREFIX / "share/localauth/pam.d/kde-fingerprint").read_text() == ours
+    assert mode(script) == 0o755
+    pam_d = tmp_path / "pam.d"
+    pam_d.mkdir()
+    target = pam_d / "kde-fingerprint"
+
+    enabled = run_gdm_script(script, pam_d, "enable")
+    assert enabled.returncode == 0, enabled
+    assert "password_services = gdm-password, kde" in enabled.stdout
+    assert target.read_text() == ours and mode(target) == 0o644
+    assert sorted(os.listdir(pam_d)) == ["kde-fingerprint", "kde-fingerprint.localauth-none"]
+    assert run_gdm_script(script, pam_d, "status").stdout.startswith("enabled: ")
+    disabled = run_gdm_script(script, pam_d, "disable")
+    assert disabled.returncode == 0 and "removed" in disabled.stdout, disabled
+    assert sorted(os.listdir(pam_d)) == []
+    assert run_gdm_script(script, pam_d, "disable").returncode == 1
+
+    shipped = "#%PAM-1.0\nauth required pam_fprintd.so\n"
+    target.write_text(shipped)
+    assert run_gdm_script(script, pam_d, "enable").returncode == 0
+    assert (pam_d / "kde-fingerprint.localauth-saved").read_text() == shipped
+    assert run_gdm_script(script, pam_d, "disable").returncode == 0
+    assert target.read_text() == shipped and sorted(os.listdir(pam_d)) == ["kde-fingerprint"]

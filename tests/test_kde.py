@@ -7,10 +7,10 @@ locker service (it may use the reader while the session is locked).
 
 The conversation is driven through real libpam as kscreenlocker_greet
 drives it (tests/gdmworker.c run as the user in the user's locked session:
-each prompt answered with what the user typed; messages shown). The real
-kscreenlocker_greet was not run: libkscreenlocker5 alone brings 111
-packages, and its greeter draws nothing without the Plasma QML modules of
-plasma-workspace (393 packages with it), more than the test setup installs.
+each prompt answered with what the user typed; messages shown), so that the
+lines the greeter is given can be asserted. The real greeter (Plasma 5.27's
+kscreenlocker_greet --testing with the Breeze lock screen) is driven end to
+end by tests/test_lockers.py, where its screen cannot be read.
 """
 import os
 

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from fprint_rig import FprintRig, RigError
-from lockers import (I3lock, MateScreensaver, Swaylock, Vlock, Xscreensaver, Xsecurelock, Xvfb, helper_pids, kill_tree,
+from lockers import (KSCREENLOCKER_GREET, CinnamonScreensaver, I3lock, KScreenLocker, MateScreensaver, Swaylock, Vlock, Xscreensaver, Xsecurelock, Xvfb, helper_pids, kill_tree,
                      process_description, user_processes, wait_for)
 from pamenv import MODULE, ROOT
 from private_world import PrivateWorld
@@ -31,7 +31,9 @@ MISS = "SCAN finger-nobody"
 LOCKED = "Too many failed fingerprint attempts. Fingerprint is locked until you enter your password."
 LOCKERS = {"i3lock": shutil.which("i3lock"), "swaylock": shutil.which("swaylock") and shutil.which("sway"),
            "vlock": shutil.which("vlock") and shutil.which("tmux"), "xsecurelock": shutil.which("xsecurelock"),
-           "xscreensaver": shutil.which("xscreensaver"), "mate-screensaver": shutil.which("mate-screensaver")}
+           "xscreensaver": shutil.which("xscreensaver"), "mate-screensaver": shutil.which("mate-screensaver"),
+           "kscreenlocker": KSCREENLOCKER_GREET.exists() and shutil.which("dbus-run-session"),
+           "cinnamon-screensaver": shutil.which("cinnamon-screensaver")}
 
 
 def shipped_stack(name):
@@ -57,6 +59,7 @@ def world(rig, tmp_path_factory):
     # pam_gnome_keyring), here as pam-auth-update writes it from the profile.
     world.write_profile_common_auth()
     world.write_service("mate-screensaver", ["@include common-auth"])
+    world.write_service("cinnamon-screensaver", ["@include common-auth"])
     yield world
     world.close()
 
@@ -82,7 +85,9 @@ def locker(request, world, rig, x):
                   "vlock": lambda: Vlock(world, UID, USER),
                   "xsecurelock": lambda: Xsecurelock(world, UID, USER, x),
                   "xscreensaver": lambda: Xscreensaver(world, UID, USER, x),
-                  "mate-screensaver": lambda: MateScreensaver(world, UID, USER, x)}[request.param]()
+                  "mate-screensaver": lambda: MateScreensaver(world, UID, USER, x),
+                  "kscreenlocker": lambda: KScreenLocker(world, UID, USER, x),
+                  "cinnamon-screensaver": lambda: CinnamonScreensaver(world, UID, USER, x)}[request.param]()
         started.append(driver)
         return driver.start()
     yield start
@@ -163,7 +168,7 @@ def assert_shown(lock, texts):
     in this order (each text a part of a message)."""
     if isinstance(lock, Xscreensaver):
         shown = [text for _, text in lock.messages]
-    elif isinstance(lock, MateScreensaver):
+    elif isinstance(lock, (MateScreensaver, CinnamonScreensaver)):
         shown = lock.messages
     elif isinstance(lock, Vlock):
         shown = lock.transcript()

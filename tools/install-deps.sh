@@ -14,6 +14,10 @@ packages=(
     fprintd libfprint-2-2 dbus-daemon python3-dbusmock python3-gi python3-dbus  # the virtual-sensor rig
     libpam-fprintd                       # the reference the tests and benchmark compare with
     i3lock swaylock sway wtype xscreensaver xsecurelock vlock mate-screensaver  # the real screen lockers of the end-to-end tests
+    # Plasma 5.27's real greeter with its Breeze lock screen, and the real
+    # cinnamon-screensaver with the introspection data and schema it imports.
+    libkscreenlocker5 plasma-workspace qml-module-org-kde-kquickcontrolsaddons
+    cinnamon-screensaver cinnamon-common gir1.2-cvc-1.0 gir1.2-caribou-1.0 gir1.2-accountsservice-1.0
     polkitd pkexec                       # the real polkit end to end (polkitd, its agent helper, pkttyagent)
     opendoas                             # the real doas end to end
     systemd                              # systemd-analyze verify for the polkit drop-in

@@ -115,8 +115,8 @@ public struct Options: Equatable {
     /// The screen lockers localauth knows, for the `locker_services` default.
     public static var knownLockers: [[UInt8]] { [
         literalBytes("swaylock"), literalBytes("i3lock"), literalBytes("xscreensaver"), literalBytes("xsecurelock"),
-        literalBytes("hyprlock"), literalBytes("vlock"), literalBytes("mate-screensaver"), literalBytes("gdm-fingerprint"),
-        literalBytes("kde"),
+        literalBytes("hyprlock"), literalBytes("vlock"), literalBytes("mate-screensaver"), literalBytes("cinnamon-screensaver"),
+        literalBytes("gdm-fingerprint"), literalBytes("kde"), literalBytes("kde-fingerprint"),
     ] }
 
     /// Whether `service` may use the reader while the screen is locked.
@@ -136,9 +136,10 @@ public struct Options: Equatable {
     public static var defaultServices: [[UInt8]] { [
         literalBytes("sudo"), literalBytes("su"), literalBytes("login"), literalBytes("doas"), literalBytes("swaylock"),
         literalBytes("i3lock"), literalBytes("xscreensaver"), literalBytes("xsecurelock"), literalBytes("hyprlock"),
-        literalBytes("vlock"), literalBytes("mate-screensaver"), literalBytes("polkit-1"), literalBytes("gdm-fingerprint"),
+        literalBytes("vlock"), literalBytes("mate-screensaver"), literalBytes("cinnamon-screensaver"), literalBytes("polkit-1"),
+        literalBytes("gdm-fingerprint"),
         literalBytes("gdm-password"), literalBytes("greetd"), literalBytes("lightdm"), literalBytes("sddm"), literalBytes("kde"),
-        literalBytes("localauth-app"),
+        literalBytes("kde-fingerprint"), literalBytes("localauth-app"),
     ] }
     public static var defaultPasswordServices: [[UInt8]] { [literalBytes("gdm-password")] }
     public static var defaultBackoff: [BackoffStep] { [

@@ -405,9 +405,10 @@ public struct StackLint {
         return findings
     }
 
-    /// Services that a desktop runs as a fingerprint-only conversation beside
-    /// its password one, answering none of its prompts.
-    static let fingerprintConversations: Set<String> = ["gdm-fingerprint", "kde-fingerprint"]
+    /// Services that a desktop runs as a fingerprint-only conversation,
+    /// answering none of its prompts, each with the password conversation it
+    /// runs beside (GNOME's, and Plasma 6's lock screen).
+    static let fingerprintConversations: [String: String] = ["gdm-fingerprint": "gdm-password", "kde-fingerprint": "kde"]
 
     /// Fingerprint modules other than this one: their matches and misses
     /// never reach the counts.
@@ -424,10 +425,20 @@ public struct StackLint {
                 + "localauth's counts: a finger gets in here while localauth has the fingerprint locked, and misses here are not counted"))
         }
         let service = String(name.split(separator: "/").last ?? Substring(name))
-        if StackLint.fingerprintConversations.contains(service) {
-            for rule in rules where rule.isLocalAuth && !rule.isAuthsucc && !(rule.isBiometrics && rule.options?.mode == .scan) {
-                findings.append(Finding(severity: "warning", text: "\(rule.location): \(service) is a conversation nobody answers "
-                    + "while the reader waits: write policy=biometrics mode=scan (a prompt here would wait until the program kills it)"))
+        if let partner = StackLint.fingerprintConversations[service] {
+            for rule in rules where rule.isLocalAuth && !rule.isAuthsucc {
+                guard let options = rule.options, rule.isBiometrics && options.mode == .scan else {
+                    findings.append(Finding(severity: "warning", text: "\(rule.location): \(service) is a conversation nobody "
+                        + "answers while the reader waits: write policy=biometrics mode=scan (a prompt here would wait until the "
+                        + "program kills it)"))
+                    continue
+                }
+                let partnerBytes = Array(partner.utf8)
+                if options.covers(service: partnerBytes) && !options.passwordServices.contains(partnerBytes) {
+                    findings.append(Finding(severity: "warning", text: "\(rule.location): \(partner) runs beside \(service) but is "
+                        + "not in password_services: both conversations would ask for the reader (set password_services to include "
+                        + "\(partner))"))
+                }
             }
         }
         guard service != "other",
@@ -443,7 +454,8 @@ public struct StackLint {
     /// through the setuid helper, which takes only presentation from the
     /// stack line. (vlock is setuid root: the module runs in-process there.)
     static let lockersRunningAsTheUser: Set<String> = ["i3lock", "swaylock", "xscreensaver", "xsecurelock", "hyprlock",
-                                                        "mate-screensaver", "kde"]
+                                                        "mate-screensaver", "cinnamon-screensaver", "kde",
+                                                        "kde-fingerprint"]
 
     /// A scan-mode line runs through the helper even for a root caller, and
     /// the helper takes from the line only what changes how the prompt
@@ -466,7 +478,9 @@ public struct StackLint {
     func lockerFindings(_ name: String, _ rules: [Rule]) -> [Finding] {
         var findings: [Finding] = []
         for rule in rules where rule.isLocalAuth && !rule.isAuthsucc {
-            if rule.isBiometrics {
+            // (A fingerprint-only scan line has no password after it to reset
+            // anything: the program's password conversation does that.)
+            if rule.isBiometrics && rule.options?.mode != .scan {
                 findings.append(Finding(severity: "error", text: "\(rule.location): \(name) runs as the user: a password accepted by a later module cannot reset the fingerprint count there (only root can write it); use policy owner"))
             }
             for argument in rule.arguments {

@@ -99,7 +99,7 @@ final class OptionKeyTableTests: XCTestCase {
         }
         XCTAssertEqual(Options().displayValue(of: .timeout), "30s")
         XCTAssertEqual(Options().displayValue(of: .maxTries), "3")
-        XCTAssertEqual(Options().displayValue(of: .lockerServices), "swaylock,i3lock,xscreensaver,xsecurelock,hyprlock,vlock,mate-screensaver,gdm-fingerprint,kde")
+        XCTAssertEqual(Options().displayValue(of: .lockerServices), "swaylock,i3lock,xscreensaver,xsecurelock,hyprlock,vlock,mate-screensaver,cinnamon-screensaver,gdm-fingerprint,kde,kde-fingerprint")
     }
 
     /// On a locker that runs PAM as the user, every key the helper does not

@@ -38,8 +38,8 @@ final class OptionsTests: XCTestCase {
         let options = Options()
         XCTAssertEqual(options.policy, .owner)
         XCTAssertEqual(options.services, ["sudo", "su", "login", "doas", "swaylock", "i3lock", "xscreensaver", "xsecurelock", "hyprlock",
-                                          "vlock", "mate-screensaver", "polkit-1", "gdm-fingerprint", "gdm-password", "greetd", "lightdm", "sddm",
-                                          "kde", "localauth-app"].map(bytes))
+                                          "vlock", "mate-screensaver", "cinnamon-screensaver", "polkit-1", "gdm-fingerprint", "gdm-password",
+                                          "greetd", "lightdm", "sddm", "kde", "kde-fingerprint", "localauth-app"].map(bytes))
         XCTAssertEqual(options.cancelTitle, bytes("Cancel"))
         XCTAssertEqual(options.answerTimeoutSeconds, 120)
         XCTAssertEqual(options.maxTries, 3)

@@ -73,6 +73,16 @@ final class StackLintTests: XCTestCase {
             + "password module's success (R11)",
             "gdm-fingerprint:3: gdm-fingerprint is a conversation nobody answers while the reader waits: write "
             + "policy=biometrics mode=scan (a prompt here would wait until the program kills it)"])
+        // Plasma 6 runs kde-fingerprint beside kde: the same stack needs kde
+        // among the password services (kde is a prompt-mode locker by default,
+        // for Plasma 5's single conversation).
+        // (password_services from the configuration file: a scan line's own keys are ignored.)
+        let configured = StackLint(read: { $0 == "kde-fingerprint" ? Array(ours.utf8) : nil },
+                                   options: { StackLint.optionsFromArguments(["password_services=gdm-password,kde"] + $0) })
+        XCTAssertEqual(configured.serviceFindings("kde-fingerprint"), [])
+        XCTAssertEqual(self.lint(["kde-fingerprint": ours]).serviceFindings("kde-fingerprint").map(\.text), [
+            "kde-fingerprint:3: kde runs beside kde-fingerprint but is not in password_services: both conversations would ask "
+            + "for the reader (set password_services to include kde)"])
         // A scan line runs through the helper: administrator keys there are ignored.
         let tightened = ours.replacingOccurrences(of: "fallback_title=", with: "fallback_title= max_tries=1 state_dir=/x")
         XCTAssertEqual(self.lint(["gdm-fingerprint": tightened]).serviceFindings("gdm-fingerprint").map(\.text), [
