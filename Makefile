@@ -16,10 +16,6 @@ BUILD := .build/module
 PAMDIR ?= $(shell d=$$(pkg-config --variable=securedir pam 2>/dev/null); \
 	[ -n "$$d" ] || d=$$(pkg-config --variable=libdir pam 2>/dev/null)/security; echo $$d)
 SYSCONFDIR ?= /etc
-# Where systemd keeps the system's units (bookworm: /lib/systemd/system).
-SYSTEMDUNITDIR ?= $(shell d=$$(pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null); \
-	[ -n "$$d" ] || d=/usr/lib/systemd/system; echo $$d)
-POLKIT_DROPIN := $(SYSTEMDUNITDIR)/polkit-agent-helper@.service.d/localauth.conf
 # Only the benchmark sets this (a build without sync, never installed).
 SWIFT_DEFINES ?=
 
@@ -229,7 +225,7 @@ EXAMPLE_STACKS := sudo sudo-biometrics su login i3lock swaylock xscreensaver xse
 install: module cli
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(SYSCONFDIR)/pam.d $(DESTDIR)$(SYSCONFDIR)/security $(DESTDIR)$(LIBEXECDIR) \
 		$(DESTDIR)$(PREFIX)/share/localauth/pam.d \
-		$(DESTDIR)$(PREFIX)/bin $(DESTDIR)/usr/share/pam-configs $(DESTDIR)$(dir $(POLKIT_DROPIN)) \
+		$(DESTDIR)$(PREFIX)/bin $(DESTDIR)/usr/share/pam-configs \
 		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man8
 	install -m 0644 $(BUILD)/pam_localauth.so $(DESTDIR)$(PAMDIR)/pam_localauth.so
 	install -s -m 0755 $$(swift build -c release --scratch-path $(CLI_BUILD) --show-bin-path)/localauth $(DESTDIR)$(PREFIX)/bin/localauth
@@ -240,7 +236,6 @@ install: module cli
 	test -e $(DESTDIR)$(SYSCONFDIR)/security/localauth.conf || \
 		install -m 0644 config/localauth.conf $(DESTDIR)$(SYSCONFDIR)/security/localauth.conf
 	install -m 0644 config/pam-auth-update.localauth $(DESTDIR)/usr/share/pam-configs/localauth
-	install -m 0644 config/polkit-agent-helper.conf $(DESTDIR)$(POLKIT_DROPIN)
 	install -m 0644 man/localauth.1 $(DESTDIR)$(PREFIX)/share/man/man1/localauth.1
 	install -m 0644 man/localauth.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/localauth.conf.5
 	install -m 0644 man/pam_localauth.8 $(DESTDIR)$(PREFIX)/share/man/man8/pam_localauth.8
@@ -264,8 +259,6 @@ uninstall:
 	rm -f $(DESTDIR)$(HELPER_PATH)
 	-rmdir $(DESTDIR)$(LIBEXECDIR)
 	rm -rf $(DESTDIR)$(PREFIX)/share/localauth
-	rm -f $(DESTDIR)$(POLKIT_DROPIN)
-	-rmdir $(DESTDIR)$(dir $(POLKIT_DROPIN))
 	rm -f $(DESTDIR)$(PAMDIR)/pam_localauth.so $(DESTDIR)$(SYSCONFDIR)/pam.d/localauth-passcode \
 		$(DESTDIR)$(PREFIX)/bin/localauth $(DESTDIR)/usr/share/pam-configs/localauth \
 		$(DESTDIR)$(PREFIX)/share/man/man1/localauth.1 $(DESTDIR)$(PREFIX)/share/man/man5/localauth.conf.5 \

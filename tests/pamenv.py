@@ -252,8 +252,12 @@ class PamEnv(SeededState):
         return env
 
     def harness_args(self, service, user, answers=(), ruser=None, rhost=None, tty=None, silent=False, authtok=False,
-                     account=False, count_interrupts=False, latency=False):
+                     account=False, count_interrupts=False, latency=False, real_uid=None):
+        """`real_uid`: run PAM as sudo does, with that real uid and root's
+        effective one (default: root's both, as a login screen)."""
         args = [str(HARNESS), "-s", service, "-u", user]
+        if real_uid is not None:
+            args += ["-R", str(real_uid)]
         for answer in answers:
             args += ["-a", answer]
         if ruser is not None:

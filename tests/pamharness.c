@@ -408,7 +408,7 @@ static void *cycle_thread(void *arg) {
 
 int main(int argc, char **argv) {
     int threads = 1, opt;
-    while ((opt = getopt(argc, argv, "s:u:a:x:r:H:t:SAMILmK:n:T:q")) != -1) {
+    while ((opt = getopt(argc, argv, "s:u:a:x:r:H:t:SAMILmK:n:T:qR:")) != -1) {
         switch (opt) {
         case 's': service = optarg; break;
         case 'u': user = optarg; break;
@@ -437,6 +437,12 @@ int main(int argc, char **argv) {
         case 'n': cycles = atoi(optarg); break;
         case 'T': threads = atoi(optarg); break;
         case 'q': quiet = 1; break;
+        case 'R':
+            /* As sudo runs PAM: this real uid, root's effective one (set here,
+               after the wrappers were preloaded, which a process started so
+               would refuse). */
+            if (setresuid((uid_t)atol(optarg), 0, 0) != 0) { perror("setresuid"); return 2; }
+            break;
         default: return 2;
         }
     }

@@ -24,54 +24,8 @@ from pamenv import HELPER_PATH, MODULE, PAM_AUTH_ERR, PAM_MATRIX, PAM_SUCCESS, P
 
 PREFIX = Path("/usr/local")
 PROFILE = ROOT / "config" / "pam-auth-update.localauth"
-POLKIT_DROPIN = ROOT / "config" / "polkit-agent-helper.conf"
 
 
-def systemd_unit_directory():
-    """Where systemd keeps the system's units, asked as the Makefile asks."""
-    asked = subprocess.run(["pkg-config", "--variable=systemdsystemunitdir", "systemd"], capture_output=True, text=True)
-    return Path(asked.stdout.strip() or "/usr/lib/systemd/system")
-
-
-# A stand-in for polkit's own unit (polkit 127 and later start the helper
-# from it): the sandbox settings that matter to the module, written here.
-POLKIT_UNIT = """[Unit]
-Description=polkit's agent helper, as polkit 127 starts it (test stand-in)
-
-[Service]
-Type=oneshot
-ExecStart=/usr/lib/polkit-1/polkit-agent-helper-1 --socket-activated
-StandardInput=socket
-StandardOutput=socket
-NoNewPrivileges=yes
-PrivateNetwork=yes
-ProtectSystem=strict
-RestrictAddressFamilies=AF_UNIX
-"""
-
-
-def verify_unit(units):
-    return subprocess.run(["systemd-analyze", "verify", "--man=no", str(units / "polkit-agent-helper@1.service")],
-                          env=dict(os.environ, SYSTEMD_UNIT_PATH=f"{units}:"), capture_output=True, text=True,
-                          timeout=60)
-
-
-def test_the_polkit_drop_in_passes_systemd_analyze_verify(tmp_path):
-    """The drop-in is read with polkit's unit (a misspelt key in it is
-    reported, naming the file) and systemd-analyze verify finds nothing."""
-    if not shutil.which("systemd-analyze"):
-        pytest.skip("systemd-analyze is missing: run make deps")
-    (tmp_path / "polkit-agent-helper@.service").write_text(POLKIT_UNIT)
-    dropins = tmp_path / "polkit-agent-helper@.service.d"
-    dropins.mkdir()
-    (dropins / "localauth.conf").write_text(POLKIT_DROPIN.read_text().replace("ReadWritePaths", "ReadWritePathz"))
-    misspelt = verify_unit(tmp_path)
-    assert "localauth.conf" in misspelt.stderr and "ReadWritePathz" in misspelt.stderr, misspelt
-    shutil.copy(POLKIT_DROPIN, dropins / "localauth.conf")
-    verified = verify_unit(tmp_path)
-    assert verified.returncode == 0 and verified.stderr == "", verified
-    settings = [line for line in POLKIT_DROPIN.read_text().splitlines() if line and not line.startswith("#")]
-    assert settings == ["[Service]", "ReadWritePaths=-/var/lib/localauth"]
 MANPAGES = {"man1": "localauth.1", "man5": "localauth.conf.5", "man8": "pam_localauth.8"}
 OUR_CONTROL = "[success={} ignore=ignore authinfo_unavail=ignore default=die]"
 OWNER_PROMPT = "Enter Password: "
@@ -172,10 +126,6 @@ def test_install_and_uninstall_into_destdir(tmp_path):
     for page, name in zip(pages, MANPAGES.values()):
         assert page.read_text() == (ROOT / "man" / name).read_text() and mode(page) == 0o644
 
-    # The drop-in for polkit's sandboxed agent helper (polkit 127 and later).
-    dropin = staged(destdir, systemd_unit_directory() / "polkit-agent-helper@.service.d/localauth.conf")
-    assert dropin.read_text() == POLKIT_DROPIN.read_text() and mode(dropin) == 0o644
-
     # The state directory.
     state = staged(destdir, "/var/lib/localauth")
     assert state.is_dir() and mode(state) == 0o700
@@ -187,7 +137,7 @@ def test_install_and_uninstall_into_destdir(tmp_path):
 
     # Uninstall removes everything but the configuration and the state.
     make("uninstall", destdir)
-    for path in [module, tool, helper, passcode, profile, dropin, dropin.parent, *pages,
+    for path in [module, tool, helper, passcode, profile, *pages,
                  staged(destdir, PREFIX / "share/localauth")]:
         assert not path.exists(), path
     assert config.read_text().startswith("# edited by the administrator")
@@ -493,3 +443,20 @@ def test_the_kde_fingerprint_stack_is_put_in_place_and_back(tmp_path):
     assert (pam_d / "kde-fingerprint.localauth-saved").read_text() == shipped
     assert run_gdm_script(script, pam_d, "disable").returncode == 0
     assert target.read_text() == shipped and sorted(os.listdir(pam_d)) == ["kde-fingerprint"]
+
+    # Nothing is written through a symbolic link, and an earlier edited
+    # copy is never overwritten.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text("not PAM's\n")
+    (pam_d / "kde-fingerprint.localauth-saved").symlink_to(elsewhere)
+    refused = run_gdm_script(script, pam_d, "enable")
+    assert refused.returncode == 1 and "symbolic link" in refused.stderr, refused
+    assert elsewhere.read_text() == "not PAM's\n" and target.read_text() == shipped
+    (pam_d / "kde-fingerprint.localauth-saved").unlink()
+    assert run_gdm_script(script, pam_d, "enable").returncode == 0
+    target.write_text(ours + "# edited\n")
+    (pam_d / "kde-fingerprint.localauth-edited").write_text("an earlier edit\n")
+    refused = run_gdm_script(script, pam_d, "disable")
+    assert refused.returncode == 1 and "move it away first" in refused.stderr, refused
+    assert (pam_d / "kde-fingerprint.localauth-edited").read_text() == "an earlier edit\n"
+    assert target.read_text() == ours + "# edited\n"

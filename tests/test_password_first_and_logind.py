@@ -180,14 +180,21 @@ def test_no_session_an_inactive_one_or_a_remote_one_gets_the_password(pam, rig, 
     session = logind.add_session("lt6", ALICE_UID, "alice")
     bob = logind.add_session("lt7", USERS["bob"], "bob")
     for case, options in (("in no session", {}), ("in another user's session", in_session(bob))):
-        result = run(pam, rig, [ALICE], **options)
+        # sudo's process (the person's real uid, root's effective one) is told why.
+        result = run(pam, rig, [ALICE], real_uid=ALICE_UID, **options)
         assert result.code == PAM_SUCCESS and result.prompts() == [PASSCODE_PROMPT], (case, result.messages)
         assert NOT_ACTIVE in result.texts("error"), (case, result.messages)
+        # A root caller acting for a name (a login screen) hears what an
+        # unknown name hears: the password prompt alone (R14).
+        result = run(pam, rig, [ALICE], **options)
+        assert result.code == PAM_SUCCESS and result.messages == [("prompt-off", PASSCODE_PROMPT)], (case, result.messages)
+        unknown = run(pam, rig, ["whatever"], user="nosuchuser", **options)
+        assert unknown.messages == result.messages, (case, unknown.messages)
     for case, change, undo in (("not the seat's active session", lambda: logind.set_active("lt6", False),
                                 lambda: logind.set_active("lt6", True)),
                                ("a remote session", lambda: logind.set_remote("lt6", True), lambda: logind.set_remote("lt6", False))):
         change()
-        result = run(pam, rig, [ALICE], **in_session(session))
+        result = run(pam, rig, [ALICE], real_uid=ALICE_UID, **in_session(session))
         assert result.prompts() == [PASSCODE_PROMPT] and NOT_ACTIVE in result.texts("error"), (case, result.messages)
         undo()
     result = run(pam, rig, [""], [MATCH], **in_session(session))

@@ -20,7 +20,6 @@ packages=(
     cinnamon-screensaver cinnamon-common gir1.2-cvc-1.0 gir1.2-caribou-1.0 gir1.2-accountsservice-1.0
     polkitd pkexec                       # the real polkit end to end (polkitd, its agent helper, pkttyagent)
     opendoas                             # the real doas end to end
-    systemd                              # systemd-analyze verify for the polkit drop-in
     xvfb xdotool x11-utils tmux          # driving them headless
     dpkg-dev lintian                     # make deb (dpkg-shlibdeps) and its check
 )

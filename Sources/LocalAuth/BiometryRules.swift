@@ -111,12 +111,19 @@ public enum BiometryRules {
         case .unanswered: return .logindUnanswered
         case .seen(let session, let lidClosed):
             if lidClosed && options.skipWhenLidClosed { return .lidClosed }
-            guard let session, session.uid == user.uid, session.active, !session.remote, !session.seat.isEmpty else {
-                return .notActiveSession
-            }
+            guard let session, !outsideTargetSession(observation, user: user) else { return .notActiveSession }
             if session.locked && !options.isLockerService(service) { return .screenLocked }
             return nil
         }
+    }
+
+    /// Whether logind places the caller outside `user`'s own active local
+    /// session on a seat (a login screen, a greeter, another user's or a
+    /// remote session); false when logind is absent or did not answer.
+    public static func outsideTargetSession(_ observation: SeatObservation, user: UserIdentity) -> Bool {
+        guard case .seen(let session, _) = observation else { return false }
+        guard let session else { return true }
+        return !(session.uid == user.uid && session.active && !session.remote && !session.seat.isEmpty)
     }
 
     /// How long ago a success at `boot` nanoseconds of boot `bootID` was;

@@ -29,6 +29,11 @@ public struct Request: Equatable {
     /// The caller's logind session (empty: none), kept with a success for
     /// an app's reuse window.
     public var session: [UInt8] = []
+    /// The caller is root, acting for a name it was given (a login screen, a
+    /// greeter, a console login): outside that account's own session it is
+    /// told nothing about the account's reader, whose state would tell an
+    /// enrolled name from an unknown one (R14).
+    public var callerActsForAName = false
 
     public init(scope: ScopeDecision, userName: [UInt8], user: UserIdentity?, service: [UInt8], tty: [UInt8] = [],
                 remoteHost: [UInt8] = [], mode: InteractionMode, silent: Bool = false) {
@@ -94,11 +99,11 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
     /// for `user` now: a password requirement first (it outlasts the
     /// prompt), then logind's answer; nil when the finger may be used.
     public mutating func biometryBlock(_ user: UserIdentity, record: StateRecord, domainState: [UInt8],
-                                       service: [UInt8]) -> BiometryBlock? {
+                                       service: [UInt8], observation: SeatObservation? = nil) -> BiometryBlock? {
         if let requirement = BiometryRules.passcodeRequirement(record, moment: ledger.now(), domainState: domainState, options: options) {
             return .passcodeRequired(requirement)
         }
-        if let denial = BiometryRules.touchDenial(seat.observe(), user: user, service: service, options: options) {
+        if let denial = BiometryRules.touchDenial(observation ?? seat.observe(), user: user, service: service, options: options) {
             return .touch(denial)
         }
         return nil
@@ -146,11 +151,27 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
             guard policy == .owner else { return EvaluationResult(.failure(.biometryNotAvailable)) }
             return passcodePhase(request, user: user, passcode: passcode, alreadyEntered: false, domainState: domainState)
         }
+        // A login screen, a greeter or a console login is outside the
+        // account's own session, so the reader is not used there (R17);
+        // and nothing is said about why: a lockout, a password rule or the
+        // session rule exists only for an enrolled name, and an unknown
+        // name hears none of them (R14). logind is asked once, and only
+        // when the reader could be used.
+        var observation: SeatObservation? = nil
+        if biometryError == nil && request.callerActsForAName {
+            observation = seat.observe()
+        }
+        if let observation, BiometryRules.outsideTargetSession(observation, user: user) {
+            biometryError = .biometryNotAvailable
+            ledger.log.log(.notice, "no fingerprint for \(printableText(user.name)) (uid \(user.uid)) from service "
+                           + "\(printableText(request.service)): \(TouchDenial.notActiveSession.statusText) (not said)")
+        }
         if biometryError == nil && record.fingerprintFailures >= options.lockout {
             biometryError = .biometryLockout
             say(UserText.locked, .error, request)
         }
-        if biometryError == nil, let block = biometryBlock(user, record: record, domainState: domainState, service: request.service) {
+        if biometryError == nil, let block = biometryBlock(user, record: record, domainState: domainState, service: request.service,
+                                                          observation: observation) {
             biometryError = block.error
             say(UserText.blocked(block, request), .error, request)
             ledger.log.log(.notice, "no fingerprint for \(printableText(user.name)) (uid \(user.uid)) from service "

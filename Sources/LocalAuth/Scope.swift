@@ -49,6 +49,12 @@ public enum ScopeDecision: Equatable {
 public enum Scope {
     public static func decide(_ facts: ScopeFacts, options: Options) -> ScopeDecision {
         guard options.covers(service: facts.service) else { return .outOfScope(.service) }
+        // polkit 127 and later run the agent helper as root for any local
+        // client of its socket, which names the account before polkitd has
+        // checked anything: a root caller there stands for nobody in
+        // particular. (Up to 126 the helper is setuid: the real uid is the
+        // person's.) The password line decides, uncounted.
+        if facts.callerUID == 0 && bytesEqual(facts.service, "polkit-1") { return .outOfScope(.requester) }
         guard isLocal(facts.remoteHost, localHostName: facts.localHostName, service: facts.service), facts.sessionIsRemote != true else {
             return .outOfScope(.remote)
         }

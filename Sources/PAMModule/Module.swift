@@ -74,6 +74,7 @@ func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv:
     var request = Request(scope: scope, userName: userName, user: user, service: service, tty: tty, remoteHost: remoteHost,
                           mode: mode, silent: flags & PAMValue.silentFlag != 0)
     request.session = session.name
+    request.callerActsForAName = Syscalls.realUserID() == 0
     var engine = makeSystemEngine(options, RequestFacts(mode: mode, tty: tty, remoteHost: remoteHost, requestingUser: requestingUser),
                                   prompter: PAMPrompter(handle: handle), log: log)
     let passcode = SecretBuffer()

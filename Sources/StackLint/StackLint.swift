@@ -478,9 +478,9 @@ public struct StackLint {
     func lockerFindings(_ name: String, _ rules: [Rule]) -> [Finding] {
         var findings: [Finding] = []
         for rule in rules where rule.isLocalAuth && !rule.isAuthsucc {
-            // (A fingerprint-only scan line has no password after it to reset
-            // anything: the program's password conversation does that.)
-            if rule.isBiometrics && rule.options?.mode != .scan {
+            // (A desktop's fingerprint-only conversation has no password
+            // after it to reset anything: its password conversation does.)
+            if rule.isBiometrics && !(rule.options?.mode == .scan && StackLint.fingerprintConversations[name] != nil) {
                 findings.append(Finding(severity: "error", text: "\(rule.location): \(name) runs as the user: a password accepted by a later module cannot reset the fingerprint count there (only root can write it); use policy owner"))
             }
             for argument in rule.arguments {

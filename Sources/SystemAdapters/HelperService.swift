@@ -292,6 +292,7 @@ struct HelperSession {
         var evaluation = Request(scope: scope, userName: userName, user: target, service: request.service,
                                  tty: request.tty, mode: mode, silent: false)
         evaluation.session = session
+        evaluation.callerActsForAName = callerUID == 0
         let passcode = SecretBuffer()
         defer { passcode.wipe() }
         let result = engine.evaluate(evaluation, policy: options.policy, passcode: passcode)

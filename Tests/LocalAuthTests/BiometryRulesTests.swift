@@ -236,6 +236,31 @@ final class BiometryRulesTests: XCTestCase {
         XCTAssertTrue(w.log.has(.notice, "not used"))
     }
 
+    /// R14 at a login screen: a root caller acting for a name, outside that
+    /// account's session, hears of an enrolled, locked or password-bound
+    /// account exactly what it hears of an unknown name: the password
+    /// prompt alone. A caller in its own session (sudo) is told why.
+    func testALoginScreenHearsNothingOfTheAccountsReader() {
+        for (label, record) in [("locked", storedRecord(f: 5)), ("enrolled", storedRecord()), ("lid closed too", storedRecord(f: 5))] {
+            let seat = FakeSeat(.seen(session: nil, lidClosed: label == "lid closed too"))
+            let w = World(store: FakeStore(record), seat: seat)
+            XCTAssertEqual(w.prompt(mode: .prompt, service: "lightdm", answers: [rightAnswer], actsForAName: true).outcome,
+                           .success(.passcode), label)
+            XCTAssertEqual(w.prompter.told, [], "\(label): \(w.prompter.told)")
+            XCTAssertEqual(w.prompter.asked, [Text.passcodePrompt], label)
+            XCTAssertEqual(w.sensor.openCalls, 0, label)
+            XCTAssertEqual(w.seat.observeCalls, 1, "\(label): logind asked once")
+            let unknown = World(seat: seat)
+            _ = unknown.prompt(mode: .prompt, scope: .unknownUser, service: "lightdm", answers: [rightAnswer], actsForAName: true)
+            XCTAssertEqual(unknown.prompter.told, w.prompter.told, label)
+            XCTAssertEqual(unknown.prompter.asked, w.prompter.asked, label)
+        }
+        // sudo in a session that is not the active one: told why.
+        let w = World(store: FakeStore(storedRecord(f: 5)), seat: FakeSeat(.seen(session: nil, lidClosed: false)))
+        _ = w.prompt(answers: [rightAnswer])
+        XCTAssertTrue(w.prompter.saw(Text.locked), "\(w.prompter.told)")
+    }
+
     func testLogindIsNotAskedWhenTheFingerIsUnusableAnyway() {
         let w = World(sensor: FakeSensor(.notEnrolled), seat: FakeSeat(.unanswered))
         XCTAssertEqual(w.prompt(answers: [rightAnswer]).outcome, .success(.passcode))

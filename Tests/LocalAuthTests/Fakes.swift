@@ -397,10 +397,12 @@ final class World {
     }
 
     func request(_ user: UserIdentity = alice, mode: InteractionMode = .terminal, silent: Bool = false,
-                 scope: ScopeDecision = .inScope, service: String = "sudo", session: String = "") -> Request {
+                 scope: ScopeDecision = .inScope, service: String = "sudo", session: String = "",
+                 actsForAName: Bool = false) -> Request {
         var request = Request(scope: scope, userName: user.name, user: scope == .inScope ? user : nil, service: bytes(service),
                               tty: bytes("/dev/pts/3"), remoteHost: [], mode: mode, silent: silent)
         request.session = bytes(session)
+        request.callerActsForAName = actsForAName
         return request
     }
 
@@ -408,11 +410,12 @@ final class World {
     @discardableResult
     func prompt(_ user: UserIdentity = alice, policy: LAPolicy = .owner, mode: InteractionMode = .terminal, silent: Bool = false,
                 scope: ScopeDecision = .inScope, service: String = "sudo", answers: [Answer] = [], script: [SensorStep] = [],
-                passcode: SecretBuffer = SecretBuffer(), session: String = "") -> EvaluationResult {
+                passcode: SecretBuffer = SecretBuffer(), session: String = "", actsForAName: Bool = false) -> EvaluationResult {
         prompter.answers.append(contentsOf: answers)
         sensor.script.append(contentsOf: script)
         var engine = engine()
-        return engine.evaluate(request(user, mode: mode, silent: silent, scope: scope, service: service, session: session),
+        return engine.evaluate(request(user, mode: mode, silent: silent, scope: scope, service: service, session: session,
+                                       actsForAName: actsForAName),
                                policy: policy, passcode: passcode)
     }
 }

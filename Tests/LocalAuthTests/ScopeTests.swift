@@ -42,6 +42,18 @@ final class ScopeTests: XCTestCase {
         }
     }
 
+    /// polkit: the setuid helper (up to polkit 126) runs with the person's
+    /// real uid, in scope for their own account; a root caller of polkit-1
+    /// (polkit 127's helper, root for any client of its socket) stands for
+    /// nobody in particular, whatever name and PAM_RUSER it sets.
+    func testPolkitsRootHelperIsOutOfScope() {
+        XCTAssertEqual(decide(facts(service: "polkit-1")), .inScope)
+        XCTAssertEqual(decide(facts(service: "polkit-1", caller: 1000, target: 1001, name: "bob")), .outOfScope(.requester))
+        XCTAssertEqual(decide(facts(service: "polkit-1", caller: 0, target: 1000, ruser: "alice")), .outOfScope(.requester))
+        XCTAssertEqual(decide(facts(service: "polkit-1", caller: 0, target: nil, name: "nosuch")), .outOfScope(.requester))
+        XCTAssertEqual(decide(facts(service: "login", caller: 0, target: 1000)), .inScope)
+    }
+
     func testOtherServicesAreNot() {
         for service in ["sshd", "passwd", "SUDO", "sudo ", "sud", "sudo-i", "", "localauth-passcode"] {
             XCTAssertEqual(decide(facts(service: service)), .outOfScope(.service), service)

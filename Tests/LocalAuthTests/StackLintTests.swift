@@ -83,6 +83,14 @@ final class StackLintTests: XCTestCase {
         XCTAssertEqual(self.lint(["kde-fingerprint": ours]).serviceFindings("kde-fingerprint").map(\.text), [
             "kde-fingerprint:3: kde runs beside kde-fingerprint but is not in password_services: both conversations would ask "
             + "for the reader (set password_services to include kde)"])
+        // Only a desktop's fingerprint conversation is exempt from "use policy
+        // owner": a locker's scan line with a password after it is not.
+        let lockerScan = "auth [success=3 conv_err=die default=ignore] pam_localauth.so policy=biometrics mode=scan\n"
+            + "auth [success=1 default=die] pam_unix.so\nauth requisite pam_deny.so\nauth optional pam_localauth.so authsucc\n"
+            + "auth required pam_permit.so\n"
+        XCTAssertTrue(self.lint(["swaylock": lockerScan]).serviceFindings("swaylock").contains {
+            $0.severity == "error" && $0.text.contains("swaylock runs as the user")
+        })
         // A scan line runs through the helper: administrator keys there are ignored.
         let tightened = ours.replacingOccurrences(of: "fallback_title=", with: "fallback_title= max_tries=1 state_dir=/x")
         XCTAssertEqual(self.lint(["gdm-fingerprint": tightened]).serviceFindings("gdm-fingerprint").map(\.text), [
