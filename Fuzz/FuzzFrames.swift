@@ -6,8 +6,8 @@ import LocalAuth
 
 func fuzzOne(_ bytes: [UInt8]) {
     if bytes.count >= 5 { _ = HelperWire.parseHeader(Array(bytes.prefix(5))) }
-    _ = HelloFrame.isClientHello(bytes)
-    _ = HelloFrame.helperSilence(bytes)
+    _ = HelloFrame.clientVersion(bytes)
+    _ = HelloFrame.helperHello(bytes)
     if case .success(let request) = HelperRequest.decode(bytes) {
         fuzzCheck(HelperRequest.decode(request.encoded()) == .success(request), "request round trip")
     }

@@ -117,6 +117,23 @@ public enum BiometryRules {
         }
     }
 
+    /// Whether an app's sheet has lost the person: the session locked, or
+    /// stopped being `user`'s active local one (a switch of user). The
+    /// system then cancels it (systemCancel). Without an answer from logind
+    /// nothing changes (a match is checked again anyway).
+    public static func appLostThePerson(_ observation: SeatObservation, user: UserIdentity) -> Bool {
+        guard case .seen(let session, _) = observation else { return false }
+        guard let session else { return true }
+        return outsideTargetSession(observation, user: user) || session.locked
+    }
+
+    /// The services whose sheet the system cancels when the person leaves
+    /// it: apps only. A screen locker works on a locked session by design,
+    /// and the other prompts end with the person's own keys.
+    public static func cancelsWhenThePersonLeaves(service: [UInt8]) -> Bool {
+        bytesEqual(service, "localauth-app")
+    }
+
     /// Whether logind places the caller outside `user`'s own active local
     /// session on a seat (a login screen, a greeter, another user's or a
     /// remote session); false when logind is absent or did not answer.

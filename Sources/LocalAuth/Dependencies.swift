@@ -54,6 +54,9 @@ public enum StopReason: Equatable {
     case timeout
     /// Waiting failed (the bus or the poll).
     case deviceError
+    /// An app lost the person: the session locked, or stopped being the
+    /// active local one (systemCancel).
+    case sessionLeft
 }
 
 /// How one fingerprint attempt ended. The cases without a verdict
@@ -70,6 +73,10 @@ public enum AttemptEnd: Equatable {
     case deviceError
     /// The fingerprint daemon left the bus.
     case vanished
+    /// Stopped because the app lost the person (the session locked or
+    /// stopped being the active local one), with proof that no finger was
+    /// judged: the attempt is given back.
+    case sessionLeft
     /// Stopped for the reason given when a finger may have been judged
     /// without the verdict reaching us: the attempt stays charged (R3).
     /// `unproven` says which part of the proof was missing, for the log.
@@ -121,6 +128,10 @@ public protocol FingerprintSensor {
     /// Waits for one verdict until `deadline` (boot-clock nanoseconds).
     /// Retry hints are reported through `onHint` and do not end the attempt.
     mutating func verifyAttempt(deadline: Int64, onHint: (RetryHint) -> Void) -> AttemptEnd
+    /// The same, asking `stillWanted` now and then while the reader waits
+    /// (at most twice a second): false stops the attempt (`sessionLeft`, or
+    /// `stoppedAfterPossibleScan(.sessionLeft, ...)` without the proof).
+    mutating func verifyAttempt(deadline: Int64, onHint: (RetryHint) -> Void, stillWanted: () -> Bool) -> AttemptEnd
     /// Stops verification and releases the device. Safe to call when not open.
     mutating func close()
     /// Takes the Ctrl-C that ended an attempt as the fallback choice. Not
@@ -132,6 +143,9 @@ public protocol FingerprintSensor {
 }
 
 extension FingerprintSensor {
+    public mutating func verifyAttempt(deadline: Int64, onHint: (RetryHint) -> Void, stillWanted: () -> Bool) -> AttemptEnd {
+        verifyAttempt(deadline: deadline, onHint: onHint)
+    }
     public mutating func prepare() {}
     public mutating func consumeInterrupt() {}
     public mutating func interruptPending() -> Bool { false }
@@ -248,10 +262,15 @@ public protocol Prompter {
     /// After a wait for a finger was interrupted: what the person chose,
     /// nil when the conversation cannot say (Ctrl-C on a terminal).
     mutating func takeChoice() -> WaitChoice?
+    /// From now on the person may choose the fallback (its title): a
+    /// conversation with a button for it shows the button. Said once per
+    /// fingerprint phase, never when the title is empty.
+    mutating func offerFallback(_ title: String)
 }
 
 extension Prompter {
     public mutating func takeChoice() -> WaitChoice? { nil }
+    public mutating func offerFallback(_ title: String) {}
 }
 
 public enum LogLevel: Equatable {

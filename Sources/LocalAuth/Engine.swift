@@ -195,6 +195,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
             case .cancelled: return EvaluationResult(.failure(.userCancel))
             case .triesUsed: return EvaluationResult(.failure(.authenticationFailed))
             case .ended(let error): return EvaluationResult(.failure(error))
+            case .personLeft: return EvaluationResult(.failure(.systemCancel))
             case .internalError: return EvaluationResult(.internalError)
             }
         }
@@ -215,6 +216,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 switch biometricPhase(request, user: user, record: record) {
                 case .success: return EvaluationResult(.success(.biometry))
                 case .cancelled: return EvaluationResult(.failure(.userCancel))
+                case .personLeft: return EvaluationResult(.failure(.systemCancel))
                 case .internalError: return EvaluationResult(.internalError)
                 case .fallback, .triesUsed, .ended: break
                 }
@@ -264,6 +266,9 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         case triesUsed
         /// Ended without a verdict (timeout, device gone): the error to report.
         case ended(LAError)
+        /// The app lost the person (the session locked, a switch of user):
+        /// the whole evaluation ends, the password is not asked.
+        case personLeft
         case internalError
     }
 
@@ -299,6 +304,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
             say(UserText.instruction(request, options: options, scanType: scanType,
                                      fallbackOffered: offersFallback && options.fallbackAfter == 0), .info, request)
         }
+        if offersFallback && options.fallbackAfter == 0 { prompter.offerFallback(printableText(options.fallbackTitle)) }
         while failures < allowed {
             let charge = ledger.chargeFingerprint(user, request)
             let sequence: UInt64
@@ -315,7 +321,10 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 return .internalError
             }
             var conversation = prompter
-            let end = sensor.verifyAttempt(deadline: deadline) { hint in conversation.tell(UserText.hint(hint), .info) }
+            var watched = seat
+            let watches = BiometryRules.cancelsWhenThePersonLeaves(service: request.service)
+            let end = sensor.verifyAttempt(deadline: deadline, onHint: { hint in conversation.tell(UserText.hint(hint), .info) },
+                                           stillWanted: { !watches || !BiometryRules.appLostThePerson(watched.observe(), user: user) })
             prompter = conversation
             switch end {
             case .match:
@@ -360,6 +369,9 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 let fallbackNow = offersFallback && failures >= options.fallbackAfter
                 if failures < allowed {
                     say(UserText.noMatch(options, fallbackOffered: fallbackNow && request.mode == .terminal), .error, request)
+                    if offersFallback && failures == options.fallbackAfter {
+                        prompter.offerFallback(printableText(options.fallbackTitle))
+                    }
                 } else {
                     say(UserText.notRecognized, .error, request)
                 }
@@ -380,11 +392,19 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 case .deviceError:
                     say(UserText.stopped, .info, request, status: true)
                     return .ended(.systemCancel)
+                case .sessionLeft:
+                    return .personLeft
                 }
             case .timeout:
                 ledger.refund(user, kind: .fingerprint, sequence: sequence)
                 say(UserText.timedOut, .info, request, status: true)
                 return .ended(.systemCancel)
+            case .sessionLeft:
+                // The app lost the person (the screen locked, a switch of
+                // user): the system cancels the sheet; no finger was judged.
+                ledger.refund(user, kind: .fingerprint, sequence: sequence)
+                ledger.log.log(.notice, "an app's prompt for uid \(user.uid) cancelled: the session locked or is no longer the active one")
+                return .personLeft
             case .disconnected:
                 ledger.refund(user, kind: .fingerprint, sequence: sequence)
                 say(UserText.disconnected, .info, request, status: true)

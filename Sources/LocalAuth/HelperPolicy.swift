@@ -51,7 +51,12 @@ public enum HelperPolicy {
         switch options.mode {
         case .scan?: return .scan
         case .password?: return .password
-        case .terminal?, .prompt?, nil: return options.passwordServices.contains(service) ? .password : .prompt
+        case .terminal?, .prompt?: return options.passwordServices.contains(service) ? .password : .prompt
+        case nil:
+            if options.passwordServices.contains(service) { return .password }
+            // Apps show Apple's sheet: the reader at once, the fallback
+            // only after a miss (LAContext asks for it; so does this).
+            return bytesEqual(service, "localauth-app") ? .scan : .prompt
         }
     }
 

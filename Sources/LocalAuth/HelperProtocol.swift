@@ -13,6 +13,9 @@ public enum FrameType: UInt8, Equatable, CaseIterable, Sendable {
     /// Helper to client: a message to show.
     case textInfo = 0x10
     case errorText = 0x11
+    /// Helper to client, from version 2: the fallback button may show from
+    /// now on; the payload is its title. Never sent when the title is empty.
+    case fallbackOffered = 0x14
     /// Helper to client: ask with echo off / on; exactly one REPLY or NO_ANSWER follows.
     case promptEchoOff = 0x12
     case promptEchoOn = 0x13
@@ -33,8 +36,11 @@ public enum FrameType: UInt8, Equatable, CaseIterable, Sendable {
 
 /// Sizes and versions of the wire.
 public enum HelperWire {
-    /// The only version spoken.
-    public static let version: UInt8 = 1
+    /// The newest version spoken. 2 added FALLBACK_OFFERED; a helper
+    /// answers a version-1 client in version 1, without it.
+    public static let version: UInt8 = 2
+    /// The oldest version still spoken.
+    public static let oldestVersion: UInt8 = 1
     /// Type byte and a 32-bit big-endian length.
     public static let headerSize = 5
     /// The largest payload of any frame but REPLY.
@@ -107,19 +113,25 @@ public enum HelloFrame {
         HelperWire.magic + [HelperWire.version]
     }
 
-    public static func helper(silenceMilliseconds: UInt32) -> [UInt8] {
-        HelperWire.magic + [HelperWire.version] + bigEndian(silenceMilliseconds)
+    /// The helper's HELLO in `version` (the client's, once known; before
+    /// that, the oldest, which every client reads).
+    public static func helper(silenceMilliseconds: UInt32, version: UInt8 = HelperWire.oldestVersion) -> [UInt8] {
+        HelperWire.magic + [version] + bigEndian(silenceMilliseconds)
     }
 
-    /// True for a client HELLO of this version.
-    public static func isClientHello(_ payload: [UInt8]) -> Bool {
-        payload == HelperWire.magic + [HelperWire.version]
+    /// The version of a client HELLO, when it is one this side speaks.
+    public static func clientVersion(_ payload: [UInt8]) -> UInt8? {
+        guard payload.count == 4, Array(payload.prefix(3)) == HelperWire.magic,
+              (HelperWire.oldestVersion...HelperWire.version).contains(payload[3]) else { return nil }
+        return payload[3]
     }
 
-    /// The silence limit from a helper HELLO of this version.
-    public static func helperSilence(_ payload: [UInt8]) -> UInt32? {
-        guard payload.count == 8, Array(payload.prefix(4)) == HelperWire.magic + [HelperWire.version] else { return nil }
-        return readBigEndian(payload, at: 4)
+    /// The version and silence limit from a helper HELLO this side speaks.
+    public static func helperHello(_ payload: [UInt8]) -> (version: UInt8, silence: UInt32)? {
+        guard payload.count == 8, Array(payload.prefix(3)) == HelperWire.magic,
+              (HelperWire.oldestVersion...HelperWire.version).contains(payload[3]),
+              let silence = readBigEndian(payload, at: 4) else { return nil }
+        return (payload[3], silence)
     }
 }
 

@@ -113,6 +113,7 @@ public enum VerifyStopRule {
         case .interrupted: return .interrupted
         case .timeout: return .timeout
         case .deviceError: return .deviceError
+        case .sessionLeft: return .sessionLeft
         }
     }
 

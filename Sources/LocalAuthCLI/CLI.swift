@@ -272,6 +272,14 @@ struct NoConversation: Prompter {
 struct TerminalConversation: Prompter {
     /// Messages on stderr instead (stdout carries the result, e.g. JSON).
     var messagesOnStandardError = false
+    /// Set when the helper offers the fallback (the sheet's Enter works
+    /// from then on).
+    var fallbackOffered: OfferedFlag? = nil
+
+    mutating func offerFallback(_ title: String) {
+        fallbackOffered?.value = true
+        tell(SheetKeys.fallbackHint(title), .info)
+    }
 
     mutating func ask(_ text: String, into secret: SecretBuffer) -> PromptAnswer {
         guard let fd = Terminal.openControlling() else { return .failed }
@@ -301,6 +309,12 @@ struct TerminalConversation: Prompter {
     mutating func tell(_ text: String, _ kind: MessageKind) {
         if messagesOnStandardError { standardError(text + "\n") } else { print(text) }
     }
+}
+
+/// Whether the fallback was offered, shared by a conversation and the key
+/// reader of the same evaluation.
+final class OfferedFlag {
+    var value = false
 }
 
 /// Ends the process with `code` after flushing standard output.

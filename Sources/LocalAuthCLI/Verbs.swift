@@ -408,7 +408,8 @@ func evaluateCommand(_ arguments: Arguments) throws -> ExitCode {
     var request = HelperRequest()
     request.service = literalBytes("localauth-app")
     request.tty = Terminal.onStandardInput()
-    request.presentation = [(literalBytes("policy"), utf8Bytes(policy.name))]
+    // Apple's sheet, as for the library: the reader at once, the fallback after a miss.
+    request.presentation = [(literalBytes("policy"), utf8Bytes(policy.name)), (literalBytes("mode"), literalBytes("scan"))]
     if let reason = arguments.values["--reason"] {
         guard !reason.isEmpty else { throw CLIError("--reason must not be empty", .usage) }
         request.presentation.append((literalBytes("reason"), utf8Bytes(reason)))
@@ -423,14 +424,17 @@ func evaluateCommand(_ arguments: Arguments) throws -> ExitCode {
         verdict = try helperVerdict(client.run(request))
     } else if let terminal = Terminal.openControlling() {
         defer { Syscalls.close(terminal) }
-        // Keys arrive one by one and Ctrl-C as a byte: the choices while
-        // the reader waits (a prompt reads its own line).
+        // Keys arrive one by one and Ctrl-C as a byte: the sheet's choices
+        // while the reader waits (a prompt reads its own line).
         let saved = Terminal.keys(terminal)
         defer { if let saved { Terminal.restore(terminal, saved) } }
-        var client = HelperClient(prompter: TerminalConversation(messagesOnStandardError: true))
+        let offered = OfferedFlag()
+        var conversation = TerminalConversation(messagesOnStandardError: true, fallbackOffered: offered)
+        conversation.tell(SheetKeys.cancelHint(arguments.values["--cancel-title"]), .info)
+        var client = HelperClient(prompter: conversation)
         defer { client.lastAnswer.wipe() }
         verdict = try helperVerdict(client.run(request, control: saved == nil ? nil : terminal) { byte in
-            byte == 0x03 ? .userFallback : byte == 0x04 ? .userCancel : nil
+            SheetKeys.choice(byte, fallbackOffered: offered.value)
         })
     } else {
         verdict = .failure(.notInteractive)

@@ -49,10 +49,10 @@ public struct HelperClient<Conversation: Prompter> {
         switch channel.receive(deadline: helloDeadline) {
         case .failure(let violation): return .failed("no HELLO from the helper: \(violation.text)")
         case .success(let frame):
-            guard frame.type == .hello, let announced = HelloFrame.helperSilence(frame.payload) else {
+            guard frame.type == .hello, let hello = HelloFrame.helperHello(frame.payload) else {
                 return .failed("bad HELLO from the helper")
             }
-            silence = min(max(Int64(announced), 1000), HelperClient.maximumSilenceMilliseconds) * 1_000_000
+            silence = min(max(Int64(hello.silence), 1000), HelperClient.maximumSilenceMilliseconds) * 1_000_000
         }
         // A helper that refused at once (too many prompts) has written its
         // answer and gone: the request then finds no reader, and the
@@ -100,6 +100,8 @@ public struct HelperClient<Conversation: Prompter> {
                     sent = channel.send(.userFallback, [], deadline: deadline)
                 }
                 if !sent { return .failed("the helper stopped reading") }
+            case .fallbackOffered:
+                prompter.offerFallback(printableMessage(frame.payload))
             case .result:
                 guard let result = HelperResult.decode(frame.payload) else { return .failed("helper: malformed RESULT") }
                 if result.method != .passcode { lastAnswer.wipe() }

@@ -27,6 +27,8 @@ struct SetuidHelperConnection: HelperConnection {
 /// wiped.
 struct PresenterConversation: Prompter, @unchecked Sendable {
     let presenter: LAPresenter?
+    /// The evaluation's buttons: the fallback one works once offered.
+    var control: LAEvaluationControl? = nil
 
     mutating func ask(_ text: String, into secret: SecretBuffer) -> PromptAnswer {
         secret.wipe()
@@ -54,5 +56,10 @@ struct PresenterConversation: Prompter, @unchecked Sendable {
 
     mutating func tell(_ text: String, _ kind: MessageKind) {
         presenter?.show(text, isError: kind == .error)
+    }
+
+    mutating func offerFallback(_ title: String) {
+        control?.offerFallback()
+        presenter?.offerFallback(title: title)
     }
 }

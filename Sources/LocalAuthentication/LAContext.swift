@@ -178,8 +178,10 @@ open class LAContext: NSObject, @unchecked Sendable {
         }
 
         request.tty = Terminal.onStandardInput()
+        // Apple's sheet: the reader at once, messages only; the fallback
+        // button after the first miss; the password asked only after it.
         request.presentation = [(literalBytes("policy"), literalBytes(policy.helperName)),
-                                (literalBytes("reason"), utf8Bytes(reason))]
+                                (literalBytes("reason"), utf8Bytes(reason)), (literalBytes("mode"), literalBytes("scan"))]
         if let fallback = settings.2 { request.presentation.append((literalBytes("fallback_title"), utf8Bytes(fallback))) }
         if let cancel = settings.3 { request.presentation.append((literalBytes("cancel_title"), utf8Bytes(cancel))) }
 
@@ -199,7 +201,8 @@ open class LAContext: NSObject, @unchecked Sendable {
         }
         guard started else { return .failure(LAError(.invalidContext)) }
         presenter.begin(reason: reason, cancelTitle: settings.3, fallbackTitle: settings.2, control: control)
-        let outcome = connection.run(request, conversation: PresenterConversation(presenter: presenter), control: pipe.read)
+        let outcome = connection.run(request, conversation: PresenterConversation(presenter: presenter, control: control),
+                                     control: pipe.read)
         presenter.dismiss()
         let verdict = verdict(of: outcome)
         if case .success(let state) = verdict { locked { _biometryType = .touchID; _domainState = state } }

@@ -52,6 +52,7 @@ public final class LAEvaluationControl: @unchecked Sendable {
     /// The write end of the evaluation's control pipe; -1 once it ended.
     private var fd: Int32
     private var invalidated = false
+    private var fallbackOffered = false
 
     init(fd: Int32) { self.fd = fd }
 
@@ -59,9 +60,26 @@ public final class LAEvaluationControl: @unchecked Sendable {
     public func cancel() { send(ClientChoice.userCancel.rawValue) }
 
     /// The fallback button: the password (policy owner) or `userFallback`
-    /// (policy biometrics). Before the first failed attempt the fallback is
-    /// not offered yet, and choosing it cancels.
-    public func fallback() { send(ClientChoice.userFallback.rawValue) }
+    /// (policy biometrics). It works only once the fallback was offered
+    /// (`LAPresenter.offerFallback`, after the first failed finger); before
+    /// that, and always when the app's fallback title is empty, it does
+    /// nothing.
+    public func fallback() {
+        lock.lock()
+        let offered = fallbackOffered
+        lock.unlock()
+        if offered { send(ClientChoice.userFallback.rawValue) }
+    }
+
+    /// Whether the fallback button may show now.
+    public var isFallbackOffered: Bool {
+        lock.lock(); defer { lock.unlock() }
+        return fallbackOffered
+    }
+
+    func offerFallback() {
+        lock.lock(); fallbackOffered = true; lock.unlock()
+    }
 
     /// True once the app called `invalidate()`: a presenter that is asking
     /// for the password stops asking (its answer would be ignored).
@@ -100,4 +118,12 @@ public protocol LAPresenter: AnyObject {
     func askSecret(_ prompt: String, into secret: LASecret) -> LASecretAnswer
     /// The evaluation ended; hide everything.
     func dismiss()
+    /// The fallback button (titled `title`) may show from now on: after the
+    /// first finger that was not recognized. Never called when the app's
+    /// fallback title is empty.
+    func offerFallback(title: String)
+}
+
+extension LAPresenter {
+    public func offerFallback(title: String) {}
 }

@@ -1,9 +1,11 @@
-// The default presenter: the terminal the app runs in (/dev/tty). Messages
-// are written to it, the password is read with echo off, and while the
-// reader waits for a finger Ctrl-C chooses the fallback once it is offered
-// (and cancels before), Ctrl-D cancels — as `localauth test` does. The
-// terminal's signal characters are off for the whole evaluation, so the
-// app never sees the Ctrl-C meant for the prompt.
+// The default presenter: the terminal the app runs in (/dev/tty), as
+// Apple's sheet on a terminal. Messages are written to it; while the reader
+// waits for a finger, Ctrl-C or Ctrl-D is Cancel and, once the
+// fallback is offered (after the first finger not recognized), Enter is the
+// fallback; other keys do nothing. Each is said on screen when it starts to
+// work. The password is read with echo off. The terminal's signal
+// characters are off for the whole evaluation, so the app never sees the
+// Ctrl-C meant for the sheet.
 import Foundation
 import LocalAuth
 import LocalAuthSystem
@@ -41,6 +43,7 @@ public final class TerminalPresenter: LAPresenter, @unchecked Sendable {
         defer { condition.unlock() }
         guard let fd = Terminal.openControlling() else { return }
         terminal = fd
+        try? Syscalls.writeAll(fd, utf8Bytes(SheetKeys.cancelHint(cancelTitle) + "\n"))
         saved = Terminal.keys(fd)
         wake = Syscalls.pipe()
         self.control = control
@@ -51,6 +54,11 @@ public final class TerminalPresenter: LAPresenter, @unchecked Sendable {
         let thread = Thread { [weak self] in self?.watchKeys() }
         watcher = thread
         thread.start()
+    }
+
+    public func offerFallback(title: String) {
+        guard terminal >= 0 else { return }
+        try? Syscalls.writeAll(terminal, utf8Bytes(SheetKeys.fallbackHint(title) + "\n"))
     }
 
     public func show(_ message: String, isError: Bool) {
@@ -133,8 +141,8 @@ public final class TerminalPresenter: LAPresenter, @unchecked Sendable {
         condition.unlock()
     }
 
-    /// The watcher thread: between prompts, Ctrl-C asks for the fallback
-    /// and Ctrl-D cancels.
+    /// The watcher thread: between prompts, Ctrl-C and Ctrl-D cancel,
+    /// and Enter asks for the fallback (which does nothing until offered).
     private func watchKeys() {
         while true {
             condition.lock()
@@ -171,8 +179,11 @@ public final class TerminalPresenter: LAPresenter, @unchecked Sendable {
                 condition.unlock()
                 continue
             }
-            if byte == 0x03 { control?.fallback() }
-            if byte == 0x04 { control?.cancel() }
+            switch SheetKeys.choice(byte, fallbackOffered: control?.isFallbackOffered ?? false) {
+            case .userCancel?: control?.cancel()
+            case .userFallback?: control?.fallback()
+            case .appCancel?, nil: break
+            }
         }
     }
 }

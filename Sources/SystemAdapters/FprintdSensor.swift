@@ -123,6 +123,13 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
     static var askGraceNanoseconds: Int64 { 1_000_000_000 }
 
     public mutating func verifyAttempt(deadline: Int64, onHint: (RetryHint) -> Void) -> AttemptEnd {
+        verifyAttempt(deadline: deadline, onHint: onHint, stillWanted: { true })
+    }
+
+    /// How often `stillWanted` is asked while the reader waits.
+    static var lookNanoseconds: Int64 { 500_000_000 }
+
+    public mutating func verifyAttempt(deadline: Int64, onHint: (RetryHint) -> Void, stillWanted: () -> Bool) -> AttemptEnd {
         guard let bus, let events, claimed else { return .deviceError }
         if verifying { finishVerifying() }
         drain()
@@ -141,6 +148,7 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
         // a Ctrl-C that comes first waits, briefly, for it.
         var readerAsked = false
         var askGraceEnds: Int64 = 0
+        var nextLook = clock.bootNanoseconds() + FprintdSensor.lookNanoseconds
         while true {
             // Dispatch what is there, but never past the deadline: a flood
             // of bus traffic must not keep the prompt here.
@@ -180,7 +188,11 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
                 return settle(after: .interrupted, unread: handled)
             }
             if now >= deadline { return settle(after: .timeout, unread: handled) }
-            let waitUntil = interrupted ? min(askGraceEnds, deadline) : deadline
+            if !interrupted && now >= nextLook {
+                nextLook = now + FprintdSensor.lookNanoseconds
+                if !stillWanted() { return settle(after: .sessionLeft, unread: handled) }
+            }
+            let waitUntil = interrupted ? min(askGraceEnds, deadline) : min(deadline, nextLook)
             let waitMilliseconds = Int32(min((waitUntil - now) / 1_000_000 + 1, 1000))
             guard let busRequest = bus.pollRequest else { return settle(after: .deviceError, unread: handled) }
             var requests = [busRequest]

@@ -66,6 +66,8 @@ public enum HelperService {
 final class ClientState {
     var cancelled = false
     var violation: ProtocolViolation? = nil
+    /// The protocol version the client spoke in its HELLO.
+    var version: UInt8 = HelperWire.oldestVersion
 }
 
 /// The engine's prompter over the channel: every message and prompt goes to
@@ -139,6 +141,14 @@ struct ChannelPrompter: Prompter {
         }
     }
 
+    /// FALLBACK_OFFERED, to a client that speaks it.
+    mutating func offerFallback(_ title: String) {
+        guard state.violation == nil, state.version >= 2 else { return }
+        if !channel.send(.fallbackOffered, utf8Bytes(title), deadline: sendDeadline()) {
+            state.violation = .channelError
+        }
+    }
+
     mutating func tell(_ text: String, _ kind: MessageKind) {
         guard state.violation == nil else { return }
         if !channel.send(kind == .error ? .errorText : .textInfo, utf8Bytes(text), deadline: sendDeadline()) {
@@ -199,11 +209,13 @@ struct HelperSession {
         }
         // HELLO, then the request, both within the opening deadline.
         switch channel.receive(deadline: opening) {
-        case .success(let frame) where frame.type == .hello && HelloFrame.isClientHello(frame.payload): break
+        case .success(let frame) where frame.type == .hello && HelloFrame.clientVersion(frame.payload) != nil:
+            state.version = HelloFrame.clientVersion(frame.payload) ?? HelperWire.oldestVersion
         case .success: return protocolFailure(.badHello, &log)
         case .failure(let violation): return protocolFailure(violation, &log)
         }
-        guard channel.send(.hello, HelloFrame.helper(silenceMilliseconds: UInt32(silence)), deadline: opening) else {
+        guard channel.send(.hello, HelloFrame.helper(silenceMilliseconds: UInt32(silence), version: state.version),
+                           deadline: opening) else {
             return protocolFailure(.channelError, &log)
         }
         let payload: [UInt8]

@@ -261,6 +261,46 @@ final class BiometryRulesTests: XCTestCase {
         XCTAssertTrue(w.prompter.saw(Text.locked), "\(w.prompter.told)")
     }
 
+    /// An app's sheet loses the person when the session locks or stops
+    /// being the user's active local one; logind's silence changes nothing.
+    func testWhenAnAppLosesThePerson() {
+        let rows: [(String, SeatObservation, Bool)] = [
+            ("the user's active session", .seen(session: session(), lidClosed: false), false),
+            ("the lid closed: the sheet stays", .seen(session: session(), lidClosed: true), false),
+            ("locked", .seen(session: session(locked: true), lidClosed: false), true),
+            ("switched away", .seen(session: session(active: false), lidClosed: false), true),
+            ("another user's session", .seen(session: session(uid: 1001), lidClosed: false), true),
+            ("no session", .seen(session: nil, lidClosed: false), true),
+            ("logind silent", .unanswered, false),
+            ("no logind", .noLogind, false),
+        ]
+        for (label, observation, lost) in rows {
+            XCTAssertEqual(BiometryRules.appLostThePerson(observation, user: alice), lost, label)
+        }
+        XCTAssertTrue(BiometryRules.cancelsWhenThePersonLeaves(service: bytes("localauth-app")))
+        XCTAssertFalse(BiometryRules.cancelsWhenThePersonLeaves(service: bytes("i3lock")))
+    }
+
+    /// The session locks while an app's sheet waits: systemCancel, the
+    /// attempt given back, a log line. sudo's wait is not an app's sheet.
+    func testASessionLockedDuringAnAppsSheetCancelsIt() {
+        let seat = FakeSeat(.seen(session: session(), lidClosed: false))
+        let w = World(seat: seat)
+        w.sensor.onVerify = { seat.observation = .seen(session: self.session(locked: true), lidClosed: false) }
+        let result = w.prompt(mode: .scan, service: "localauth-app", script: [SensorStep(.timeout)])
+        XCTAssertEqual(result.outcome, .failure(.systemCancel))
+        XCTAssertEqual(w.store.fingerprintFailures, 0, "given back")
+        XCTAssertTrue(w.log.has(.notice, "cancelled: the session locked"), "\(w.log)")
+        XCTAssertEqual(w.prompter.asked, [])
+
+        seat.observation = .seen(session: session(), lidClosed: false)
+        let sudo = World(seat: seat)
+        sudo.sensor.onVerify = { seat.observation = .seen(session: self.session(locked: true), lidClosed: false) }
+        _ = sudo.prompt(policy: .biometrics, script: [SensorStep(.timeout)])
+        XCTAssertFalse(sudo.log.has(.notice, "cancelled: the session locked"))
+        XCTAssertTrue(sudo.prompter.saw(Text.timedOut))
+    }
+
     func testLogindIsNotAskedWhenTheFingerIsUnusableAnyway() {
         let w = World(sensor: FakeSensor(.notEnrolled), seat: FakeSeat(.unanswered))
         XCTAssertEqual(w.prompt(answers: [rightAnswer]).outcome, .success(.passcode))

@@ -88,6 +88,13 @@ final class FakeSensor: FingerprintSensor {
         return step.end
     }
 
+    /// A step that waits without a verdict (`timeout`) ends as the real
+    /// sensor's would when `stillWanted` says no during the wait.
+    func verifyAttempt(deadline: Int64, onHint: (RetryHint) -> Void, stillWanted: () -> Bool) -> AttemptEnd {
+        let end = verifyAttempt(deadline: deadline, onHint: onHint)
+        return end == .timeout && !stillWanted() ? .sessionLeft : end
+    }
+
     func close() {
         closeRequests += 1
         if isOpen { closeCalls += 1 }
@@ -216,6 +223,10 @@ final class FakePrompter: Prompter {
     func tell(_ text: String, _ kind: MessageKind) {
         told.append(Told(text: text, kind: kind))
     }
+
+    /// The fallback titles offered, and after how many messages each.
+    private(set) var offered: [(title: String, afterMessages: Int)] = []
+    func offerFallback(_ title: String) { offered.append((title, told.count)) }
 
     func saw(_ fragment: String) -> Bool { told.contains { $0.text.contains(fragment) } }
     func saw(_ fragment: String, kind: MessageKind) -> Bool { told.contains { $0.kind == kind && $0.text.contains(fragment) } }

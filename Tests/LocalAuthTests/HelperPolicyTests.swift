@@ -88,6 +88,8 @@ final class HelperPolicyTests: XCTestCase {
             ("prompt asked", "prompt", "i3lock", .prompt),
             ("a password service", nil, "gdm-password", .password),
             ("a password service, terminal asked", "terminal", "gdm-password", .password),
+            ("an app: Apple's sheet", nil, "localauth-app", .scan),
+            ("an app asking for prompt mode", "prompt", "localauth-app", .prompt),
         ]
         for (label, asked, service, expected) in rows {
             let presentation = asked.map { [("mode", $0)] } ?? []

@@ -29,12 +29,17 @@ final class HelperProtocolTests: XCTestCase {
     }
 
     func testHello() {
-        XCTAssertTrue(HelloFrame.isClientHello(HelloFrame.client()))
-        XCTAssertFalse(HelloFrame.isClientHello(bytes("LAH") + [2]))
-        XCTAssertFalse(HelloFrame.isClientHello(HelloFrame.client() + [0]))
-        XCTAssertEqual(HelloFrame.helperSilence(HelloFrame.helper(silenceMilliseconds: 40_000)), 40_000)
-        XCTAssertNil(HelloFrame.helperSilence(HelloFrame.client()))
-        XCTAssertNil(HelloFrame.helperSilence(bytes("LAH") + [2, 0, 0, 0, 1]))
+        // Version 2 is spoken, and version 1 still: a helper answers in the
+        // client's version; before it knows it (a refusal), in the oldest.
+        XCTAssertEqual(HelloFrame.clientVersion(HelloFrame.client()), 2)
+        XCTAssertEqual(HelloFrame.clientVersion(bytes("LAH") + [1]), 1)
+        XCTAssertNil(HelloFrame.clientVersion(bytes("LAH") + [3]))
+        XCTAssertNil(HelloFrame.clientVersion(bytes("LAH") + [0]))
+        XCTAssertNil(HelloFrame.clientVersion(HelloFrame.client() + [0]))
+        XCTAssertEqual(HelloFrame.helperHello(HelloFrame.helper(silenceMilliseconds: 40_000, version: 2))?.silence, 40_000)
+        XCTAssertEqual(HelloFrame.helperHello(HelloFrame.helper(silenceMilliseconds: 40_000))?.version, 1)
+        XCTAssertNil(HelloFrame.helperHello(HelloFrame.client()))
+        XCTAssertNil(HelloFrame.helperHello(bytes("LAH") + [3, 0, 0, 0, 1]))
     }
 
     func testRequestRoundTrip() {

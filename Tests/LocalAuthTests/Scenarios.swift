@@ -59,6 +59,8 @@ struct Scenario {
     var says: [String] = []
     var saysError: [String] = []
     var saysNot: [String] = []
+    /// The fallback offers (their titles) the conversation got, when checked.
+    var fallbackOffers: [String]? = nil
     var logs: [(LogLevel, String)] = []
     /// The store must never be touched (R1, R14).
     var storeUntouched = false
@@ -988,6 +990,28 @@ func scenarios() -> [Scenario] {
         $0.prompts = []
         $0.says = [Text.locked]
     }
+    add("R16 apps' sheet: the fallback offered after the first miss, once; then chosen", .owner) {
+        $0.mode = .scan
+        $0.script = [.noMatch, SensorStep(.interrupted)]
+        $0.choices = [.fallback]
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.f = 0; $0.p = 0
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.says = [Text.place, Text.noMatchTryAgain]
+        $0.fallbackOffers = ["Enter Password"]
+    }
+    add("R16 apps' sheet: an empty fallback title is never offered", .biometrics) {
+        $0.mode = .scan
+        $0.configure = { $0.fallbackTitle = [] }
+        $0.script = [.noMatch, .noMatch, .noMatch]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+        $0.f = 3
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 3
+        $0.fallbackOffers = []
+    }
     add("R16 owner scan mode: the misses used up, then the password prompt", .owner) {
         $0.mode = .scan
         $0.script = [.noMatch, .noMatch, .noMatch]
@@ -1170,6 +1194,7 @@ final class ScenarioTests: XCTestCase {
         for fragment in s.saysNot {
             XCTAssertFalse(prompter.saw(fragment), "\(label): unexpected message \"\(fragment)\" in \(prompter.told)")
         }
+        if let offers = s.fallbackOffers { XCTAssertEqual(prompter.offered.map(\.title), offers, "\(label): fallback offers") }
         if s.storeUntouched && s.scope != .unknownUser { XCTAssertEqual(prompter.told, [], "\(label): said something") }
         for (level, fragment) in s.logs {
             XCTAssertTrue(world.log.has(level, fragment), "\(label): missing log \(level) \"\(fragment)\" in \(world.log.entries)")

@@ -53,6 +53,7 @@ final class RecordingPresenter: LAPresenter, @unchecked Sendable {
     var answers: [(LASecretAnswer, String)]
     var control: LAEvaluationControl?
     var began = 0, dismissed = 0
+    var fallbackTitles: [String] = []
 
     init(answers: [(LASecretAnswer, String)] = []) { self.answers = answers }
 
@@ -69,6 +70,7 @@ final class RecordingPresenter: LAPresenter, @unchecked Sendable {
         return answer
     }
     func dismiss() { dismissed += 1 }
+    func offerFallback(title: String) { fallbackTitles.append(title) }
 }
 
 func evaluated(_ pam: PAMCode, _ error: LocalAuth.LAError? = nil, method: AuthenticationMethod? = nil,
@@ -164,7 +166,7 @@ final class LAContextTests: XCTestCase {
         let fields = Dictionary(uniqueKeysWithValues: (request?.presentation ?? []).map { (String(decoding: $0.0, as: UTF8.self),
                                                                                            String(decoding: $0.1, as: UTF8.self)) })
         XCTAssertEqual(fields, ["policy": "biometrics", "reason": "unlock the vault", "fallback_title": "Use Passphrase",
-                                "cancel_title": "Not now"])
+                                "cancel_title": "Not now", "mode": "scan"])
     }
 
     func testAnEmptyFallbackTitleIsPassedOnToHideTheFallback() {
@@ -275,19 +277,28 @@ final class LAContextTests: XCTestCase {
         XCTAssertEqual(connection.requests.count, 1)
     }
 
-    /// The presenter's buttons reach the helper as the person's choices.
+    /// The presenter's buttons reach the helper as the person's choices;
+    /// the fallback button only once the helper offered the fallback (a
+    /// press before that goes nowhere), and the offer reaches the presenter
+    /// with its title.
     func testThePresentersButtonsBecomeChoices() {
         for (press, expected) in [(ClientChoice.userCancel, LocalAuth.LAError.userCancel), (.userFallback, .userFallback)] {
             let presenter = RecordingPresenter()
-            let connection = ScriptedConnection { _, _, control in
-                presenter.control.map { press == .userCancel ? $0.cancel() : $0.fallback() }
-                guard let control, let byte = Syscalls.readByte(control) else { return .failed("no control") }
+            let connection = ScriptedConnection { _, conversation, control in
+                guard let buttons = presenter.control, let control else { return .failed("no control") }
+                buttons.fallback()                     // not offered yet: nothing is sent
+                XCTAssertFalse(buttons.isFallbackOffered)
+                conversation.offerFallback("Use Passphrase")
+                XCTAssertTrue(buttons.isFallbackOffered)
+                press == .userCancel ? buttons.cancel() : buttons.fallback()
+                guard let byte = Syscalls.readByte(control) else { return .failed("no byte") }
                 return byte == press.rawValue ? evaluated(.conversationError, expected) : .failed("wrong byte \(byte)")
             }
             let (_, error, _) = evaluate(context(connection, presenter: presenter), .deviceOwnerAuthenticationWithBiometrics)
             XCTAssertEqual((error as? LAError)?.code.rawValue, Int(expected.rawValue))
             XCTAssertEqual(presenter.began, 1)
             XCTAssertEqual(presenter.dismissed, 1)
+            XCTAssertEqual(presenter.fallbackTitles, ["Use Passphrase"])
         }
     }
 
