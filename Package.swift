@@ -42,12 +42,16 @@ let package = Package(
         .executableTarget(name: "localauth-helper", dependencies: ["LocalAuth", "LocalAuthSystem", "SystemAdapters"], path: "Sources/LocalAuthHelper",
                           swiftSettings: strict),
         .executableTarget(name: "LocalAuthCommand", dependencies: ["LocalAuthCLI"], path: "Sources/localauth", swiftSettings: strict),
-        // Apps: the two examples (run by `make demo`) and a file that uses only
+        // Apps: the examples (run by `make demo`) and a file that uses only
         // Apple's API, compiled in every build.
         .executableTarget(name: "localauth-example-payment", dependencies: ["LocalAuthentication"],
                           path: "Examples/PaymentConfirmation", swiftSettings: strict),
         .executableTarget(name: "localauth-example-unlock", dependencies: ["LocalAuthentication"],
                           path: "Examples/BiometricUnlock", swiftSettings: strict),
+        .executableTarget(name: "localauth-example-fingerprint-only", dependencies: ["LocalAuthentication"],
+                          path: "Examples/FingerprintOnly", swiftSettings: strict),
+        .executableTarget(name: "localauth-example-wrapper", dependencies: ["LocalAuthentication"],
+                          path: "Examples/CallbackWrapper", swiftSettings: strict),
         .target(name: "AppleAPICompatibility", dependencies: ["LocalAuthentication"], path: "Tests/AppleAPICompatibility",
                 swiftSettings: strict),
         // Test support.

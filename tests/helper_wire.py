@@ -5,9 +5,11 @@ import struct
 
 HELLO, REQUEST = 0x01, 0x02
 TEXT_INFO, ERROR_TEXT, PROMPT_OFF, PROMPT_ON = 0x10, 0x11, 0x12, 0x13
+FALLBACK_OFFERED = 0x14                 # version 2
 REPLY, NO_ANSWER, CANCEL, USER_CANCEL, USER_FALLBACK = 0x20, 0x21, 0x22, 0x23, 0x24
 RESULT = 0x30
-CLIENT_HELLO = b"LAH\x01"
+CLIENT_HELLO = b"LAH\x01"              # version 1: what most tests speak (a helper still answers it)
+CLIENT_HELLO_V2 = b"LAH\x02"           # version 2: FALLBACK_OFFERED
 STATUS_EVALUATED, STATUS_REFUSED, STATUS_NOT_PRIVILEGED, STATUS_INTERNAL = 0, 1, 2, 3
 
 

@@ -27,8 +27,8 @@ import pytest
 
 from fprint_rig import FprintRig, RigError
 from lockers import descendants, helper_pids, wait_for
-from helper_wire import (CANCEL, USER_CANCEL, USER_FALLBACK, CLIENT_HELLO, ERROR_TEXT, HELLO, NO_ANSWER, PROMPT_OFF, REPLY, REQUEST, RESULT,
-                         STATUS_EVALUATED, STATUS_NOT_PRIVILEGED, STATUS_REFUSED, TEXT_INFO, converse, frame,
+from helper_wire import (CANCEL, USER_CANCEL, USER_FALLBACK, CLIENT_HELLO, CLIENT_HELLO_V2, FALLBACK_OFFERED, ERROR_TEXT,
+                         HELLO, NO_ANSWER, PROMPT_OFF, REPLY, REQUEST, RESULT, STATUS_EVALUATED, STATUS_NOT_PRIVILEGED, STATUS_REFUSED, TEXT_INFO, converse, frame,
                          read_frame, request)
 from pamenv import BUILD, HARNESS, localauth_command, parse_run, run_in_terminal
 from private_world import HELPER, HELPER_PATH, PrivateWorld
@@ -147,13 +147,13 @@ class HelperProcess:
                                      stderr=subprocess.PIPE, env=w.env(USER), pass_fds=pass_fds)
         theirs.close()
 
-    def hello(self):
-        self.sock.sendall(frame(HELLO, CLIENT_HELLO))
+    def hello(self, version=CLIENT_HELLO):
+        self.sock.sendall(frame(HELLO, version))
         kind, payload = read_frame(self.sock)
-        assert kind == HELLO and payload[:4] == CLIENT_HELLO, (kind, payload)
+        assert kind == HELLO and payload[:4] == version, (kind, payload)   # answered in the client's version
 
-    def ask(self, **fields):
-        self.hello()
+    def ask(self, hello=CLIENT_HELLO, **fields):
+        self.hello(hello)
         self.sock.sendall(frame(REQUEST, request(**fields)))
 
     def wait(self, timeout=30):
@@ -883,6 +883,42 @@ def test_helper_user_fallback_after_a_miss_asks_for_the_password(w, helpers, rig
     assert h.wait() == 0
     assert w.counts(UID) == (0, 0)
     rig.wait_until_claimable(USER, timeout=10)
+
+
+@pytest.mark.parametrize("hello", [CLIENT_HELLO_V2, CLIENT_HELLO], ids=["version 2", "version 1"])
+def test_an_apps_sheet_scans_at_once_and_offers_the_fallback_after_a_miss(w, helpers, rig, hello):
+    """Service localauth-app: no prompt, the instruction, a miss, then (to a
+    version-2 client) FALLBACK_OFFERED with the app's title; the fallback
+    then asks the password under that title. A version-1 client gets the
+    same conversation without the new frame."""
+    h = helpers()
+    rig.feed([MISS])
+    h.ask(hello=hello, service="localauth-app", fallback_title="Use Passphrase", reason="pay 3 EUR")
+    kind, text = read_frame(h.sock)
+    assert kind == TEXT_INFO and "pay 3 EUR" in text.decode(), (kind, text)
+    assert read_frame(h.sock) == (ERROR_TEXT, b"Fingerprint not recognized. Try again.")
+    if hello == CLIENT_HELLO_V2:
+        assert read_frame(h.sock) == (FALLBACK_OFFERED, b"Use Passphrase")
+    assert rig.feed_wait(timeout=30).ok
+    wait_counts(w, (2, 0))                 # the miss, and the next attempt's charge
+    h.sock.sendall(frame(USER_FALLBACK))
+    messages, result = converse(h.sock, [PASSWORD])
+    assert messages == [(PROMPT_OFF, "Use Passphrase: ")], messages
+    assert result["pam"] == PAM_SUCCESS, (messages, result)
+    assert h.wait() == 0
+    assert w.counts(UID) == (0, 0)
+    rig.wait_until_claimable(USER, timeout=10)
+
+
+def test_an_apps_sheet_with_an_empty_title_never_offers_the_fallback(w, helpers, rig):
+    h = helpers()
+    rig.feed([MISS] * 3)
+    h.ask(hello=CLIENT_HELLO_V2, service="localauth-app", policy="biometrics", fallback_title="")
+    messages, result = converse(h.sock)
+    assert rig.feed_wait(timeout=30).ok
+    assert [kind for kind, _ in messages] == [TEXT_INFO, ERROR_TEXT, ERROR_TEXT, ERROR_TEXT], messages
+    assert result["pam"] == PAM_AUTH_ERR and h.wait() == 1
+    assert w.counts(UID) == (3, 0)
 
 
 def test_helper_user_fallback_at_the_first_prompt_is_user_fallback_for_biometrics(w, helpers):

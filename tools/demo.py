@@ -128,22 +128,36 @@ def app_part(rig, base):
     world.password_entered(user)
     print("  (appuser has typed the password once since this boot, so the finger is enough)")
     try:
-        session("localauth-example-payment 12.50   # the finger", [swift_bin() / "localauth-example-payment", "12.50 EUR"],
-                [("fingerprint:", "\r"), ("confirmed", None)], [match])
-        session("localauth-example-payment   # three misses, then the password under the app's title",
-                [swift_bin() / "localauth-example-payment"],
-                [("fingerprint:", "\r"), ("Use Password:", password + "\r"), ("confirmed", None)], [miss] * 3)
         from fprint_rig import FPRINT_NAME, _Client
         listener = _Client(rig.bus_address)
         seen = []
         listener.subscribe(FPRINT_NAME, None, None, None, lambda s, p, i, m, a: seen.append((m, a)))
 
-        def reader_waits_again():
-            listener.pump(lambda: sum(m == "VerifyFingerSelected" for m, _ in seen) >= 2, 20)
+        def reader_waits(times):
+            return lambda: listener.pump(lambda: sum(m == "VerifyFingerSelected" for m, _ in seen) >= times, 20)
+
+        def fresh():
+            """Forget the signals of the run before (read what is queued first)."""
+            listener.pump(lambda: False, 0.3)
+            seen.clear()
         try:
-            session("localauth-example-unlock   # biometrics only: a miss, Ctrl-C for the app's own password",
+            session("localauth-example-payment 12.50   # the sheet: the reader at once, only Cancel; the finger",
+                    [swift_bin() / "localauth-example-payment", "12.50 EUR"], [("confirmed", None)], [match])
+            fresh()
+            session("localauth-example-payment   # a miss offers the app's fallback title; Enter, then the password",
+                    [swift_bin() / "localauth-example-payment"],
+                    [("[Enter: Use Password]", None), (reader_waits(2), "\r"), ("Use Password:", password + "\r"),
+                     ("confirmed", None)], [miss])
+            fresh()
+            session("localauth-example-fingerprint-only   # the fallback hidden (empty title): three misses end it",
+                    [swift_bin() / "localauth-example-fingerprint-only"], [("not approved", None)], [miss] * 3)
+            fresh()
+            session("localauth-example-wrapper   # four callbacks: success",
+                    [swift_bin() / "localauth-example-wrapper"], [("success:", None)], [match])
+            fresh()
+            session("localauth-example-unlock   # biometrics only: a miss, Enter for the app's own password",
                     [swift_bin() / "localauth-example-unlock"],
-                    [("fingerprint:", "\r"), ("Try again.", None), (reader_waits_again, "\x03"),
+                    [("[Enter: Enter Vault Password]", None), (reader_waits(2), "\r"),
                      ("Vault password:", "open sesame\r"), ("unlocked", None)], [miss])
         finally:
             listener.close()

@@ -17,7 +17,7 @@ guard context.canEvaluatePolicy(.deviceOwnerAuthentication, error: &preflightErr
     exit(1)
 }
 if context.biometryType == .touchID {
-    print("Touch the fingerprint reader to pay \(amount), or type your password.")
+    print("Touch the fingerprint reader to pay \(amount).")
 }
 
 let finished = DispatchSemaphore(value: 0)

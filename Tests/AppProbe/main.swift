@@ -5,8 +5,13 @@
 // SIGUSR2 presses the cancel button, SIGWINCH the fallback button.
 //   la-app-probe [--policy owner|biometrics] [--reason TEXT] [--answer A]...
 //                [--fallback-title T] [--non-interactive] [--preflight] [--reuse SECONDS]
+//                [--fallback-when-offered] [--cancel-at-first-message]
 // An answer "<fallback>" or "<cancel>" presses that button at the prompt.
-// The last line is "result: success" or "result: <name> <code>".
+// --fallback-when-offered presses the fallback button as soon as the sheet
+// shows it; --cancel-at-first-message presses Cancel once the sheet shows
+// its first message (the reader then waits). The fallback's appearance is
+// the line "fallback offered: <title>". The last line is
+// "result: success" or "result: <name> <code>".
 import Foundation
 import LocalAuthentication
 
@@ -14,6 +19,8 @@ final class ScriptedPresenter: LAPresenter, @unchecked Sendable {
     var answers: [String]
     let lock = NSLock()
     var control: LAEvaluationControl?
+    var fallbackWhenOffered = false
+    var cancelAtFirstMessage = false
 
     init(answers: [String]) { self.answers = answers }
 
@@ -25,7 +32,17 @@ final class ScriptedPresenter: LAPresenter, @unchecked Sendable {
         lock.lock(); self.control = control; lock.unlock()
         say("begin: \(reason)")
     }
-    func show(_ message: String, isError: Bool) { say("\(isError ? "error" : "info"): \(message)") }
+    func show(_ message: String, isError: Bool) {
+        say("\(isError ? "error" : "info"): \(message)")
+        if cancelAtFirstMessage {
+            cancelAtFirstMessage = false
+            press(false)
+        }
+    }
+    func offerFallback(title: String) {
+        say("fallback offered: \(title)")
+        if fallbackWhenOffered { press(true) }
+    }
     func askSecret(_ prompt: String, into secret: LASecret) -> LASecretAnswer {
         say("prompt: \(prompt)")
         guard !answers.isEmpty else { return .cancel }
@@ -42,6 +59,7 @@ final class ScriptedPresenter: LAPresenter, @unchecked Sendable {
     func press(_ fallback: Bool) {
         lock.lock(); let control = self.control; lock.unlock()
         if fallback { control?.fallback() } else { control?.cancel() }
+        say(fallback ? "pressed: fallback" : "pressed: cancel")
     }
 }
 
@@ -53,6 +71,8 @@ var fallbackTitle: String? = nil
 var nonInteractive = false
 var preflightOnly = false
 var reuse: TimeInterval = 0
+var fallbackWhenOffered = false
+var cancelAtFirstMessage = false
 while !arguments.isEmpty {
     let name = arguments.removeFirst()
     switch name {
@@ -63,6 +83,8 @@ while !arguments.isEmpty {
     case "--non-interactive": nonInteractive = true
     case "--preflight": preflightOnly = true
     case "--reuse": reuse = TimeInterval(arguments.removeFirst()) ?? 0
+    case "--fallback-when-offered": fallbackWhenOffered = true
+    case "--cancel-at-first-message": cancelAtFirstMessage = true
     default:
         FileHandle.standardError.write(Data("la-app-probe: unknown argument \(name)\n".utf8))
         exit(2)
@@ -71,6 +93,8 @@ while !arguments.isEmpty {
 
 let context = LAContext()
 let presenter = ScriptedPresenter(answers: answers)
+presenter.fallbackWhenOffered = fallbackWhenOffered
+presenter.cancelAtFirstMessage = cancelAtFirstMessage
 context.presenter = presenter
 context.localizedFallbackTitle = fallbackTitle
 context.interactionNotAllowed = nonInteractive
