@@ -134,6 +134,17 @@ public enum BiometryRules {
         bytesEqual(service, "localauth-app")
     }
 
+    /// For a root caller acting for a name: whether the reader is kept out
+    /// without a word (R14): outside the account's own session, or when
+    /// logind does not answer. Without logind the rules do not apply.
+    public static func keepsQuietForANamedAccount(_ observation: SeatObservation, user: UserIdentity) -> Bool {
+        switch observation {
+        case .noLogind: return false
+        case .unanswered: return true
+        case .seen: return outsideTargetSession(observation, user: user)
+        }
+    }
+
     /// Whether logind places the caller outside `user`'s own active local
     /// session on a seat (a login screen, a greeter, another user's or a
     /// remote session); false when logind is absent or did not answer.

@@ -155,13 +155,12 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         // account's own session, so the reader is not used there (R17);
         // and nothing is said about why: a lockout, a password rule or the
         // session rule exists only for an enrolled name, and an unknown
-        // name hears none of them (R14). logind is asked once, and only
-        // when the reader could be used.
+        // name hears none of them (R14). Such a caller asks logind once for
+        // every name, with a reader or not, known or not (the look-alike
+        // asks too), so that the time to the prompt tells nothing either.
         var observation: SeatObservation? = nil
-        if biometryError == nil && request.callerActsForAName {
-            observation = seat.observe()
-        }
-        if let observation, BiometryRules.outsideTargetSession(observation, user: user) {
+        if request.callerActsForAName { observation = seat.observe() }
+        if biometryError == nil, let observation, BiometryRules.keepsQuietForANamedAccount(observation, user: user) {
             biometryError = .biometryNotAvailable
             ledger.log.log(.notice, "no fingerprint for \(printableText(user.name)) (uid \(user.uid)) from service "
                            + "\(printableText(request.service)): \(TouchDenial.notActiveSession.statusText) (not said)")
@@ -238,6 +237,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         let nameFits = !request.userName.isEmpty && request.userName.count <= RecordFormat.maxNameLength
         let readable = nameFits ? ledger.snapshot(pseudo) != nil : true
         _ = sensor.availability(userName: request.userName)
+        if request.callerActsForAName { _ = seat.observe() }     // as a known name's prompt does
         // A store that fails is said as for a known user, in both policies.
         guard readable else { return notRecorded(request) }
         if policy == .biometrics { return EvaluationResult(.failure(.biometryNotAvailable)) }

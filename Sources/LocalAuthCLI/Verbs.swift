@@ -408,8 +408,8 @@ func evaluateCommand(_ arguments: Arguments) throws -> ExitCode {
     var request = HelperRequest()
     request.service = literalBytes("localauth-app")
     request.tty = Terminal.onStandardInput()
-    // Apple's sheet, as for the library: the reader at once, the fallback after a miss.
-    request.presentation = [(literalBytes("policy"), utf8Bytes(policy.name)), (literalBytes("mode"), literalBytes("scan"))]
+    // Apple's sheet, as for the library: the helper's mode for apps.
+    request.presentation = [(literalBytes("policy"), utf8Bytes(policy.name))]
     if let reason = arguments.values["--reason"] {
         guard !reason.isEmpty else { throw CLIError("--reason must not be empty", .usage) }
         request.presentation.append((literalBytes("reason"), utf8Bytes(reason)))

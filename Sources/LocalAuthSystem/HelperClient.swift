@@ -46,6 +46,7 @@ public struct HelperClient<Conversation: Prompter> {
         let helloDeadline = Syscalls.bootTimeNanoseconds() + HelperClient.helloMilliseconds * 1_000_000
         guard channel.send(.hello, HelloFrame.client(), deadline: helloDeadline) else { return .failed("the helper did not take HELLO") }
         let silence: Int64
+        let helperVersion: UInt8
         switch channel.receive(deadline: helloDeadline) {
         case .failure(let violation): return .failed("no HELLO from the helper: \(violation.text)")
         case .success(let frame):
@@ -53,6 +54,7 @@ public struct HelperClient<Conversation: Prompter> {
                 return .failed("bad HELLO from the helper")
             }
             silence = min(max(Int64(hello.silence), 1000), HelperClient.maximumSilenceMilliseconds) * 1_000_000
+            helperVersion = hello.version
         }
         // A helper that refused at once (too many prompts) has written its
         // answer and gone: the request then finds no reader, and the
@@ -101,6 +103,8 @@ public struct HelperClient<Conversation: Prompter> {
                 }
                 if !sent { return .failed("the helper stopped reading") }
             case .fallbackOffered:
+                // Version 2's frame; a helper that answered in version 1 has no business sending it.
+                guard helperVersion >= 2 else { return .failed("helper: \(ProtocolViolation.outOfOrder(frame.type).text)") }
                 prompter.offerFallback(printableMessage(frame.payload))
             case .result:
                 guard let result = HelperResult.decode(frame.payload) else { return .failed("helper: malformed RESULT") }

@@ -178,10 +178,10 @@ open class LAContext: NSObject, @unchecked Sendable {
         }
 
         request.tty = Terminal.onStandardInput()
-        // Apple's sheet: the reader at once, messages only; the fallback
-        // button after the first miss; the password asked only after it.
+        // The helper shows apps Apple's sheet (scan mode) unless the
+        // administrator's configuration says otherwise.
         request.presentation = [(literalBytes("policy"), literalBytes(policy.helperName)),
-                                (literalBytes("reason"), utf8Bytes(reason)), (literalBytes("mode"), literalBytes("scan"))]
+                                (literalBytes("reason"), utf8Bytes(reason))]
         if let fallback = settings.2 { request.presentation.append((literalBytes("fallback_title"), utf8Bytes(fallback))) }
         if let cancel = settings.3 { request.presentation.append((literalBytes("cancel_title"), utf8Bytes(cancel))) }
 

@@ -149,6 +149,9 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
         var readerAsked = false
         var askGraceEnds: Int64 = 0
         var nextLook = clock.bootNanoseconds() + FprintdSensor.lookNanoseconds
+        // What ends the wait once `interrupted`: the person's Ctrl-C (or the
+        // client's cancel), or an app that lost the person.
+        var stopReason = StopReason.interrupted
         while true {
             // Dispatch what is there, but never past the deadline: a flood
             // of bus traffic must not keep the prompt here.
@@ -185,12 +188,22 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
             // handled, and the stop then reads what fprintd sent before it.
             let now = clock.bootNanoseconds()
             if interrupted && (readerAsked || now >= askGraceEnds || now >= deadline) {
-                return settle(after: .interrupted, unread: handled)
+                return settle(after: stopReason, unread: handled)
             }
             if now >= deadline { return settle(after: .timeout, unread: handled) }
             if !interrupted && now >= nextLook {
-                nextLook = now + FprintdSensor.lookNanoseconds
-                if !stillWanted() { return settle(after: .sessionLeft, unread: handled) }
+                if !stillWanted() {
+                    // Stopped as for a Ctrl-C: once the reader has said it
+                    // waits (or briefly), so that the stop can prove no
+                    // finger was judged.
+                    interrupted = true
+                    stopReason = .sessionLeft
+                    askGraceEnds = clock.bootNanoseconds() + FprintdSensor.askGraceNanoseconds
+                }
+                // The look is a call on this connection: fprintd's messages
+                // that came meanwhile wait in its queue, handled first.
+                nextLook = clock.bootNanoseconds() + FprintdSensor.lookNanoseconds
+                continue
             }
             let waitUntil = interrupted ? min(askGraceEnds, deadline) : min(deadline, nextLook)
             let waitMilliseconds = Int32(min((waitUntil - now) / 1_000_000 + 1, 1000))

@@ -241,22 +241,32 @@ final class BiometryRulesTests: XCTestCase {
     /// account exactly what it hears of an unknown name: the password
     /// prompt alone. A caller in its own session (sudo) is told why.
     func testALoginScreenHearsNothingOfTheAccountsReader() {
-        for (label, record) in [("locked", storedRecord(f: 5)), ("enrolled", storedRecord()), ("lid closed too", storedRecord(f: 5))] {
-            let seat = FakeSeat(.seen(session: nil, lidClosed: label == "lid closed too"))
-            let w = World(store: FakeStore(record), seat: seat)
+        let outside = SeatObservation.seen(session: nil, lidClosed: false)
+        let rows: [(String, StateRecord, SeatObservation, FakeSensor)] = [
+            ("locked", storedRecord(f: 5), outside, FakeSensor()),
+            ("enrolled", storedRecord(), outside, FakeSensor()),
+            ("lid closed too", storedRecord(f: 5), .seen(session: nil, lidClosed: true), FakeSensor()),
+            ("logind silent", storedRecord(f: 5), .unanswered, FakeSensor()),
+            ("no finger enrolled", storedRecord(), outside, FakeSensor(.notEnrolled)),
+        ]
+        for (label, record, observation, sensor) in rows {
+            let w = World(sensor: sensor, store: FakeStore(record), seat: FakeSeat(observation))
             XCTAssertEqual(w.prompt(mode: .prompt, service: "lightdm", answers: [rightAnswer], actsForAName: true).outcome,
                            .success(.passcode), label)
             XCTAssertEqual(w.prompter.told, [], "\(label): \(w.prompter.told)")
             XCTAssertEqual(w.prompter.asked, [Text.passcodePrompt], label)
             XCTAssertEqual(w.sensor.openCalls, 0, label)
+            // Every name's prompt asks logind once, so that the time to the
+            // prompt does not tell them apart either.
             XCTAssertEqual(w.seat.observeCalls, 1, "\(label): logind asked once")
-            let unknown = World(seat: seat)
+            let unknown = World(seat: FakeSeat(observation))
             _ = unknown.prompt(mode: .prompt, scope: .unknownUser, service: "lightdm", answers: [rightAnswer], actsForAName: true)
             XCTAssertEqual(unknown.prompter.told, w.prompter.told, label)
             XCTAssertEqual(unknown.prompter.asked, w.prompter.asked, label)
+            XCTAssertEqual(unknown.seat.observeCalls, 1, label)
         }
         // sudo in a session that is not the active one: told why.
-        let w = World(store: FakeStore(storedRecord(f: 5)), seat: FakeSeat(.seen(session: nil, lidClosed: false)))
+        let w = World(store: FakeStore(storedRecord(f: 5)), seat: FakeSeat(outside))
         _ = w.prompt(answers: [rightAnswer])
         XCTAssertTrue(w.prompter.saw(Text.locked), "\(w.prompter.told)")
     }

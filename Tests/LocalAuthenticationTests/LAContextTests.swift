@@ -166,7 +166,7 @@ final class LAContextTests: XCTestCase {
         let fields = Dictionary(uniqueKeysWithValues: (request?.presentation ?? []).map { (String(decoding: $0.0, as: UTF8.self),
                                                                                            String(decoding: $0.1, as: UTF8.self)) })
         XCTAssertEqual(fields, ["policy": "biometrics", "reason": "unlock the vault", "fallback_title": "Use Passphrase",
-                                "cancel_title": "Not now", "mode": "scan"])
+                                "cancel_title": "Not now"])
     }
 
     func testAnEmptyFallbackTitleIsPassedOnToHideTheFallback() {
