@@ -63,7 +63,7 @@ override LIBEXECDIR := $(patsubst %/,%,$(dir $(HELPER_PATH)))
 MODULE_OBJECTS := $(BUILD)/pam_localauth.o $(BUILD)/libc_shim.o $(BUILD)/system_shim.o \
 	$(BUILD)/LocalAuth.o $(BUILD)/LocalAuthSystem.o $(BUILD)/SystemAdapters.o $(BUILD)/PAMModule.o
 
-.PHONY: all module cli demo test unit-test integration-test install uninstall clean deps tools test-artifacts helper-path
+.PHONY: all module cli demo test unit-test integration-test install uninstall clean deps build-deps tools test-artifacts helper-path
 
 all: module
 
@@ -170,6 +170,10 @@ tools: test-artifacts
 
 deps:
 	bash tools/install-deps.sh
+
+# Only what building needs (the module, the tool, the package).
+build-deps:
+	bash tools/install-deps.sh build
 
 demo: module $(BUILD)/pamharness
 	$(PYTHON) tools/demo.py

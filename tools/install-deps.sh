@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # Installs what building, the demonstration and the tests need on a fresh
 # Debian 12 machine that has only the Swift toolchain. Run as root.
+#   install-deps.sh          everything (make deps: the demonstration and the tests)
+#   install-deps.sh build    only what building the module, the tool and the
+#                            package needs (make build-deps)
 set -euo pipefail
-packages=(
+build=(
     make gcc binutils pkg-config util-linux
     libpam0g-dev libsystemd-dev          # the module's C libraries
+    dpkg-dev                             # make deb: dpkg-shlibdeps, dpkg-parsechangelog
+)
+packages=(
+    "${build[@]}"
     libpam-modules libpam-runtime        # pam_unix, pam_deny, pam_exec, ...
     libpam-wrapper libnss-wrapper        # real libpam with private service files and users
     pamtester python3 python3-pytest openssl dbus-bin  # test drivers
@@ -21,8 +28,13 @@ packages=(
     polkitd pkexec                       # the real polkit end to end (polkitd, its agent helper, pkttyagent)
     opendoas                             # the real doas end to end
     xvfb xdotool x11-utils tmux          # driving them headless
-    dpkg-dev lintian                     # make deb (dpkg-shlibdeps) and its check
+    lintian                              # the package's check
 )
+case "${1:-all}" in
+build) packages=("${build[@]}") ;;
+all) ;;
+*) echo "usage: install-deps.sh [build]" >&2; exit 2 ;;
+esac
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
