@@ -594,52 +594,58 @@ class Xscreensaver(Locker):
         shutil.rmtree(self.home, ignore_errors=True)
 
 
-class MateScreensaver(Locker):
-    """mate-screensaver on the Xvfb display with a session bus of its own
-    (dbus-run-session) and GSettings in memory (its defaults: lock on),
-    driven as a person would: a key press shows the unlock dialog (the
-    separate mate-screensaver-dialog, which runs PAM as the user), typed
-    text and Enter answer its prompt. Its --debug output carries every PAM
-    message the dialog shows ("Got message style N: '...'", N being
-    mate-screensaver's number for PAM's style: 1 a hidden prompt, 2 an error,
-    3 an information). The session bus listens in the locker's own
-    directory, so that nothing is left in /tmp."""
-    name = "mate-screensaver"
-    pam_process = "mate-screensaver-dialog"
+class DialogScreensaver(Locker):
+    """A screensaver of gnome-screensaver's family (mate-screensaver,
+    cinnamon-screensaver) on the Xvfb display, with a session bus of its own
+    (listening in the locker's own directory, so that nothing is left in
+    /tmp) and GSettings in memory (its defaults: lock on), driven as a person
+    would: a key press shows the unlock dialog, whose separate process runs
+    PAM as the user; typed text and Enter answer its prompt. Its --debug
+    output carries every PAM message that process was given ("Got message
+    style N: '...'", N in the family's own numbering: 0, 1 a prompt echoed or
+    not; 2 an error, 3 an information); `given` finds them. `<name>-command`
+    queries and locks it."""
     precollects = False
-    message = re.compile(r"Got message style (\d): '(.*)'$")
-    # mate-screensaver's own numbering of PAM's message styles.
-    PROMPTS, MESSAGES = (0, 1), (2, 3)      # echo on, echo off; error, information
+    given = None              # the --debug line of a PAM message (style, text)
+    daemon_arguments = ()
+    extra_env = {}
+    PROMPTS, MESSAGES = (0, 1), (2, 3)
 
     def __init__(self, world, uid, user, x):
         super().__init__(world, uid, user)
         self.x = x
-        self.home = Path(tempfile.mkdtemp(prefix="localauth-mate-"))
+        self.home = Path(tempfile.mkdtemp(prefix=f"localauth-{self.name}-"))
         os.chown(self.home, uid, uid)
-        self.log = self.home / "mate-screensaver.log"
+        self.log = self.home / f"{self.name}.log"
         self.answered = 0         # prompts answered
 
     def env(self):
         return dict(self.world.env(self.user), DISPLAY=self.x.display, HOME=str(self.home), XDG_RUNTIME_DIR=str(self.home),
-                    GSETTINGS_BACKEND="memory")
+                    GSETTINGS_BACKEND="memory", **self.extra_env)
+
+    def bus(self):
+        return (self.home / "bus").read_text().strip()
 
     def command(self, *args):
-        bus = (self.home / "bus").read_text().strip()
-        return subprocess.run(self.world.argv("mate-screensaver-command", *args, uid=self.uid),
-                              env=dict(self.env(), DBUS_SESSION_BUS_ADDRESS=bus), capture_output=True, text=True,
+        return subprocess.run(self.world.argv(f"{self.name}-command", *args, uid=self.uid),
+                              env=dict(self.env(), DBUS_SESSION_BUS_ADDRESS=self.bus()), capture_output=True, text=True,
                               timeout=STEP).stdout
+
+    def answering(self):
+        """Whether it answers on its bus yet."""
+        return "The screensaver is" in self.command("--query")
 
     def start(self):
         with open(self.log, "w") as log:
-            self.launch(session_bus(self.home) + ["mate-screensaver", "--no-daemon", "--debug"], self.env(), stdout=log,
+            self.launch(session_bus(self.home) + [self.name, *self.daemon_arguments], self.env(), stdout=log,
                         stderr=subprocess.STDOUT)
 
         def answering():
             if self.proc.poll() is not None:
                 return "exited"
-            return (self.home / "bus").exists() and "The screensaver is" in self.command("--query")
-        if wait_for(answering, timeout=2 * STEP, what="mate-screensaver answering") == "exited":
-            raise AssertionError(f"mate-screensaver exited ({self.proc.returncode}) at start:\n"
+            return (self.home / "bus").exists() and self.answering()
+        if wait_for(answering, timeout=2 * STEP, what=f"{self.name} answering") == "exited":
+            raise AssertionError(f"{self.name} exited ({self.proc.returncode}) at start:\n"
                                  f"{self.log.read_text(errors='replace')[-2000:]}")
         self.command("--lock")
         wait_for(lambda: "is active" in self.command("--query"), what="the screen locked")
@@ -649,7 +655,7 @@ class MateScreensaver(Locker):
         """(style, text) of every PAM message the dialog was given."""
         found = []
         for line in self.log.read_text(errors="replace").splitlines():
-            match = self.message.search(line)
+            match = self.given.search(line)
             if match:
                 found.append((int(match.group(1)), match.group(2)))
         return found
@@ -661,9 +667,6 @@ class MateScreensaver(Locker):
     def prompts(self):
         return sum(style in self.PROMPTS for style, _ in self.lines())
 
-    def pam_pids(self):
-        return [pid for pid in user_processes(self.uid) if self.pam_process in process_description(pid).split(" (parent")[0]]
-
     def submit(self, text):
         woken = [0.0]
 
@@ -674,7 +677,7 @@ class MateScreensaver(Locker):
                 self.x.xdotool("key", "shift")   # no dialog up: a key shows it
                 woken[0] = time.monotonic()
             return False
-        wait_for(prompt_pending, what="mate-screensaver's prompt")
+        wait_for(prompt_pending, what=f"{self.name}'s prompt")
         time.sleep(0.3)           # the dialog takes keys once its entry is shown
         self.answered += 1
         self.x.type(text)
@@ -693,6 +696,21 @@ class MateScreensaver(Locker):
     @property
     def locked(self):
         return "is active" in self.command("--query")
+
+    def close(self):
+        kill_tree(self.proc)
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+class MateScreensaver(DialogScreensaver):
+    """mate-screensaver: the dialog is mate-screensaver-dialog."""
+    name = "mate-screensaver"
+    pam_process = "mate-screensaver-dialog"
+    given = re.compile(r"Got message style (\d): '(.*)'$")
+    daemon_arguments = ("--no-daemon", "--debug")
+
+    def pam_pids(self):
+        return [pid for pid in user_processes(self.uid) if self.pam_process in process_description(pid).split(" (parent")[0]]
 
     def windows(self):
         found = self.x.xdotool("search", "--classname", "mate-screensaver").stdout.split()
@@ -767,8 +785,10 @@ class KScreenLocker(Locker):
         self.x.type(text)
         # The answer is in when the helper has read it (until then the
         # attempt would look as if it still waited for this answer).
-        wait_for(lambda: before is None or bytes_read(helper) in (None,) or bytes_read(helper) > before,
-                 what="the helper reading the greeter's answer")
+        def answer_read():
+            now = bytes_read(helper)
+            return before is None or now is None or now > before
+        wait_for(answer_read, what="the helper reading the greeter's answer")
 
     def settle(self):
         def over():
@@ -792,124 +812,27 @@ def tasks(pid):
         return []
 
 
-class CinnamonScreensaver(Locker):
-    """cinnamon-screensaver on the Xvfb display with a session bus of its
-    own and GSettings in memory, driven as a person would: a key press wakes
-    the unlock widget, which starts cinnamon-screensaver-pam-helper (PAM as
-    the user, service cinnamon-screensaver); typed text and Enter answer its
-    prompt. Its --debug output carries every PAM message the helper was
-    given ("cinnamon-screensaver-pam-helper: Got message style N: '...'", N
-    in cinnamon-screensaver's numbering: 0, 1 a prompt; 2 an error, 3 an
-    information) and what it passed on to the screen
-    ("CS_PAM_AUTH_SET_PROMPT_<text>_", "CS_PAM_AUTH_SET_INFO_<text>_"): it
-    passes on prompts and information, never an error message."""
+class CinnamonScreensaver(DialogScreensaver):
+    """cinnamon-screensaver: the dialog's PAM runs in
+    cinnamon-screensaver-pam-helper (service cinnamon-screensaver). Of what
+    that helper is given it passes prompts and information on to the screen
+    ("CS_PAM_AUTH_SET_PROMPT_<text>_", "CS_PAM_AUTH_SET_INFO_<text>_" in the
+    log), never an error message."""
     name = "cinnamon-screensaver"
-    precollects = False
     given = re.compile(r"cinnamon-screensaver-pam-helper: Got message style (\d): '(.*)'$")
-    passed_on = re.compile(r"Output from pam helper: 'CS_PAM_AUTH_SET_INFO_(.*)_'$")
-    PROMPTS, MESSAGES = (0, 1), (2, 3)
+    daemon_arguments = ("--debug", "--hold")
+    # No accessibility bus: its lookup stalls each command for seconds.
+    extra_env = {"NO_AT_BRIDGE": "1"}
 
-    def __init__(self, world, uid, user, x):
-        super().__init__(world, uid, user)
-        self.x = x
-        self.home = Path(tempfile.mkdtemp(prefix="localauth-cinnamon-"))
-        os.chown(self.home, uid, uid)
-        self.log = self.home / "cinnamon-screensaver.log"
-        self.answered = 0
-
-    def env(self):
-        # No accessibility bus: its lookup stalls each command for seconds.
-        return dict(self.world.env(self.user), DISPLAY=self.x.display, HOME=str(self.home), XDG_RUNTIME_DIR=str(self.home),
-                    GSETTINGS_BACKEND="memory", NO_AT_BRIDGE="1")
-
-    def command(self, *args):
-        bus = (self.home / "bus").read_text().strip()
-        return subprocess.run(self.world.argv("cinnamon-screensaver-command", *args, uid=self.uid),
-                              env=dict(self.env(), DBUS_SESSION_BUS_ADDRESS=bus), capture_output=True, text=True,
-                              timeout=STEP).stdout
-
-    def start(self):
-        with open(self.log, "w") as log:
-            self.launch(session_bus(self.home) + ["cinnamon-screensaver", "--debug", "--hold"], self.env(), stdout=log,
-                        stderr=subprocess.STDOUT)
-
-        def answering():
-            if self.proc.poll() is not None:
-                return "exited"
-            return (self.home / "bus").exists() and self.owns_its_name()
-        if wait_for(answering, timeout=2 * STEP, what="cinnamon-screensaver answering") == "exited":
-            raise AssertionError(f"cinnamon-screensaver exited ({self.proc.returncode}) at start:\n"
-                                 f"{self.log.read_text(errors='replace')[-2000:]}")
-        self.command("--lock")
-        wait_for(lambda: "is active" in self.command("--query"), what="the screen locked")
-        return self
-
-    def owns_its_name(self):
+    def answering(self):
         """Its command-line client hangs when the service is not on the bus
         yet, so the bus is asked first."""
-        bus = (self.home / "bus").read_text().strip()
-        answer = subprocess.run(self.world.argv("dbus-send", f"--bus={bus}", "--print-reply", "--dest=org.freedesktop.DBus",
+        answer = subprocess.run(self.world.argv("dbus-send", f"--bus={self.bus()}", "--print-reply", "--dest=org.freedesktop.DBus",
                                                 "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner",
                                                 "string:org.cinnamon.ScreenSaver", uid=self.uid),
                                 env=self.env(), capture_output=True, text=True, timeout=STEP).stdout
         return "boolean true" in answer
 
-    def lines(self):
-        """(style, text) of every PAM message the helper was given."""
-        found = []
-        for text in self.log.read_text(errors="replace").splitlines():
-            match = self.given.search(text)
-            if match:
-                found.append((int(match.group(1)), match.group(2)))
-        return found
-
-    @property
-    def messages(self):
-        return [text for style, text in self.lines() if style in self.MESSAGES]
-
-    @property
-    def shown(self):
-        """The messages it put on the screen."""
-        return [match.group(1) for match in map(self.passed_on.search, self.log.read_text(errors="replace").splitlines())
-                if match]
-
-    def prompts(self):
-        return sum(style in self.PROMPTS for style, _ in self.lines())
-
     def pam_pids(self):
         return [pid for pid in user_processes(self.uid)
                 if process_description(pid).split(" ")[0].endswith("/cinnamon-screensaver-pam-helper")]
-
-    def submit(self, text):
-        woken = [0.0]
-
-        def prompt_pending():
-            if self.prompts() > self.answered:
-                return True
-            if not self.pam_pids() and time.monotonic() - woken[0] > 1.5:
-                self.x.xdotool("key", "shift")   # the unlock widget shows on a key
-                woken[0] = time.monotonic()
-            return False
-        wait_for(prompt_pending, what="cinnamon-screensaver's prompt")
-        time.sleep(0.3)
-        self.answered += 1
-        self.x.type(text)
-
-    def settle(self):
-        wait_for(lambda: self.prompts() > self.answered or (not helper_pids() and not self.pam_pids())
-                 or not self.locked, what="the attempt over")
-
-    def unlocked(self, timeout=STEP):
-        try:
-            wait_for(lambda: "is inactive" in self.command("--query"), timeout=timeout, what="unlocked")
-        except AssertionError:
-            return False
-        return True
-
-    @property
-    def locked(self):
-        return "is active" in self.command("--query")
-
-    def close(self):
-        kill_tree(self.proc)
-        shutil.rmtree(self.home, ignore_errors=True)

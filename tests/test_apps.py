@@ -127,6 +127,23 @@ def miss_then_fallback(rig, session, title):
     return session
 
 
+def stop_gives_the_attempt_back(w, rig, stop):
+    """`stop(attempt)` stops an evaluation while the reader waits (and checks
+    how it ended): the pending attempt is given back. The stop's timing proof
+    can be denied by load (the log then says so): the attempt stays charged,
+    and the stop runs again, up to three times."""
+    for attempt in range(3):
+        mark = w.syslog.mark()
+        stop(attempt)
+        rig.wait_until_claimable(USER, timeout=10)
+        if w.counts(UID) == (0, 0):
+            return
+        assert w.counts(UID) == (1, 0) and w.syslog.charged_only_by_the_stops_delay(mark), (w.counts(UID), w.syslog.since(mark))
+        w.clear_state()
+        w.password_entered()
+    pytest.fail("charged in every try")
+
+
 def sudo_as_root(w, answers):
     """sudo's stack (the module in-process as root) for the same user."""
     proc = subprocess.run(w.argv(HARNESS, "-s", "sudo", "-u", USER, *sum((["-a", a] for a in answers), [])),
@@ -221,8 +238,7 @@ def test_payment_wrong_password_is_counted_like_sudos(w, rig):
 
 
 def test_payment_cancel_from_the_start_charges_nothing(w, rig):
-    for _ in range(3):
-        mark = w.syslog.mark()
+    def cancel(_):
         listener, seen = watcher(rig)
         session = terminal(w, program("localauth-example-payment"))
         try:
@@ -234,13 +250,7 @@ def test_payment_cancel_from_the_start_charges_nothing(w, rig):
         finally:
             session.close()
             listener.close()
-        rig.wait_until_claimable(USER, timeout=10)
-        if w.counts(UID) == (0, 0):
-            return
-        assert w.counts(UID) == (1, 0) and w.syslog.charged_only_by_the_stops_delay(mark), (w.counts(UID), w.syslog.since(mark))
-        w.clear_state()
-        w.password_entered()
-    pytest.fail("charged in every try")
+    stop_gives_the_attempt_back(w, rig, cancel)
 
 
 def test_fingerprint_only_hides_the_fallback_before_and_after_a_miss(w, rig):
@@ -360,20 +370,13 @@ def run_probe_until_waiting(w, rig, *args, session=None):
     ("the cancel button", signal.SIGUSR2, "userCancel -2"),
 ])
 def test_an_action_while_the_reader_waits_releases_it_and_charges_nothing(w, rig, action, sig, error):
-    for _ in range(3):
-        mark = w.syslog.mark()
+    def act(_):
         proc, lines = run_probe_until_waiting(w, rig)
         proc.send_signal(sig)
         code, lines, err = finish(proc, lines)
         assert code == 1 and lines[-1] == f"result: {error}", (lines, err)
         assert "dismiss" in lines
-        rig.wait_until_claimable(USER, timeout=10)
-        if w.counts(UID) == (0, 0):
-            return
-        assert w.counts(UID) == (1, 0) and w.syslog.charged_only_by_the_stops_delay(mark), (w.counts(UID), w.syslog.since(mark))
-        w.clear_state()
-        w.password_entered()
-    pytest.fail("charged in every try")
+    stop_gives_the_attempt_back(w, rig, act)
 
 
 def test_the_sheet_shows_the_reason_and_the_reader_with_no_password_field(w, rig):
@@ -708,10 +711,9 @@ def test_the_system_cancels_the_sheet_when_the_person_leaves_it(w, rig, logind, 
     while the reader waits: systemCancel, the reader released, nothing
     charged (unless the stop's proof is denied by load: then the pending
     attempt stays, as for any stop)."""
-    for attempt in range(3):
+    def leave(attempt):
         name = f"la{attempt}{'l' if what == 'the screen locks' else 's'}"
         session = logind.add_session(name, uid=UID, name=USER)
-        mark = w.syslog.mark()
         proc, lines = run_probe_until_waiting(w, rig, session=session)
         if what == "the screen locks":
             logind.set_locked(name, True)
@@ -720,10 +722,4 @@ def test_the_system_cancels_the_sheet_when_the_person_leaves_it(w, rig, logind, 
         code, lines, err = finish(proc, lines)
         assert code == 1 and lines[-1] == "result: systemCancel -4", (lines, err)
         assert "dismiss" in lines and prompts(lines) == [], lines
-        rig.wait_until_claimable(USER, timeout=10)
-        if w.counts(UID) == (0, 0):
-            return
-        assert w.counts(UID) == (1, 0) and w.syslog.charged_only_by_the_stops_delay(mark), (w.counts(UID), w.syslog.since(mark))
-        w.clear_state()
-        w.password_entered()
-    pytest.fail("charged in every try")
+    stop_gives_the_attempt_back(w, rig, leave)

@@ -305,6 +305,9 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                                      fallbackOffered: offersFallback && options.fallbackAfter == 0), .info, request)
         }
         if offersFallback && options.fallbackAfter == 0 { prompter.offerFallback(printableText(options.fallbackTitle)) }
+        // An app's wait asks logind now and then whether the person is still there.
+        let watches = BiometryRules.cancelsWhenThePersonLeaves(service: request.service)
+        var watched = seat
         while failures < allowed {
             let charge = ledger.chargeFingerprint(user, request)
             let sequence: UInt64
@@ -321,8 +324,6 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 return .internalError
             }
             var conversation = prompter
-            var watched = seat
-            let watches = BiometryRules.cancelsWhenThePersonLeaves(service: request.service)
             let end = sensor.verifyAttempt(deadline: deadline, onHint: { hint in conversation.tell(UserText.hint(hint), .info) },
                                            stillWanted: { !watches || !BiometryRules.appLostThePerson(watched.observe(), user: user) })
             prompter = conversation

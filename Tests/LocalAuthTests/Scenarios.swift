@@ -971,7 +971,7 @@ func scenarios() -> [Scenario] {
         $0.says = [Text.place, Text.noMatchTryAgain]
         $0.saysNot = ["Ctrl-C", "Enter Password"]
     }
-    add("R16 biometrics scan mode: three misses end it with no prompt, all counted", .biometrics) {
+    add("R16 biometrics scan mode: three misses end it with no prompt, all counted; an empty title offers no fallback", .biometrics) {
         $0.mode = .scan
         $0.configure = { $0.fallbackTitle = [] }
         $0.script = [.noMatch, .noMatch, .noMatch]
@@ -981,6 +981,7 @@ func scenarios() -> [Scenario] {
         $0.prompts = []
         $0.says = [Text.place, Text.noMatchTryAgain, Text.noMatchTryAgain, Text.notRecognized]
         $0.saysNot = ["Ctrl-C"]
+        $0.fallbackOffers = []
     }
     add("R16 biometrics scan mode: locked → handed over at once, the reader untouched", .biometrics) {
         $0.mode = .scan
@@ -1002,15 +1003,6 @@ func scenarios() -> [Scenario] {
         $0.prompts = [Text.passcodePrompt]
         $0.says = [Text.place, Text.noMatchTryAgain]
         $0.fallbackOffers = ["Enter Password"]
-    }
-    add("R16 apps' sheet: an empty fallback title is never offered", .biometrics) {
-        $0.mode = .scan
-        $0.configure = { $0.fallbackTitle = [] }
-        $0.script = [.noMatch, .noMatch, .noMatch]
-        $0.outcome = .failure(.authenticationFailed); $0.code = .authError
-        $0.f = 3
-        $0.sensorOpens = 1; $0.fingerprintAttempts = 3
-        $0.fallbackOffers = []
     }
     add("R16 owner scan mode: the misses used up, then the password prompt", .owner) {
         $0.mode = .scan
