@@ -780,15 +780,28 @@ class KScreenLocker(Locker):
         wait_for(prompt_up, timeout=2 * STEP, what="the greeter's prompt")
         helper = helper_waiting_for_answer()
         before = bytes_read(helper)
-        self.x.xdotool("key", "shift")            # the lock screen hides itself after 10 s untouched
-        time.sleep(0.3)
-        self.x.type(text)
         # The answer is in when the helper has read it (until then the
         # attempt would look as if it still waited for this answer).
         def answer_read():
             now = bytes_read(helper)
             return before is None or now is None or now > before
-        wait_for(answer_read, what="the helper reading the greeter's answer")
+        # Keys typed while the greeter is still in its grace period after a
+        # failed attempt (about 3 s) are dropped. The helper is still blocked
+        # on this same prompt then, so typing the answer again, into a
+        # cleared field, is the same answer to the same prompt, never a
+        # second attempt: the helper has read nothing.
+        for tries_left in (2, 1, 0):
+            self.x.xdotool("key", "shift")        # the lock screen hides itself after 10 s untouched
+            time.sleep(0.3)
+            self.x.xdotool("key", "ctrl+a", "BackSpace")
+            self.x.type(text)
+            try:
+                wait_for(answer_read, timeout=5.0 if tries_left else STEP,
+                         what="the helper reading the greeter's answer")
+                return
+            except AssertionError:
+                if not tries_left or helper_waiting_for_answer() != helper:
+                    raise
 
     def settle(self):
         def over():
