@@ -54,13 +54,20 @@ def helper_pids():
 SLEEP_SYSCALLS = {"x86_64": {35, 230, 23, 270}, "aarch64": {101, 115, 72}}.get(platform.machine(), set())
 
 
-def in_sleep(pid):
+def in_syscall(pid, numbers):
     try:
         with open(f"/proc/{pid}/syscall") as f:
             number = f.read().split()[0]
     except (OSError, IndexError):
         return False
-    return number.isdigit() and int(number) in SLEEP_SYSCALLS
+    return number.isdigit() and int(number) in numbers
+
+
+def in_sleep(pid):
+    return in_syscall(pid, SLEEP_SYSCALLS)
+
+
+READ = {"x86_64": {0}, "aarch64": {63}}.get(platform.machine(), set())
 
 
 POLL = {"x86_64": 7}.get(platform.machine())
@@ -334,6 +341,14 @@ class Swaylock(Locker):
         wait_for(lambda: self.pam_pids(), what="swaylock running")
         time.sleep(1.0)  # swaylock takes the session lock and its keyboard
         return self
+
+    def settle(self):
+        """swaylock's PAM runs in a child of its own, which reads the next
+        password from a pipe between attempts: the attempt is over when that
+        child waits in read(2) again, its failure delay slept out."""
+        super().settle()
+        wait_for(lambda: any(in_syscall(pid, READ) for pid in self.pam_pids()), what="swaylock's checker waiting again")
+        time.sleep(0.4)
 
     def submit(self, text):
         args = ["wtype", "-s", "100"] + ([text] if text else []) + ["-k", "Return"]

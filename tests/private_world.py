@@ -174,6 +174,8 @@ class PrivateWorld(SeededState):
                               + "".join(line + "\n" for line in dev)
                               + 'exec "$@"\n')
 
+    read_only_state = False
+
     def close(self):
         self.syslog.close()
 
@@ -209,8 +211,13 @@ class PrivateWorld(SeededState):
                                   "account required pam_permit.so"])
 
     def argv(self, *command, uid=None):
-        """The command inside the private namespace, as `uid` (None: root)."""
+        """The command inside the private namespace, as `uid` (None: root).
+        With `read_only_state` set, the state directory is bound read-only
+        there first, as a disk that went read-only leaves it."""
         prefix = ["unshare", "--mount", "/bin/sh", str(self.enter)]
+        if self.read_only_state:
+            prefix += ["/bin/sh", "-ec", f"mount --bind '{self.state}' '{self.state}'; "
+                       f"mount -o remount,bind,ro '{self.state}'; exec \"$@\"", "sh"]
         if uid is not None:
             prefix += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--init-groups", "--"]
         return prefix + [str(c) for c in command]

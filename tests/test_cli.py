@@ -81,6 +81,25 @@ def test_status_reports_the_wait_and_a_damaged_record(pam, tool):
     assert pam.record_path().read_bytes() == b"garbage"  # status changes nothing
 
 
+def test_status_says_when_a_read_only_disk_suspends_counting(pam, tool, cli):
+    """The state directory's filesystem mounted read-only (in a namespace
+    root made, as the system's own mounts are): status says counting is
+    suspended, in words and in JSON; on a writable disk it says nothing."""
+    assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
+    assert json.loads(tool("status", "--user", "alice", "--json").stdout)["counting_suspended"] is None
+    script = f'mount --bind {pam.state} {pam.state}; mount -o remount,bind,ro {pam.state}; exec "$@"'
+    read_only = ["unshare", "--mount", "--propagation", "private", "sh", "-ec", script, "sh"]
+    for extra in ([], ["--json"]):
+        result = subprocess.run(read_only + [str(cli), "status", "--user", "alice", "--conf", str(pam.conf), *extra],
+                                env=pam.env(), capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        if extra:
+            assert json.loads(result.stdout)["counting_suspended"] == "state directory read-only: counting suspended"
+        else:
+            assert "state directory read-only: counting suspended (no fingerprint; the password line checks the password, uncounted)" \
+                in result.stdout.splitlines(), result.stdout
+
+
 def test_non_root_may_ask_only_about_themselves(cli):
     """As bob (uid 1002): the same refusal whether or not the user exists (R14)."""
     with world_readable_pam("localauth-cli-") as world:

@@ -1072,3 +1072,19 @@ def test_a_locker_line_after_lines_that_succeed_never_passes_the_step_aside(w, r
         assert finger.code == PAM_SUCCESS, finger
     finally:
         w.write_locker_stack("i3lock")
+
+
+def test_a_forged_errno_preloaded_into_the_locker_never_reaches_the_helper(w):
+    """forged_errno: a user who preloads a library that fails every write
+    to the state directory with EIO (as a failing disk would, which
+    suspends counting) into their locker's PAM process gains nothing: the
+    setuid helper, which does the writing, runs in secure mode without the
+    preload, so the wrong password is counted as always."""
+    env = wrapper_env(w)
+    env.update(LD_PRELOAD=f"libpam_wrapper.so {BUILD / 'faultinject.so'}", FAULT_CALL="write", FAULT_ERRNO="5",
+               FAULT_MATCH=str(w.state), FAULT_LOG="/dev/null")
+    proc = subprocess.run(harness_argv(w, ["wrong-pw"]), env=env, capture_output=True, text=True, timeout=60)
+    run = parse_run(proc.stdout, proc.stderr)
+    assert run.code == PAM_AUTH_ERR, run
+    assert not any("cannot be written" in text for text in run.texts("error")), run
+    assert w.counts(UID) == (0, 1)

@@ -135,7 +135,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         // Asked even when the record could not be read, as for an unknown
         // name: the time to the answer does not tell them apart (R14).
         let availability = sensor.availability(userName: user.name)
-        guard let record = snapshot else { return notRecorded(request) }
+        guard let record = snapshot else { return unrecorded(request) }
 
         var domainState: [UInt8] = []
         var biometryError: LAError? = nil
@@ -195,7 +195,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
             case .triesUsed: return EvaluationResult(.failure(.authenticationFailed))
             case .ended(let error): return EvaluationResult(.failure(error))
             case .personLeft: return EvaluationResult(.failure(.systemCancel))
-            case .internalError: return EvaluationResult(.internalError)
+            case .unrecorded: return unrecorded(request)
             }
         }
 
@@ -216,7 +216,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 case .success: return EvaluationResult(.success(.biometry))
                 case .cancelled: return EvaluationResult(.failure(.userCancel))
                 case .personLeft: return EvaluationResult(.failure(.systemCancel))
-                case .internalError: return EvaluationResult(.internalError)
+                case .unrecorded: return unrecorded(request)
                 case .fallback, .triesUsed, .ended: break
                 }
             }
@@ -239,7 +239,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         _ = sensor.availability(userName: request.userName)
         if request.callerActsForAName { _ = seat.observe() }     // as a known name's prompt does
         // A store that fails is said as for a known user, in both policies.
-        guard readable else { return notRecorded(request) }
+        guard readable else { return unrecorded(request) }
         if policy == .biometrics { return EvaluationResult(.failure(.biometryNotAvailable)) }
         guard nameFits else {
             switch prompter.ask(UserText.passcodePrompt(options), into: passcode) {
@@ -269,7 +269,8 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         /// The app lost the person (the session locked, a switch of user):
         /// the whole evaluation ends, the password is not asked.
         case personLeft
-        case internalError
+        /// The store could not count the attempt: nothing was judged.
+        case unrecorded
     }
 
     mutating func biometricPhase(_ request: Request, user: UserIdentity, record: StateRecord) -> BiometricPhaseEnd {
@@ -320,8 +321,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 say(UserText.locked, .error, request)
                 return .ended(.biometryLockout)
             case .storeFailed:
-                say(UserText.notRecorded, .error, request)
-                return .internalError
+                return .unrecorded
             }
             var conversation = prompter
             let end = sensor.verifyAttempt(deadline: deadline, onHint: { hint in conversation.tell(UserText.hint(hint), .info) },
@@ -440,7 +440,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                                 domainState: [UInt8], lookAlike: Bool = false) -> EvaluationResult {
         if !alreadyEntered {
             switch ledger.backoffRemaining(user) {
-            case nil: return notRecorded(request)
+            case nil: return unrecorded(request)
             case .some(let milliseconds) where milliseconds > 0:
                 say(UserText.wait(milliseconds), .error, request)
                 return EvaluationResult(.failure(.authenticationFailed))
@@ -466,7 +466,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
             return EvaluationResult(.failure(.authenticationFailed))
         case .storeFailed:
             passcode.wipe()
-            return notRecorded(request)
+            return unrecorded(request)
         }
         var verdict = verifier.verify(passcode)
         if lookAlike && verdict == .correct { verdict = .wrong }
@@ -527,7 +527,17 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
 
     /// The store failed (logged by the ledger): the person is told, and
     /// nothing is decided.
-    mutating func notRecorded(_ request: Request) -> EvaluationResult {
+    /// The store could not count this prompt's attempt. Refused (R12),
+    /// unless no unprivileged user could have caused it: then the module
+    /// steps aside, with nothing taken, and the password line decides
+    /// uncounted (CountingSuspension). Known and unknown names alike (R14).
+    mutating func unrecorded(_ request: Request) -> EvaluationResult {
+        if let failure = ledger.lastFailure, CountingSuspension.applies(to: failure, facts: ledger.store.storageFacts()) {
+            say(UserText.countingSuspended, .error, request)
+            ledger.log.log(.error, "state directory \(printableText(options.stateDir)) cannot be written (its filesystem is read-only "
+                           + "or its disk fails): counting suspended, no fingerprint; the password line decides, uncounted")
+            return EvaluationResult(.failure(.systemCancel))
+        }
         say(UserText.notRecorded, .error, request)
         return EvaluationResult(.internalError)
     }

@@ -15,6 +15,8 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
     public var store: Store
     public var clock: Time
     public var log: Log
+    /// The last failure of the store (for CountingSuspension).
+    public private(set) var lastFailure: StoreFailure? = nil
 
     public init(options: Options, store: Store, clock: Time, log: Log) {
         self.options = options
@@ -55,6 +57,7 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
             try store.withRecord(uid: user.uid, userName: user.name) { record, status in body(&record, status, rules, moment) }
             return true
         } catch {
+            lastFailure = error
             log.log(level, "cannot \(action) uid \(user.uid): \(storeFailureText(error, directory: options.stateDir, describe: store.describe))\(consequence)")
             return false
         }

@@ -57,9 +57,13 @@ public protocol StateStore {
                                      _ body: (inout StateRecord?, LoadStatus) -> Result) throws(StoreFailure) -> Result
     /// An errno for a log line: the system's message and the number.
     func describe(_ errno: Errno) -> String
+    /// What the system says, now, about the state directory's filesystem
+    /// and this process (looked at only after a failure: CountingSuspension).
+    func storageFacts() -> StorageFacts
 }
 
 extension StateStore {
     public func describe(_ errno: Errno) -> String { "errno " + String(errno.code) }
+    public func storageFacts() -> StorageFacts { .unknown }
 }
 

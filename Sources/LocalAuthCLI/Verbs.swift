@@ -32,6 +32,9 @@ struct StatusReport {
     /// (key, value, where it came from)
     var configuration: [(String, String, String)]
     var problems: [String]
+    /// Why counting is suspended (the state directory's disk is read-only
+    /// or failing, CountingSuspension); nil while it counts.
+    var suspension: String? = nil
 }
 
 func statusCommand(_ arguments: Arguments) throws -> ExitCode {
@@ -48,6 +51,13 @@ func statusReport(user: UserIdentity, _ configuration: LoadedConfiguration) -> S
     var ledger = makeSystemLedger(options, log: StandardErrorLog(verbose: options.debug))
     let inspection = Syscalls.effectiveUserID() == 0 ? ledger.inspect(user) : nil
 
+    var suspension: String? = nil
+    if Syscalls.effectiveUserID() == 0, inspection == nil, let failure = ledger.lastFailure {
+        let facts = ledger.store.storageFacts()
+        if CountingSuspension.applies(to: failure, facts: facts) {
+            suspension = (facts.readOnlyFilesystem ? "state directory read-only" : "state directory's disk failing") + ": counting suspended"
+        }
+    }
     var availability = "unreachable"
     var domainState: [UInt8]? = nil
     switch sensor.availability {
@@ -90,7 +100,7 @@ func statusReport(user: UserIdentity, _ configuration: LoadedConfiguration) -> S
                         fingerprintFailures: fingerprintFailures, lockout: options.lockout, locked: locked, lockReason: lockReason,
                         remainingBackoffMilliseconds: inspection?.remainingBackoffMilliseconds ?? 0,
                         passcodeRequirement: requirement, seat: seat, touchDenial: denial, configuration: rows,
-                        problems: configuration.problems)
+                        problems: configuration.problems, suspension: suspension)
 }
 
 func statusJSON(_ report: StatusReport) -> String {
@@ -112,6 +122,7 @@ func statusJSON(_ report: StatusReport) -> String {
             json.field("status", report.recordStatus)
             json.field("damage", report.damage)
         }
+        json.field("counting_suspended", report.suspension)
         json.key("fingerprint")
         json.object {
             json.field("failures", report.readable ? Int64(report.fingerprintFailures) : nil)
@@ -192,7 +203,9 @@ func statusText(_ report: StatusReport) -> String {
     if !report.fingers.isEmpty { sensorLine += ", enrolled: " + report.fingers.map { printableText($0) }.joined(separator: ", ") }
     lines.append(sensorLine)
     if let domainState = report.domainState { lines.append("domain state: \(hex(domainState))") }
-    if !report.readable {
+    if let suspension = report.suspension {
+        lines.append(suspension + " (no fingerprint; the password line checks the password, uncounted)")
+    } else if !report.readable {
         lines.append("record: not readable (run as root to see the counters)")
     } else {
         lines.append("record: \(report.recordStatus)" + (report.damage.map { " (\($0))" } ?? ""))

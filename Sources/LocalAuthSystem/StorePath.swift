@@ -46,7 +46,10 @@ extension FileStateStore {
                 do { try Syscalls.makeDirectory(at: parent, last, mode: 0o700) } catch { if error != .exists { throw error } }
                 fd = try Syscalls.open(at: parent, last, .directory)
             } catch {
-                throw .directoryUnusable(.unsafeDirectory)
+                // A filesystem that is read-only or failing is said as
+                // such (it may suspend counting); anything else is unsafe.
+                let medium = error == CountingSuspension.readOnlyFilesystem || error == CountingSuspension.deviceError
+                throw .directoryUnusable(medium ? .cannotOpen(error) : .unsafeDirectory)
             }
         }
         guard let facts = try? Syscalls.facts(fd), facts.isDirectory, facts.owner == trustedOwner, facts.mode & 0o077 == 0 else {

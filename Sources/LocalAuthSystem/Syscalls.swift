@@ -618,6 +618,44 @@ extension Syscalls {
         exit(code)
     }
 
+    // MARK: - What the process is, where its state lies
+
+    /// Whether the filesystem holding `path` is mounted read-only (statvfs
+    /// ST_RDONLY); nil when it cannot be looked at.
+    public static func isOnReadOnlyFilesystem(_ path: [UInt8]) -> Bool? {
+        let answer = withCString(path) { la_read_only_filesystem($0) }
+        return answer < 0 ? nil : answer == 1
+    }
+
+    /// The filesystem type (statfs f_type) of an open file.
+    public static func filesystemType(_ fd: Int32) throws(Errno) -> Int64 {
+        let type = la_filesystem_type(fd)
+        if type < 0 { throw Errno.current }
+        return type
+    }
+
+    /// Opens a namespace file of /proc (`self/ns/mnt`): its last name is a
+    /// link the kernel resolves itself, so links are followed here.
+    public static func openNamespace(at proc: Int32, _ path: [UInt8]) throws(Errno) -> Int32 {
+        try open(at: proc, path, flags: O_RDONLY, followLinks: true)
+    }
+
+    /// A descriptor of the user namespace owning the namespace `fd` names
+    /// (ioctl NS_GET_USERNS); the caller closes it.
+    public static func namespaceOwner(_ fd: Int32) throws(Errno) -> Int32 {
+        let owner = la_namespace_owner(fd)
+        if owner < 0 { throw Errno.current }
+        return owner
+    }
+
+    /// Whether the kernel grants this process a privilege it checks in the
+    /// initial user namespace only (reading the kernel log's unread size,
+    /// which changes nothing). No process in another user namespace has it,
+    /// and no file a user can mount changes the answer.
+    public static func privilegedInInitialUserNamespace() -> Bool {
+        la_kernel_log_size_unread() >= 0
+    }
+
     /// The current working directory (the command-line tool only).
     public static func currentDirectory() -> [UInt8]? {
         var buffer = [CChar](repeating: 0, count: 4096)

@@ -247,6 +247,12 @@ final class FakeStore: StateStore {
     var failWrites = false
     /// Writes succeed this many more times, then fail.
     var writesBeforeFailure: Int?
+    /// What a failed read or write throws.
+    var readFailure = StoreFailure.lockFailed(Errno(5))
+    var writeFailure = StoreFailure.writeFailed(Errno(28))
+    /// What the system layer would say about the medium and the process.
+    var facts = StorageFacts.unknown
+    func storageFacts() -> StorageFacts { facts }
 
     private(set) var transactions = 0
     private(set) var writes = 0
@@ -274,14 +280,14 @@ final class FakeStore: StateStore {
                             _ body: (inout StateRecord?, LoadStatus) -> Result) throws(StoreFailure) -> Result {
         transactions += 1
         keys.append((uid, userName))
-        if failReads { throw StoreFailure.lockFailed(Errno(5)) }
+        if failReads { throw readFailure }
         let loaded: StateRecord? = status == .loaded ? stored : nil
         var working = loaded
         let result = body(&working, status)
         if let changed = working, changed != loaded || status != .loaded {
-            if failWrites { failedWrites += 1; throw StoreFailure.writeFailed(Errno(28)) }
+            if failWrites { failedWrites += 1; throw writeFailure }
             if let remaining = writesBeforeFailure {
-                if remaining <= 0 { failedWrites += 1; throw StoreFailure.writeFailed(Errno(28)) }
+                if remaining <= 0 { failedWrites += 1; throw writeFailure }
                 writesBeforeFailure = remaining - 1
             }
             stored = changed

@@ -12,10 +12,17 @@ enum InitialState {
     case damaged(RecordDamage)
 }
 
-enum StoreFault {
+enum StoreFault: Equatable {
     case none
     case reads
     case writes
+    /// The state directory's filesystem is read-only (EROFS on the lock),
+    /// met by a process of the system's or by one a user set up.
+    case readOnly(system: Bool)
+    /// The disk fails every write (EIO), met by a process of the system's.
+    case failingDisk
+    /// The filesystem is full (ENOSPC), met by a process of the system's.
+    case fullDisk
 }
 
 struct Scenario {
@@ -881,6 +888,53 @@ func scenarios() -> [Scenario] {
             $0.saysError = [UserText.notRecorded]
         }
     }
+
+    // MARK: R12 counting suspended (a read-only or failing disk)
+    for policy in [LAPolicy.owner, .biometrics] {
+        for scope in [ScopeDecision.inScope, .unknownUser] {
+            for mode in [InteractionMode.terminal, .prompt] {
+                add("R12 read-only state directory, a process of the system's: no finger, no prompt, "
+                    + "the password line decides (\(scope), \(mode))", policy) {
+                    $0.scope = scope
+                    $0.mode = mode
+                    if scope == .unknownUser { $0.initial = .absent }
+                    $0.storeFault = .readOnly(system: true)
+                    $0.outcome = .failure(.systemCancel); $0.code = .authInfoUnavailable
+                    $0.saysError = [UserText.countingSuspended]
+                    $0.saysNot = [UserText.notRecorded]
+                    $0.logs = [(.error, "counting suspended, no fingerprint; the password line decides, uncounted")]
+                }
+            }
+        }
+        add("R12 read-only state directory in namespaces a user set up: refused as before", policy) {
+            $0.storeFault = .readOnly(system: false)
+            $0.outcome = .internalError; $0.code = .systemError
+            $0.saysError = [UserText.notRecorded]
+            $0.saysNot = [UserText.countingSuspended]
+        }
+        add("R12 a full disk, even for a process of the system's: refused as before (a user can fill it)", policy) {
+            $0.storeFault = .fullDisk
+            $0.outcome = .internalError; $0.code = .systemError
+            $0.sensorOpens = 1
+            $0.saysNot = [UserText.countingSuspended]
+        }
+        add("R12 the disk fails the fingerprint's charge: stopped before the reader is asked, the password line decides", policy) {
+            $0.storeFault = .failingDisk
+            $0.outcome = .failure(.systemCancel); $0.code = .authInfoUnavailable
+            $0.sensorOpens = 1
+            $0.saysError = [UserText.countingSuspended]
+        }
+    }
+    add("R12 prompt mode, the disk fails the typed password's charge: never checked, the password line asks again", .owner) {
+        $0.mode = .prompt
+        $0.storeFault = .failingDisk
+        $0.answers = [rightAnswer]
+        $0.outcome = .failure(.systemCancel); $0.code = .authInfoUnavailable
+        $0.passcodeBegins = 1
+        $0.prompts = [Text.firstPrompt]
+        $0.saysError = [UserText.countingSuspended]
+    }
+
     add("R14 owner: unknown user → passcode prompt, dummy check charged to a look-alike record, delay, AUTH_ERR", .owner) {
         $0.scope = .unknownUser
         $0.initial = .absent
@@ -1102,6 +1156,17 @@ final class ScenarioTests: XCTestCase {
         case .none: break
         case .reads: store.failReads = true
         case .writes: store.failWrites = true
+        case .readOnly(let system):
+            store.failReads = true
+            store.readFailure = .lockFailed(CountingSuspension.readOnlyFilesystem)
+            store.facts = StorageFacts(readOnlyFilesystem: true, systemPrivileged: system)
+        case .failingDisk:
+            store.failWrites = true
+            store.writeFailure = .writeFailed(CountingSuspension.deviceError)
+            store.facts = StorageFacts(readOnlyFilesystem: false, systemPrivileged: true)
+        case .fullDisk:
+            store.failWrites = true
+            store.facts = StorageFacts(readOnlyFilesystem: false, systemPrivileged: true)
         }
         let sensor = FakeSensor(s.availability, open: s.open, script: s.script)
         sensor.interruptDuringAttempt = s.interruptDuring
@@ -1142,9 +1207,18 @@ final class ScenarioTests: XCTestCase {
             XCTAssertEqual(store.record?.backoffRemainingMilliseconds ?? 0, 0, "\(label): success leaves a wait")
         }
 
-        // A store that failed: the person is told nothing was checked.
+        // A store that failed: the person is told nothing was checked, or
+        // that counting is suspended; a suspension judges nothing itself
+        // and steps aside for the password line.
         if s.storeFault != .none && result.outcome == .internalError {
             XCTAssertTrue(prompter.saw(UserText.notRecorded, kind: .error), "\(label): store failure not told")
+        }
+        if prompter.saw(UserText.countingSuspended, kind: .error) {
+            XCTAssertEqual(result.outcome, .failure(.systemCancel), "\(label): a suspension that did not step aside")
+            XCTAssertEqual(result.pamCode, ResultTable.stepAside, "\(label): a suspension that did not step aside")
+            XCTAssertEqual(sensor.verifyCalls, 0, "\(label): a finger taken while counting was suspended")
+            XCTAssertEqual(verifier.verifyCalls, 0, "\(label): a password judged while counting was suspended")
+            XCTAssertEqual(store.facts.systemPrivileged, true, "\(label): suspended for a process a user set up")
         }
 
         // Sensor.

@@ -92,6 +92,22 @@ static inline void la_openlog(const char *ident) { openlog(ident, LOG_PID, LOG_A
 #endif
 /* An open-file-description write lock on the one byte at `offset`, not waiting (fcntl is variadic). */
 static inline int la_try_lock_byte(int fd, long long offset) { struct flock lock = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t)offset, .l_len = 1, .l_pid = 0 }; return fcntl(fd, F_OFD_SETLK, &lock); }
+/* What a process is and where its state directory lies, for deciding
+   whether a failure to write there is one no unprivileged user caused. */
+#include <sys/statvfs.h>
+#include <sys/vfs.h>
+#include <sys/ioctl.h>
+#include <linux/nsfs.h>
+/* 1 when the filesystem holding `path` is mounted read-only, 0 when not, -1 on an error. */
+static inline int la_read_only_filesystem(const char *path) { struct statvfs info; return statvfs(path, &info) != 0 ? -1 : (info.f_flag & ST_RDONLY) != 0; }
+/* The f_type of the filesystem holding `fd`, or -1. */
+static inline long long la_filesystem_type(int fd) { struct statfs info; return fstatfs(fd, &info) != 0 ? -1 : (long long)info.f_type; }
+/* A descriptor of the user namespace that owns the namespace `fd` names (ioctl is variadic). */
+static inline int la_namespace_owner(int fd) { return ioctl(fd, NS_GET_USERNS); }
+/* syslog(2) SYSLOG_ACTION_SIZE_UNREAD: reads and changes nothing, and the
+   kernel allows it only with CAP_SYSLOG (or CAP_SYS_ADMIN) in the initial
+   user namespace, whatever the files under /proc say. */
+static inline int la_kernel_log_size_unread(void) { return (int)syscall(SYS_syslog, 9, (char *)0, 0); }
 static inline int la_default_signal(int sig) { return signal(sig, SIG_DFL) == SIG_ERR ? -1 : 0; }
 static inline int la_ignore_signal(int sig) { return signal(sig, SIG_IGN) == SIG_ERR ? -1 : 0; }
 

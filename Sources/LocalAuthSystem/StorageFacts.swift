@@ -1,0 +1,67 @@
+// What the state store tells the engine after a failure, so that it can
+// decide whether counting is suspended (LocalAuth's CountingSuspension):
+// is the state directory's filesystem read-only, and is this process one
+// that no unprivileged user could have set up. The decision is the core's;
+// this file only looks.
+import LocalAuth
+
+extension FileStateStore {
+    public func storageFacts() -> StorageFacts {
+        StorageFacts(readOnlyFilesystem: SystemPrivilege.readOnlyFilesystem(holding: directoryPath),
+                     systemPrivileged: SystemPrivilege.isSystemPrivileged())
+    }
+}
+
+/// Whether this process is the system's: root in the initial user
+/// namespace (asked of the kernel, not of files: see
+/// `Syscalls.privilegedInInitialUserNamespace`), in the initial pid
+/// namespace (a setuid sandbox such as firejail gives its users one of their
+/// own, and mounts of its choosing), with a mount namespace the initial user
+/// namespace owns (an unprivileged user's mount namespace always belongs to
+/// a user namespace of theirs). Any doubt answers no.
+public enum SystemPrivilege {
+    /// statfs f_type of procfs and of the namespace filesystem (linux/magic.h).
+    static let procfsType: Int64 = 0x9fa0
+    static let namespaceFilesystemType: Int64 = 0x6e73_6673
+    /// The inode numbers Linux gives the initial user and pid namespaces
+    /// (PROC_USER_INIT_INO, PROC_PID_INIT_INO; fixed since Linux 3.8).
+    static let initialUserNamespace: UInt64 = 0xEFFF_FFFD
+    static let initialPIDNamespace: UInt64 = 0xEFFF_FFFC
+
+    public static func isSystemPrivileged() -> Bool {
+        guard Syscalls.effectiveUserID() == 0, Syscalls.privilegedInInitialUserNamespace() else { return false }
+        // Being privileged in the initial user namespace, this process's
+        // mounts (and so /proc) were made by root, not by a user.
+        guard let proc = try? Syscalls.open(at: nil, utf8Bytes("/proc"), .directory) else { return false }
+        defer { Syscalls.close(proc) }
+        guard (try? Syscalls.filesystemType(proc)) == procfsType,
+              isNamespace(at: proc, "self/ns/pid", inode: initialPIDNamespace),
+              let mounts = try? Syscalls.openNamespace(at: proc, utf8Bytes("self/ns/mnt")) else { return false }
+        defer { Syscalls.close(mounts) }
+        guard let owner = try? Syscalls.namespaceOwner(mounts) else { return false }
+        defer { Syscalls.close(owner) }
+        return isNamespace(owner, inode: initialUserNamespace)
+    }
+
+    /// Whether the filesystem holding `path` (or, while it is missing, its
+    /// nearest existing parent) is mounted read-only.
+    public static func readOnlyFilesystem(holding path: [UInt8]) -> Bool {
+        var candidate = path
+        while true {
+            if let readOnly = Syscalls.isOnReadOnlyFilesystem(candidate) { return readOnly }
+            guard let slash = candidate.lastIndex(of: 0x2F), candidate.count > 1 else { return false }
+            candidate = slash == 0 ? [0x2F] : Array(candidate[..<slash])
+        }
+    }
+
+    static func isNamespace(at proc: Int32, _ path: String, inode: UInt64) -> Bool {
+        guard let fd = try? Syscalls.openNamespace(at: proc, utf8Bytes(path)) else { return false }
+        defer { Syscalls.close(fd) }
+        return isNamespace(fd, inode: inode)
+    }
+
+    static func isNamespace(_ fd: Int32, inode: UInt64) -> Bool {
+        guard (try? Syscalls.filesystemType(fd)) == namespaceFilesystemType, let facts = try? Syscalls.facts(fd) else { return false }
+        return facts.inode == inode
+    }
+}
