@@ -3,6 +3,7 @@ import json
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -213,9 +214,33 @@ def test_test_verb_runs_a_real_evaluation(pam, tool, cli):
         assert code == 1 and "not authenticated: authenticationFailed (-1)" in output
 
 
-def lint(cli, directory, config=None):
-    args = [str(cli), "config", "--check"] + ([str(config)] if config else ["/nonexistent.conf"]) + ["--pam-dir", str(directory)]
+def lint(cli, directory, config=None, passwd="files"):
+    """`config --check` of `directory`, with an nsswitch.conf whose passwd
+    line lists `passwd` (local accounts only, unless a test says otherwise)."""
+    nsswitch = Path(directory).parent / "nsswitch.conf"
+    nsswitch.write_text(f"passwd: {passwd}\ngroup: files\n")
+    args = [str(cli), "config", "--check"] + ([str(config)] if config else ["/nonexistent.conf"]) + ["--pam-dir", str(directory),
+                                                                                                   "--nsswitch", str(nsswitch)]
     return subprocess.run(args, capture_output=True, text=True, timeout=30)
+
+
+def test_config_check_warns_when_directory_accounts_cannot_be_checked(cli, tmp_path):
+    """An sssd machine with the shipped passcode service (pam_unix alone):
+    every right password of a directory account would fail and count as
+    wrong. The lint warns, names the module to add, and is content once the
+    directory's module follows pam_unix."""
+    pam_dir = tmp_path / "pam.d"
+    pam_dir.mkdir()
+    (pam_dir / "localauth-passcode").write_text((ROOT / "pam.d" / "localauth-passcode").read_text())
+    result = lint(cli, pam_dir, passwd="files [NOTFOUND=return] sss")
+    assert result.returncode == 0, result.stdout
+    assert ("warning: localauth-passcode: accounts from 'sss' (nsswitch.conf, passwd) cannot be checked here, so their right "
+            "password always fails and counts as wrong: add pam_krb5.so or pam_sss.so after pam_unix.so") in result.stdout, result.stdout
+    assert "accounts from" not in lint(cli, pam_dir, passwd="files systemd").stdout
+    (pam_dir / "localauth-passcode").write_text("auth [success=done default=ignore] pam_unix.so\n"
+                                               "auth required pam_sss.so use_first_pass\n")
+    fixed = lint(cli, pam_dir, passwd="files sss")
+    assert fixed.returncode == 0 and "0 error(s), 0 warning(s)" in fixed.stdout, fixed.stdout
 
 
 def test_config_check_judges_other_where_the_passcode_service_is_missing(cli, tmp_path):
@@ -351,9 +376,9 @@ BAD_STACKS = {
                                              "auth optional pam_localauth.so authsucc\nauth required pam_permit.so\n"},
                                     "sudo:2 reaches the authsucc line on auth_err"),
     "passcode-sufficient": ({"localauth-passcode": "auth sufficient pam_unix.so\nauth required pam_nologin.so successok\n"},
-                            "localauth-passcode:1: no jumps, 'reset', 'sufficient' or 'done' in the passcode service"),
+                            "localauth-passcode: a wrong passcode could pass"),
     "passcode-optional-unix": ({"localauth-passcode": "auth optional pam_unix.so\nauth required pam_env.so\n"},
-                               "localauth-passcode:1: pam_unix.so must be required or requisite here"),
+                               "localauth-passcode: a wrong passcode could pass"),
     "named-passcode-service": ({"sudo": "auth [success=2 ignore=ignore authinfo_unavail=ignore default=die] "
                                         "pam_localauth.so passcode_service=mypass\nauth [success=1 default=ignore] pam_unix.so\n"
                                         "auth requisite pam_deny.so\nauth required pam_permit.so\n",

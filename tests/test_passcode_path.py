@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from pamenv import (PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_CONV_ERR, PAM_MATRIX, PAM_SUCCESS, PAM_SYSTEM_ERR,
+from pamenv import (PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_CONV_ERR, PAM_KEEPTOK, PAM_MATRIX, PAM_SUCCESS, PAM_SYSTEM_ERR,
                       PASSWORDS, MODULE, later_boot_clock, lookalike_records)
 
 ALICE = PASSWORDS["alice"]
@@ -25,6 +25,25 @@ def counting_passcode_stack(pam, extra_before=()):
         f"auth required {PAM_MATRIX} passdb={pam.passdb}",
     ])
     return lambda: len(counter.read_text().splitlines()) if counter.exists() else 0
+
+
+def test_a_passcode_service_for_directory_accounts_checks_them_after_pam_unix(pam):
+    """The passcode service the documentation gives for sssd: pam_unix for
+    local accounts, then the directory's module with the same one answer
+    (pam_get_authtok, as pam_sss's use_first_pass). A test module that
+    checks pam_matrix's password file that way stands in for pam_sss (there
+    is no directory here); alice has no local password (no shadow entry), so
+    pam_unix fails, is ignored, and the directory decides: the right
+    password gets in, a wrong one is charged, and nothing asks twice."""
+    pam.write_service("localauth-passcode", ["auth [success=done default=ignore] pam_unix.so",
+                                             f"auth required {PAM_KEEPTOK} passdb={pam.passdb}"])
+    wrong = pam.run(answers=["wrong-1"])
+    assert wrong.code == PAM_AUTH_ERR, wrong
+    assert pam.record().P == 1
+    right = pam.run(answers=[ALICE])
+    assert right.code == PAM_SUCCESS, right
+    assert [text for kind, text in right.messages if kind.startswith("prompt")] == ["Enter Password: "]
+    assert pam.record().P == 0
 
 
 def test_correct_passcode_succeeds_resets_counters_and_sets_authtok(pam):

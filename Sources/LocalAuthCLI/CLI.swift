@@ -27,7 +27,7 @@ commands:
                                          a real evaluation in this terminal (root only)
   evaluate [--policy owner|biometrics] [--reason TEXT] [--fallback-title T] [--cancel-title T]
            [--non-interactive] [--json]  an app's evaluation for scripts; one exit code per error
-  config --check [FILE] [--pam-dir DIR]  validate the configuration file and lint the PAM stacks
+  config --check [FILE] [--pam-dir DIR] [--nsswitch FILE]  validate the configuration file and lint the PAM stacks
 
 common options:
   --conf FILE    read FILE instead of /etc/security/localauth.conf (root only)
@@ -53,7 +53,7 @@ public func run(arguments: [String]) -> Int32 {
             return try evaluateCommand(try Arguments(rest, flags: ["--json", "--non-interactive"],
                                                      values: ["--policy", "--reason", "--fallback-title", "--cancel-title"],
                                                      verb: verb)).rawValue
-        case "config": return try configCommand(try Arguments(rest, flags: ["--check"], values: ["--pam-dir"], verb: verb, positional: 1)).rawValue
+        case "config": return try configCommand(try Arguments(rest, flags: ["--check"], values: ["--pam-dir", "--nsswitch"], verb: verb, positional: 1)).rawValue
         case "--help", "-h", "help":
             print(usageText, terminator: "")
             return ExitCode.success.rawValue
@@ -172,14 +172,16 @@ func helpText(_ verb: String) -> String {
         """
     case "config":
         return """
-        usage: localauth config --check [FILE] [--pam-dir DIR]
+        usage: localauth config --check [FILE] [--pam-dir DIR] [--nsswitch FILE]
           Validates FILE (default /etc/security/localauth.conf), naming each bad
           line, and lints the PAM stacks in DIR (default /etc/pam.d) against the
           rules of pam_localauth(8): no 'done' on its lines, every path that skips
           it reaches a mandatory password module or pam_deny.so, an authsucc line
           after a policy=biometrics line, and a passcode service that is an
           explicit list without fingerprint, token, pam_rootok or pam_permit
-          modules. Exit 1 when an error was found.
+          modules. Warns when nsswitch.conf (FILE, default /etc/nsswitch.conf)
+          lists a directory (sss, ldap, winbind) whose accounts no module of the
+          passcode service can check. Exit 1 when an error was found.
 
         """
     default:

@@ -109,9 +109,17 @@ func configCommand(_ arguments: Arguments) throws -> ExitCode {
         for named in lint.passcodeServicesNamed(service) { addPasscodeService(named) }
     }
     let passcodeFiles = passcodeServices.compactMap(serviceFile)
+    // Where accounts come from: a directory's accounts need its module in
+    // the passcode service.
+    var accountSources: [String] = []
+    if case .bytes(let text) = Syscalls.readFollowingLinks(utf8Bytes(arguments.values["--nsswitch"] ?? "/etc/nsswitch.conf"), limit: 1 << 20) {
+        accountSources = StackLint.passwdSources(nsswitch: text)
+    }
     for service in services {
         if passcodeFiles.contains(where: { sameName($0, service) }) {
-            for finding in lint.passcodeServiceFindings(service) { report(finding.severity, finding.text) }
+            for finding in lint.passcodeServiceFindings(service) + lint.directoryAccountFindings(service, sources: accountSources) {
+                report(finding.severity, finding.text)
+            }
         } else {
             for finding in lint.serviceFindings(service) { report(finding.severity, finding.text) }
         }

@@ -532,29 +532,39 @@ public struct StackLint {
         // Every line as libpam loads it, lines of an unknown type included
         // (libpam keeps them as auth lines that fail, with their control).
         var passwordModules = 0
-        for rule in expand(name).rules where rule.kind != .substack && rule.file == name {
+        let rules = expand(name).rules
+        for rule in rules where rule.kind != .substack && rule.file == name {
             if rule.kind == .module && (StackLint.forbiddenInPasscodeService.contains(rule.moduleName) || rule.isLocalAuth) {
                 error(rule.location, "\(rule.moduleName) must not be in the passcode service: it could stand in for the password")
             }
-            // A success that ends or skips the stack, or a reset that
-            // forgets the password module's failure, could pass a wrong passcode.
+            let isPasswordModule = rule.kind == .module && StackLint.passwordModules.contains(rule.moduleName)
+            if isPasswordModule { passwordModules += 1 }
+            // Only a password module's success may end the check or skip
+            // lines (a local account checked by pam_unix, a directory one by
+            // pam_sss after it); any other skip, or a reset that forgets a
+            // failure, could pass a wrong passcode.
             let skips = rule.answers.contains { answer in
+                let succeeded = answer == Control.success || answer == Control.newAuthtokRequired
                 switch rule.control.action(answer) {
-                case .jump, .reset: return true
-                case .done: return answer == Control.success || answer == Control.newAuthtokRequired
+                case .reset: return true
+                case .jump: return !(isPasswordModule && succeeded)
+                case .done: return succeeded && !isPasswordModule
                 default: return false
                 }
             }
             if skips {
-                error(rule.location, "no jumps, 'reset', 'sufficient' or 'done' in the passcode service: every line must be able to fail the check")
+                error(rule.location, "no jumps, 'reset', 'sufficient' or 'done' in the passcode service but on a password "
+                      + "module's success: every other line must be able to fail the check")
             }
-            if rule.kind == .module && StackLint.passwordModules.contains(rule.moduleName) {
-                passwordModules += 1
-                let failing = rule.answers.filter { $0 != Control.success && $0 != Control.newAuthtokRequired }
-                if failing.contains(where: { rule.control.action($0) != .bad && rule.control.action($0) != .die }) {
-                    error(rule.location, "\(rule.moduleName) must be required or requisite here: a wrong passcode must fail the check")
-                }
-            }
+        }
+        // Every way through the check must end in a password module's
+        // failure or pass a password module's success: a way that ends with
+        // neither lets the other lines decide, and they may have succeeded
+        // (pam_env, pam_nologin) on a wrong passcode.
+        let paths = StackPaths(rules)
+        if passwordModules > 0 && !paths.closedFrom[0] {
+            error(name, "a wrong passcode could pass: a way through this service ends with no password module failing it "
+                  + "(make the last password module required or requisite)")
         }
         if passwordModules == 0 {
             error(name, "no password module (such as pam_unix.so) checks the passcode")

@@ -406,8 +406,15 @@ final class StackLintTests: XCTestCase {
             ("@include common-auth\n", "must be an explicit list"),
             ("auth sufficient pam_fprintd.so\nauth required pam_unix.so\n", "pam_fprintd.so must not be in the passcode service"),
             ("auth sufficient pam_rootok.so\nauth required pam_unix.so\n", "pam_rootok.so must not be"),
-            ("auth [success=done default=ignore] pam_unix.so\n", "no jumps, 'reset', 'sufficient' or 'done'"),
-            ("auth optional pam_unix.so\n", "must be required or requisite here"),
+            ("auth [success=done default=ignore] pam_unix.so\n", "a wrong passcode could pass"),
+            ("auth optional pam_unix.so\n", "a wrong passcode could pass"),
+            ("auth optional pam_unix.so\nauth required pam_env.so\n", "a wrong passcode could pass"),
+            ("auth sufficient pam_unix.so\nauth required pam_nologin.so successok\n", "a wrong passcode could pass"),
+            ("auth [success=done default=ignore] pam_unix.so\nauth optional pam_sss.so use_first_pass\n"
+             + "auth required pam_env.so\n", "a wrong passcode could pass"),
+            ("auth [success=1 default=ignore] pam_env.so\nauth required pam_unix.so\n", "no jumps, 'reset'"),
+            ("auth sufficient pam_env.so\nauth required pam_unix.so\n", "no jumps, 'reset'"),
+            ("auth [success=reset default=bad] pam_unix.so\nauth required pam_sss.so\n", "no jumps, 'reset'"),
             ("auth required pam_env.so\n", "no password module"),
         ]
         for (stack, expected) in rows {
@@ -415,6 +422,41 @@ final class StackLintTests: XCTestCase {
             XCTAssertTrue(found.contains { $0.contains(expected) }, "\(stack): \(found)")
         }
         XCTAssertEqual(errors(lint([:]).passcodeServiceFindings("localauth-passcode")), ["localauth-passcode: missing or unreadable"])
+    }
+
+    /// nsswitch.conf's passwd sources, and a warning for each directory
+    /// whose accounts the passcode service cannot check.
+    func testDirectoryAccountsNeedTheirModule() {
+        let nsswitch = utf8Bytes("# passwd: files\ngroup: files sss\npasswd:  files [NOTFOUND=return] sss # directory\n")
+        XCTAssertEqual(StackLint.passwdSources(nsswitch: nsswitch), ["files", "sss"])
+        XCTAssertEqual(StackLint.passwdSources(nsswitch: utf8Bytes("passwd: files\npasswd : files ldap winbind\n")),
+                       ["files", "ldap", "winbind"])
+        XCTAssertEqual(StackLint.passwdSources(nsswitch: utf8Bytes("hosts: files dns\n")), [])
+        let unixOnly = lint(["localauth-passcode": "auth required pam_unix.so\n"])
+        XCTAssertEqual(unixOnly.directoryAccountFindings("localauth-passcode", sources: ["files", "systemd"]), [])
+        let found = unixOnly.directoryAccountFindings("localauth-passcode", sources: ["files", "sss", "winbind"])
+        XCTAssertEqual(found.map(\.severity), ["warning", "warning"])
+        XCTAssertTrue(found[0].text.contains("accounts from 'sss'") && found[0].text.contains("pam_sss.so"), "\(found)")
+        XCTAssertTrue(found[1].text.contains("accounts from 'winbind'"), "\(found)")
+        let withSSS = lint(["localauth-passcode": "auth [success=done default=ignore] pam_unix.so\nauth required pam_sss.so use_first_pass\n"])
+        XCTAssertEqual(withSSS.directoryAccountFindings("localauth-passcode", sources: ["files", "sss", "ldap"]), [])
+    }
+
+    /// Local accounts checked by pam_unix and directory accounts by the
+    /// directory's module after it: only a password module's success ends
+    /// or skips, and the last one decides.
+    func testPasscodeServicesForDirectoryAccounts() {
+        let stacks = [
+            "auth [success=done default=ignore] pam_unix.so\nauth required pam_sss.so use_first_pass\n",
+            "auth sufficient pam_unix.so\nauth requisite pam_sss.so use_first_pass\n",
+            "auth [success=1 default=ignore] pam_unix.so\nauth required pam_sss.so use_first_pass\n",
+            "auth [success=done new_authtok_reqd=done default=ignore] pam_unix.so\n"
+                + "auth [success=done default=ignore] pam_ldap.so use_first_pass\nauth required pam_krb5.so use_first_pass\n",
+            "auth required pam_sss.so\n",
+        ]
+        for stack in stacks {
+            XCTAssertEqual(lint(["localauth-passcode": stack]).passcodeServiceFindings("localauth-passcode"), [], stack)
+        }
     }
 
     /// Found by a third attack review, each run through libpam 1.5.2 and
