@@ -8,7 +8,7 @@ For every locker: unlock by finger with the fewest keystrokes it allows,
 unlock by password, three misses then the password, five misses across two
 lock prompts then the lockout that only the password lifts, the password
 back-off, and a locker killed mid-prompt losing no charge. What the user sees
-and types in each is the README's table ("Screen lockers").
+and types in each is docs/PROGRAMS.md's table ("Screen lockers").
 """
 import os
 import re

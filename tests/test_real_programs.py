@@ -1,6 +1,6 @@
 """End to end: the REAL sudo, su and pamtester (login stack) with pam_localauth.so,
 against a real fprintd with libfprint's virtual device (tests/fprint_rig.py).
-what the user sees (README, "In real programs"), the fprintd rig, and the private mount namespace.
+what the user sees (docs/PROGRAMS.md, "In real programs"), the fprintd rig, and the private mount namespace.
 
 The host's /etc is never changed. Every program runs as
     setsid -w -c  unshare --mount  /bin/sh enter.sh  <program ...>
