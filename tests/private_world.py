@@ -212,12 +212,14 @@ class PrivateWorld(SeededState):
 
     def argv(self, *command, uid=None):
         """The command inside the private namespace, as `uid` (None: root).
-        With `read_only_state` set, the state directory is bound read-only
-        there first, as a disk that went read-only leaves it."""
+        With `read_only_state` set, the state directory is a filesystem of
+        its own there, with the state in it, mounted read-only, as a disk
+        that went read-only leaves it."""
         prefix = ["unshare", "--mount", "/bin/sh", str(self.enter)]
         if self.read_only_state:
-            prefix += ["/bin/sh", "-ec", f"mount --bind '{self.state}' '{self.state}'; "
-                       f"mount -o remount,bind,ro '{self.state}'; exec \"$@\"", "sh"]
+            prefix += ["/bin/sh", "-ec", f"STATE='{self.state}'; SEED=$(mktemp -d); cp -a \"$STATE\"/. \"$SEED\"/; "
+                       "mount -t tmpfs -o size=8m,mode=0700 localauth-ro \"$STATE\"; cp -a \"$SEED\"/. \"$STATE\"/; "
+                       "rm -rf \"$SEED\"; mount -o remount,ro \"$STATE\"; exec \"$@\"", "sh"]
         if uid is not None:
             prefix += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--init-groups", "--"]
         return prefix + [str(c) for c in command]

@@ -88,7 +88,8 @@ def test_status_says_when_a_read_only_disk_suspends_counting(pam, tool, cli):
     suspended, in words and in JSON; on a writable disk it says nothing."""
     assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
     assert json.loads(tool("status", "--user", "alice", "--json").stdout)["counting_suspended"] is None
-    script = f'mount --bind {pam.state} {pam.state}; mount -o remount,bind,ro {pam.state}; exec "$@"'
+    script = (f'SEED=$(mktemp -d); cp -a {pam.state}/. "$SEED"/; mount -t tmpfs -o size=8m,mode=0700 ro-state {pam.state}; '
+              f'cp -a "$SEED"/. {pam.state}/; rm -rf "$SEED"; mount -o remount,ro {pam.state}; exec "$@"')
     read_only = ["unshare", "--mount", "--propagation", "private", "sh", "-ec", script, "sh"]
     for extra in ([], ["--json"]):
         result = subprocess.run(read_only + [str(cli), "status", "--user", "alice", "--conf", str(pam.conf), *extra],

@@ -29,8 +29,7 @@ ALICE = PASSWORDS["alice"]
 UID = USERS["alice"]
 SHIM = BUILD / "faultinject.so"
 NOT_RECORDED = "Authentication is unavailable: the attempt could not be recorded. Nothing was checked."
-COUNTING_SUSPENDED = ("The system disk cannot be written, so the fingerprint is off; "
-                      "the password is checked without counting attempts.")
+COUNTING_SUSPENDED = "The fingerprint is unavailable because the system disk cannot be written; use your password."
 FIRST_PROMPT = "Password, or press Enter to use your fingerprint: "
 PASSCODE_PROMPT = "Enter Password: "
 FAKETIME = Path(f"/usr/lib/{os.uname().machine}-linux-gnu/faketime/libfaketime.so.1")
@@ -177,7 +176,15 @@ def test_a_store_of_an_earlier_release_gets_its_look_alike_file_from_a_known_use
     assert runs["alice"].messages == runs["nosuchuser"].messages
 
 
-READ_ONLY = "STATE={state}; mount --bind $STATE $STATE; mount -o remount,bind,ro $STATE"
+# The state directory on a filesystem of its own, with the state in it,
+# then that filesystem mounted read-only: its superblock, as a disk that
+# went read-only leaves it (not one mount's read-only view).
+READ_ONLY = ('STATE={state}; SEED=$(mktemp -d); cp -a "$STATE"/. "$SEED"/; '
+             'mount -t tmpfs -o size=8m,mode=0700 localauth-ro "$STATE"; cp -a "$SEED"/. "$STATE"/; rm -rf "$SEED"; '
+             'mount -o remount,ro "$STATE"')
+# One mount's read-only view of the writable state directory (a bind, as a
+# service's ReadOnlyPaths or a container makes): no failure of the disk.
+READ_ONLY_VIEW = 'STATE={state}; mount --bind "$STATE" "$STATE"; mount -o remount,bind,ro "$STATE"'
 
 
 def profile_stack(pam):
@@ -199,55 +206,74 @@ def hand_over_stack(pam, name):
         install(pam, name)
 
 
+def assert_handed_over(pam, run, code):
+    assert run.code == code, run
+    assert run.texts("error") == [COUNTING_SUSPENDED] and run.prompts() == [MATRIX_PROMPT], run
+    assert any("counting suspended, no fingerprint; the password line decides, uncounted" in line
+               for line in log_lines(run)), run.stderr
+
+
 @pytest.mark.parametrize("name", ["sudo", "su", "login", "sudo-biometrics", "common-auth"])
 @pytest.mark.parametrize("user", ["alice", "nosuchuser"])
-def test_a_read_only_state_directory_hands_over_to_the_password_line(pam, name, user):
-    """A disk gone read-only (ext4's errors=remount-ro) must not lock
-    everyone out: nothing can be counted, so no finger is taken, the person
-    is told why, and each shipped stack's password line decides, uncounted.
-    The namespace is root's, as the system's own mounts are; a known and an
-    unknown name hear the same."""
+def test_a_read_only_state_directory_hands_over_to_the_password_line(pam, tmp_path, name, user):
+    """A disk gone read-only must not lock everyone out: nothing can be
+    counted, so no finger is taken, the person is told, and each shipped
+    stack's password line decides, uncounted. The namespace is root's, as
+    the system's own mounts are; a known and an unknown name hear the
+    same; what the prompts left on the read-only filesystem is what was
+    there before."""
     hand_over_stack(pam, name)
     if user == "alice":
-        before = seeded_with_one_wrong_password(pam)
-    else:
-        before = None
-    files = pam.state_files()
-    ro = in_private_mounts(READ_ONLY.format(state=pam.state))
-    right = pam.run(service=name, user=user, answers=[PASSWORDS.get(user, "x")], wrapper=ro)
-    wrong = pam.run(service=name, user=user, answers=["wrong"], wrapper=ro)
-    assert wrong.code == PAM_AUTH_ERR, wrong
-    assert wrong.texts("error") == [COUNTING_SUSPENDED] and wrong.prompts() == [MATRIX_PROMPT], wrong
-    if user == "alice":
-        assert right.code == PAM_SUCCESS, right
-        assert pam.record_path().read_bytes() == before
-    else:
-        assert right.code == PAM_AUTH_ERR, right
-    assert right.texts("error") == [COUNTING_SUSPENDED] and right.prompts() == [MATRIX_PROMPT], right
-    assert any("counting suspended, no fingerprint; the password line decides, uncounted" in line
-               for line in log_lines(right)), right.stderr
-    assert any("errno 30" in line for line in log_lines(right)), right.stderr
-    assert pam.state_files() == files
+        seeded_with_one_wrong_password(pam)
+    before = pam.state_contents()
+    for answer, code in ((PASSWORDS.get(user, "x"), PAM_SUCCESS if user == "alice" else PAM_AUTH_ERR), ("wrong", PAM_AUTH_ERR)):
+        out = tmp_path / f"after-{answer}"
+        out.mkdir()
+        run = pam.run(service=name, user=user, answers=[answer],
+                      wrapper=in_private_mounts(READ_ONLY.format(state=pam.state), copy_out=out))
+        assert_handed_over(pam, run, code)
+        assert any("errno 30" in line for line in log_lines(run)), run.stderr
+        assert {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.is_file()} == before
 
 
-@pytest.mark.parametrize("wrapper", ["user namespace", "pid namespace"])
-def test_a_read_only_bind_in_namespaces_a_user_could_make_still_refuses(pam, wrapper):
-    """What no unprivileged user can cause suspends counting; what one can
-    does not. A user's own user namespace (here made by root, mapping root
-    to itself, the most a user's namespace could make look like the system:
-    the paths owned by root, the prompt's process root in it) and a pid
+def test_an_ext4_error_under_errors_remount_ro_hands_over(pam, tmp_path):
+    """What a failing disk does: the state directory on ext4 mounted with
+    errors=remount-ro (Debian's default), then an error (the kernel's own
+    trigger_fs_error). The kernel marks the filesystem read-only (on recent
+    kernels as emergency_ro, which statvfs does not show), the next write
+    gets EROFS, and the password line decides."""
+    install(pam, "sudo")
+    seeded_with_one_wrong_password(pam)
+    disk, mounted = tmp_path / "disk.img", tmp_path / "fs"
+    mounted.mkdir()
+    subprocess.run(["truncate", "-s", "16M", str(disk)], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(disk)], check=True)
+    script = (f'STATE={pam.state}; mount -o loop,errors=remount-ro {disk} {mounted}; cp -a "$STATE"/. {mounted}/; '
+              f'chmod 0700 {mounted}; mount --bind {mounted} "$STATE"; '
+              f'echo 1 > /sys/fs/ext4/$(basename $(findmnt -n -o SOURCE {mounted}))/trigger_fs_error')
+    tail = f'set +e; "$@"; rc=$?; umount "$STATE" {mounted}; exit $rc'
+    run = pam.run(service="sudo", answers=[ALICE],
+                  wrapper=["unshare", "--mount", "--propagation", "private", "sh", "-ec", f"{script}\n{tail}", "sh"])
+    assert_handed_over(pam, run, PAM_SUCCESS)
+
+
+@pytest.mark.parametrize("wrapper", ["user namespace", "pid namespace", "read-only view"])
+def test_a_read_only_state_that_a_user_could_arrange_still_refuses(pam, wrapper):
+    """What no unprivileged user can cause suspends counting; what one can,
+    or what is no failure of the disk, does not. A user's own user
+    namespace (here made by root, mapping root to itself: the most a user's
+    namespace could make look like the system, the paths owned by root, the
+    prompt's process root in it, the filesystem truly read-only), a pid
     namespace of its own (what a setuid sandbox such as firejail gives its
-    users, with mounts of its choosing) both keep today's refusal: nothing
-    asked, nothing checked, nothing written."""
+    users, with mounts of its choosing), and one mount's read-only view of
+    the writable state directory (a service's ReadOnlyPaths, a container)
+    all keep the refusal: nothing asked, nothing checked, nothing written."""
     install(pam, "sudo")
     before = seeded_with_one_wrong_password(pam)
-    script = READ_ONLY.format(state=pam.state)
-    if wrapper == "user namespace":
-        prefix = ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private", "sh", "-ec",
-                  f'{script}\nexec "$@"', "sh"]
-    else:
-        prefix = ["unshare", "--pid", "--fork", "--mount", "--propagation", "private", "--mount-proc", "sh", "-ec",
-                  f'{script}\nexec "$@"', "sh"]
+    script = (READ_ONLY_VIEW if wrapper == "read-only view" else READ_ONLY).format(state=pam.state)
+    namespaces = {"user namespace": ["--user", "--map-root-user"], "pid namespace": ["--pid", "--fork", "--mount-proc"],
+                  "read-only view": []}[wrapper]
+    prefix = ["unshare", *namespaces, "--mount", "--propagation", "private", "sh", "-ec", f'{script}\nexec "$@"', "sh"]
     wrapper_dirs = set(Path("/tmp").glob("pam.?"))
     run = pam.run(service="sudo", answers=[ALICE, ALICE], wrapper=prefix)
     # pam_wrapper's directory names its process by the pid it had in its
@@ -265,45 +291,29 @@ def test_a_read_only_bind_in_namespaces_a_user_could_make_still_refuses(pam, wra
 @pytest.mark.parametrize("call, errno, expected_log", [
     ("write", 5, "cannot charge a passcode attempt for uid 1001: write failed: Input/output error (errno 5)"),
     ("sync", 5, "cannot charge a passcode attempt for uid 1001: write failed: Input/output error (errno 5)"),
-], ids=["write-EIO", "sync-EIO"])
-def test_a_failing_disk_hands_over_to_the_password_line_and_loses_no_charge(pam, call, errno, expected_log):
-    """A disk that fails the charge (EIO) cannot count either: the typed
-    password is never checked by the module, and the password line asks
-    and decides. A failed sync may leave the charge on disk (one too many,
-    never one too few)."""
-    install(pam, "sudo")
-    before = seeded_with_one_wrong_password(pam)
-    for answer, code in ((ALICE, PAM_SUCCESS), ("wrong", PAM_AUTH_ERR)):
-        (pam.base / "faults.log").unlink(missing_ok=True)
-        run = pam.run(service="sudo", answers=[ALICE, answer], env=faulty(pam, call, errno))
-        assert faults_hit(pam), "the fault was never injected"
-        assert run.code == code, run
-        assert run.prompts() == [PASSCODE_PROMPT, MATRIX_PROMPT], run
-        assert run.texts("error") == [COUNTING_SUSPENDED], run
-        assert any(expected_log in line for line in log_lines(run)), run.stderr
-        if call == "write":
-            assert pam.record_path().read_bytes() == before
-    assert pam.record().P >= 1
-
-
-@pytest.mark.parametrize("call, errno, expected_log", [
     ("write", 30, "cannot charge a passcode attempt for uid 1001: write failed: Read-only file system (errno 30)"),
     ("write", 28, "cannot charge a passcode attempt for uid 1001: write failed: No space left on device (errno 28)"),
     ("open", 13, "cannot be opened: Permission denied (errno 13)"),
     ("open", 12, "cannot be opened: Cannot allocate memory (errno 12)"),
-], ids=["write-EROFS-on-a-writable-disk", "write-ENOSPC", "open-EACCES", "open-ENOMEM"])
+], ids=["write-EIO", "sync-EIO", "write-EROFS-on-a-writable-disk", "write-ENOSPC", "open-EACCES", "open-ENOMEM"])
 def test_a_failing_store_call_refuses_the_attempt_and_loses_no_charge(pam, call, errno, expected_log):
     """The charge is written (and synced) before the password is checked;
-    when that fails for a reason a user could cause (no space, a security
-    module, a shortage), or with EROFS on a filesystem that is not
-    read-only (a forged errno), the password is not checked at all."""
+    when that fails while the filesystem stays writable (a disk error the
+    filesystem did not answer by going read-only, which over-committed
+    storage gives when someone fills it; EROFS that no read-only filesystem
+    explains), or for a reason a user could cause (no space, a security
+    module, a shortage), the password is not checked at all. A failed sync
+    may leave the charge on disk (one too many, never one too few)."""
     before = seeded_with_one_wrong_password(pam)
     run = pam.run(answers=[ALICE], env=faulty(pam, call, errno))
     assert faults_hit(pam), "the fault was never injected"
     assert run.code == PAM_SYSTEM_ERR, run
     assert run.texts("error") == [NOT_RECORDED]
     assert any(expected_log in line for line in log_lines(run)), run.stderr
-    assert pam.record_path().read_bytes() == before
+    if call == "sync":
+        assert pam.record().P == 2
+    else:
+        assert pam.record_path().read_bytes() == before
 
 
 @pytest.mark.parametrize("errno", [23, 24, 12], ids=["ENFILE", "EMFILE", "ENOMEM"])

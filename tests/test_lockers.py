@@ -249,14 +249,15 @@ def test_locker_killed_mid_prompt_loses_no_charge(locker, world, rig):
 
 def test_a_read_only_state_directory_unlocks_with_the_password(locker, world):
     """The disk holding the state went read-only (ext4's errors=remount-ro):
-    nothing can be counted, so the helper takes no finger and says why, and
-    the locker's password line (pam_unix) decides, uncounted: a wrong
-    password leaves the screen locked, the right one unlocks it, and
-    nothing is written.
+    nothing can be counted, so the helper takes no finger and says why (the
+    log says counting is suspended), and the locker's password line
+    (pam_unix) decides, uncounted: a wrong password leaves the screen
+    locked, the right one unlocks it.
 
     Not kscreenlocker: its driver can tell a prompt is up only by the helper
     waiting on it, and here the prompt is pam_unix's."""
     world.read_only_state = True
+    mark = world.syslog.mark()
     try:
         lock = locker()
         if isinstance(lock, KScreenLocker):
@@ -273,4 +274,6 @@ def test_a_read_only_state_directory_unlocks_with_the_password(locker, world):
         assert lock.unlocked()
     finally:
         world.read_only_state = False
+    assert any("counting suspended, no fingerprint; the password line decides, uncounted" in line
+               for line in world.syslog.since(mark)), world.syslog.since(mark)
     assert world.state_untouched()

@@ -9,3 +9,11 @@ int la_setresgid(unsigned real, unsigned effective, unsigned saved) { return set
 int la_getresuid(unsigned *real, unsigned *effective, unsigned *saved) { return getresuid(real, effective, saved); }
 int la_getresgid(unsigned *real, unsigned *effective, unsigned *saved) { return getresgid(real, effective, saved); }
 int la_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+/* statx's mount id (STATX_MNT_ID, the first field of /proc/self/mountinfo) of `path`. */
+int la_mount_id(const char *path, unsigned long long *id) {
+    struct statx info;
+    if (statx(AT_FDCWD, path, 0, STATX_MNT_ID, &info) != 0) return -1;
+    if (!(info.stx_mask & STATX_MNT_ID)) { errno = ENOSYS; return -1; }
+    *id = info.stx_mnt_id;
+    return 0;
+}

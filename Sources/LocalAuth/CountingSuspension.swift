@@ -1,16 +1,19 @@
-// When the state directory cannot be written for a reason no unprivileged
-// user can cause (its filesystem went read-only, its disk fails), attempts
-// cannot be counted, and refusing would lock everyone out, the owner
-// included, at the moment the administrator most needs to get in. The module
-// then takes no fingerprint (nothing could be charged before its verdict)
-// and hands the decision to the password line, as the system decided before
-// localauth: the password alone, uncounted. Whenever a user could have
-// caused the failure, the refusal stands.
+// When the state directory cannot be written because its filesystem has
+// gone read-only (mounted so, or set so by the kernel after a disk error,
+// as ext4's default errors=remount-ro does), attempts cannot be counted,
+// and refusing would lock everyone out, the owner included, at the moment
+// the administrator most needs to get in. The module then takes no
+// fingerprint (nothing could be charged before its verdict) and hands the
+// decision to the password line, as the system decided before localauth:
+// the password alone, uncounted. Whenever a user could have caused the
+// failure, the refusal stands.
 
 /// What the system layer finds, after a store failure, about the state
 /// directory's filesystem and this process.
 public struct StorageFacts: Equatable, Sendable {
-    /// The filesystem holding the state directory is mounted read-only.
+    /// The filesystem holding the state directory has itself gone
+    /// read-only (its superblock: mounted `ro`, or `emergency_ro` after an
+    /// error); one mount's read-only view of it does not count.
     public var readOnlyFilesystem: Bool
     /// This process holds root's privilege in the initial user namespace,
     /// runs in the initial pid namespace, and its mount namespace belongs to
@@ -35,18 +38,16 @@ public enum CountingSuspension {
     /// EIO: the device failed.
     public static let deviceError = Errno(5)
 
-    /// Whether `failure` suspends counting: a write the filesystem refuses
-    /// because it is mounted read-only, or any store call the device fails,
-    /// met by a process no unprivileged user could have set up. No space,
-    /// no inodes, quotas, odd files, permissions and shortages of memory or
-    /// descriptors never do: a user can cause those.
+    /// Whether `failure` suspends counting: a store call refused because
+    /// the filesystem is read-only (EROFS), or failed by the disk (EIO),
+    /// while the filesystem itself has gone read-only, met by a process no
+    /// unprivileged user could have set up. A disk error the filesystem did
+    /// not answer by going read-only, no space, no inodes, quotas, odd
+    /// files, permissions and shortages never do: a user can cause those
+    /// (over-committed storage fails writes when someone fills it).
     public static func applies(to failure: StoreFailure, facts: StorageFacts) -> Bool {
-        guard facts.systemPrivileged, let errno = errno(of: failure) else { return false }
-        switch errno {
-        case readOnlyFilesystem: return facts.readOnlyFilesystem
-        case deviceError: return true
-        default: return false
-        }
+        guard facts.systemPrivileged, facts.readOnlyFilesystem, let errno = errno(of: failure) else { return false }
+        return errno == readOnlyFilesystem || errno == deviceError
     }
 
     /// The errno a store failure carries, if any.

@@ -534,8 +534,8 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
     mutating func unrecorded(_ request: Request) -> EvaluationResult {
         if let failure = ledger.lastFailure, CountingSuspension.applies(to: failure, facts: ledger.store.storageFacts()) {
             say(UserText.countingSuspended, .error, request)
-            ledger.log.log(.error, "state directory \(printableText(options.stateDir)) cannot be written (its filesystem is read-only "
-                           + "or its disk fails): counting suspended, no fingerprint; the password line decides, uncounted")
+            ledger.log.log(.error, "state directory \(printableText(options.stateDir)) cannot be written (its filesystem has gone "
+                           + "read-only): counting suspended, no fingerprint; the password line decides, uncounted")
             return EvaluationResult(.failure(.systemCancel))
         }
         say(UserText.notRecorded, .error, request)

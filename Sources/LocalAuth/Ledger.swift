@@ -15,7 +15,8 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
     public var store: Store
     public var clock: Time
     public var log: Log
-    /// The last failure of the store (for CountingSuspension).
+    /// The failure of the last transaction, nil when it succeeded (for
+    /// CountingSuspension).
     public private(set) var lastFailure: StoreFailure? = nil
 
     public init(options: Options, store: Store, clock: Time, log: Log) {
@@ -55,6 +56,7 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
         let rules = RecordRules(options: options, backoffApplies: backoffApplies(user))
         do {
             try store.withRecord(uid: user.uid, userName: user.name) { record, status in body(&record, status, rules, moment) }
+            lastFailure = nil
             return true
         } catch {
             lastFailure = error

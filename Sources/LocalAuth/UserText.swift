@@ -104,9 +104,10 @@ public enum UserText {
     /// (the administrator's log says why).
     public static let notRecorded = "Authentication is unavailable: the attempt could not be recorded. Nothing was checked."
 
-    /// The state directory's disk went read-only or fails: no fingerprint,
-    /// and the password is checked by the system, uncounted.
-    public static let countingSuspended = "The system disk cannot be written, so the fingerprint is off; the password is checked without counting attempts."
+    /// The state directory's filesystem went read-only: no fingerprint, and
+    /// the password line decides (uncounted: the log and `status` say so;
+    /// the prompt does not advertise it).
+    public static let countingSuspended = "The fingerprint is unavailable because the system disk cannot be written; use your password."
 
     public static func wait(_ milliseconds: Int64) -> String {
         "Too many wrong passwords. Try again in " + durationText(milliseconds) + "."

@@ -32,8 +32,8 @@ struct StatusReport {
     /// (key, value, where it came from)
     var configuration: [(String, String, String)]
     var problems: [String]
-    /// Why counting is suspended (the state directory's disk is read-only
-    /// or failing, CountingSuspension); nil while it counts.
+    /// Why counting is suspended (the state directory's filesystem went
+    /// read-only, CountingSuspension); nil while it counts.
     var suspension: String? = nil
 }
 
@@ -53,9 +53,8 @@ func statusReport(user: UserIdentity, _ configuration: LoadedConfiguration) -> S
 
     var suspension: String? = nil
     if Syscalls.effectiveUserID() == 0, inspection == nil, let failure = ledger.lastFailure {
-        let facts = ledger.store.storageFacts()
-        if CountingSuspension.applies(to: failure, facts: facts) {
-            suspension = (facts.readOnlyFilesystem ? "state directory read-only" : "state directory's disk failing") + ": counting suspended"
+        if CountingSuspension.applies(to: failure, facts: ledger.store.storageFacts()) {
+            suspension = "state directory read-only: counting suspended"
         }
     }
     var availability = "unreachable"

@@ -1,8 +1,8 @@
 // What the state store tells the engine after a failure, so that it can
 // decide whether counting is suspended (LocalAuth's CountingSuspension):
-// is the state directory's filesystem read-only, and is this process one
-// that no unprivileged user could have set up. The decision is the core's;
-// this file only looks.
+// has the state directory's filesystem itself gone read-only, and is this
+// process one that no unprivileged user could have set up. The decision is
+// the core's; this file only looks.
 import LocalAuth
 
 extension FileStateStore {
@@ -38,17 +38,27 @@ public enum SystemPrivilege {
               isNamespace(at: proc, "self/ns/pid", inode: initialPIDNamespace),
               let mounts = try? Syscalls.openNamespace(at: proc, utf8Bytes("self/ns/mnt")) else { return false }
         defer { Syscalls.close(mounts) }
-        guard let owner = try? Syscalls.namespaceOwner(mounts) else { return false }
+        guard Syscalls.isMountNamespace(mounts), let owner = try? Syscalls.namespaceOwner(mounts) else { return false }
         defer { Syscalls.close(owner) }
         return isNamespace(owner, inode: initialUserNamespace)
     }
 
     /// Whether the filesystem holding `path` (or, while it is missing, its
-    /// nearest existing parent) is mounted read-only.
+    /// nearest existing parent) has itself gone read-only: its superblock
+    /// mounted `ro`, or set `emergency_ro` by the kernel after an error
+    /// (ext4's errors=remount-ro on recent kernels, where statvfs still
+    /// says read-write). One mount's read-only view of a writable
+    /// filesystem (a bind, a service's ReadOnlyPaths) is no failure of the
+    /// disk, and does not count.
     public static func readOnlyFilesystem(holding path: [UInt8]) -> Bool {
         var candidate = path
         while true {
-            if let readOnly = Syscalls.isOnReadOnlyFilesystem(candidate) { return readOnly }
+            if let id = try? Syscalls.mountID(candidate) {
+                guard case .bytes(let table) = Syscalls.readFollowingLinks(utf8Bytes("/proc/self/mountinfo"), limit: 16 << 20) else {
+                    return false
+                }
+                return MountTable.superblockIsReadOnly(table, mountID: id)
+            }
             guard let slash = candidate.lastIndex(of: 0x2F), candidate.count > 1 else { return false }
             candidate = slash == 0 ? [0x2F] : Array(candidate[..<slash])
         }
@@ -63,5 +73,27 @@ public enum SystemPrivilege {
     static func isNamespace(_ fd: Int32, inode: UInt64) -> Bool {
         guard (try? Syscalls.filesystemType(fd)) == namespaceFilesystemType, let facts = try? Syscalls.facts(fd) else { return false }
         return facts.inode == inode
+    }
+}
+
+/// /proc/self/mountinfo, read for one mount's superblock options.
+public enum MountTable {
+    /// Whether the line of mount `mountID` gives its superblock (the
+    /// options after the " - fstype source" separator) `ro` or
+    /// `emergency_ro`; false when the mount is not listed.
+    public static func superblockIsReadOnly(_ table: [UInt8], mountID: UInt64) -> Bool {
+        // Bytes throughout: no String comparison (the Embedded build has no
+        // Unicode tables).
+        let id = utf8Bytes(String(mountID))
+        for line in table.split(separator: 0x0A) {
+            let fields = line.split(separator: 0x20)
+            guard let first = fields.first, first.elementsEqual(id),
+                  let separator = fields.firstIndex(where: { $0.elementsEqual([0x2D]) }),
+                  fields.count > separator + 3 else { continue }
+            return fields[separator + 3].split(separator: 0x2C).contains { option in
+                option.elementsEqual(utf8Bytes("ro")) || option.elementsEqual(utf8Bytes("emergency_ro"))
+            }
+        }
+        return false
     }
 }

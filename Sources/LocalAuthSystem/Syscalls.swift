@@ -620,11 +620,18 @@ extension Syscalls {
 
     // MARK: - What the process is, where its state lies
 
-    /// Whether the filesystem holding `path` is mounted read-only (statvfs
-    /// ST_RDONLY); nil when it cannot be looked at.
-    public static func isOnReadOnlyFilesystem(_ path: [UInt8]) -> Bool? {
-        let answer = withCString(path) { la_read_only_filesystem($0) }
-        return answer < 0 ? nil : answer == 1
+    /// The mount id of `path` (statx STATX_MNT_ID): the first field of its
+    /// line in /proc/self/mountinfo.
+    public static func mountID(_ path: [UInt8]) throws(Errno) -> UInt64 {
+        var id: UInt64 = 0
+        let result = withCString(path) { pointer in withUnsafeMutablePointer(to: &id) { la_mount_id(pointer, $0) } }
+        if result != 0 { throw Errno.current }
+        return id
+    }
+
+    /// Whether `fd` names a mount namespace (ioctl NS_GET_NSTYPE).
+    public static func isMountNamespace(_ fd: Int32) -> Bool {
+        la_is_mount_namespace(fd) != 0
     }
 
     /// The filesystem type (statfs f_type) of an open file.

@@ -19,8 +19,10 @@ enum StoreFault: Equatable {
     /// The state directory's filesystem is read-only (EROFS on the lock),
     /// met by a process of the system's or by one a user set up.
     case readOnly(system: Bool)
-    /// The disk fails every write (EIO), met by a process of the system's.
-    case failingDisk
+    /// The disk fails every write (EIO), met by a process of the system's;
+    /// the filesystem went read-only after the error (errors=remount-ro),
+    /// or stayed writable.
+    case failingDisk(readOnlyAfter: Bool)
     /// The filesystem is full (ENOSPC), met by a process of the system's.
     case fullDisk
 }
@@ -918,16 +920,24 @@ func scenarios() -> [Scenario] {
             $0.sensorOpens = 1
             $0.saysNot = [UserText.countingSuspended]
         }
-        add("R12 the disk fails the fingerprint's charge: stopped before the reader is asked, the password line decides", policy) {
-            $0.storeFault = .failingDisk
+        add("R12 the disk fails the fingerprint's charge and the filesystem went read-only: stopped before the reader is asked, "
+            + "the password line decides", policy) {
+            $0.storeFault = .failingDisk(readOnlyAfter: true)
             $0.outcome = .failure(.systemCancel); $0.code = .authInfoUnavailable
             $0.sensorOpens = 1
             $0.saysError = [UserText.countingSuspended]
         }
+        add("R12 the disk fails the fingerprint's charge, the filesystem still writable: refused as before", policy) {
+            $0.storeFault = .failingDisk(readOnlyAfter: false)
+            $0.outcome = .internalError; $0.code = .systemError
+            $0.sensorOpens = 1
+            $0.saysNot = [UserText.countingSuspended]
+        }
     }
-    add("R12 prompt mode, the disk fails the typed password's charge: never checked, the password line asks again", .owner) {
+    add("R12 prompt mode, the disk fails the typed password's charge and the filesystem went read-only: never checked, "
+        + "the password line asks again", .owner) {
         $0.mode = .prompt
-        $0.storeFault = .failingDisk
+        $0.storeFault = .failingDisk(readOnlyAfter: true)
         $0.answers = [rightAnswer]
         $0.outcome = .failure(.systemCancel); $0.code = .authInfoUnavailable
         $0.passcodeBegins = 1
@@ -1160,10 +1170,10 @@ final class ScenarioTests: XCTestCase {
             store.failReads = true
             store.readFailure = .lockFailed(CountingSuspension.readOnlyFilesystem)
             store.facts = StorageFacts(readOnlyFilesystem: true, systemPrivileged: system)
-        case .failingDisk:
+        case .failingDisk(let readOnlyAfter):
             store.failWrites = true
             store.writeFailure = .writeFailed(CountingSuspension.deviceError)
-            store.facts = StorageFacts(readOnlyFilesystem: false, systemPrivileged: true)
+            store.facts = StorageFacts(readOnlyFilesystem: readOnlyAfter, systemPrivileged: true)
         case .fullDisk:
             store.failWrites = true
             store.facts = StorageFacts(readOnlyFilesystem: false, systemPrivileged: true)

@@ -94,12 +94,14 @@ static inline void la_openlog(const char *ident) { openlog(ident, LOG_PID, LOG_A
 static inline int la_try_lock_byte(int fd, long long offset) { struct flock lock = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t)offset, .l_len = 1, .l_pid = 0 }; return fcntl(fd, F_OFD_SETLK, &lock); }
 /* What a process is and where its state directory lies, for deciding
    whether a failure to write there is one no unprivileged user caused. */
-#include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <sys/ioctl.h>
 #include <linux/nsfs.h>
-/* 1 when the filesystem holding `path` is mounted read-only, 0 when not, -1 on an error. */
-static inline int la_read_only_filesystem(const char *path) { struct statvfs info; return statvfs(path, &info) != 0 ? -1 : (info.f_flag & ST_RDONLY) != 0; }
+/* The mount id of `path` (statx needs _GNU_SOURCE: in libc_shim.c). */
+int la_mount_id(const char *path, unsigned long long *id);
+/* Whether `fd` names a mount namespace: NS_GET_NSTYPE gives CLONE_NEWNS,
+   0x00020000 (sched.h declares it only with _GNU_SOURCE). */
+static inline int la_is_mount_namespace(int fd) { return ioctl(fd, NS_GET_NSTYPE) == 0x00020000; }
 /* The f_type of the filesystem holding `fd`, or -1. */
 static inline long long la_filesystem_type(int fd) { struct statfs info; return fstatfs(fd, &info) != 0 ? -1 : (long long)info.f_type; }
 /* A descriptor of the user namespace that owns the namespace `fd` names (ioctl is variadic). */
