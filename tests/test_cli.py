@@ -377,9 +377,11 @@ BAD_STACKS = {
                                              "auth optional pam_localauth.so authsucc\nauth required pam_permit.so\n"},
                                     "sudo:2 reaches the authsucc line on auth_err"),
     "passcode-sufficient": ({"localauth-passcode": "auth sufficient pam_unix.so\nauth required pam_nologin.so successok\n"},
-                            "localauth-passcode: a wrong passcode could pass"),
+                            "localauth-passcode:2: a password module's failure is ignored in this service, so pam_nologin.so "
+                            "must not be able to pass the check"),
     "passcode-optional-unix": ({"localauth-passcode": "auth optional pam_unix.so\nauth required pam_env.so\n"},
-                               "localauth-passcode: a wrong passcode could pass"),
+                               "localauth-passcode:2: a password module's failure is ignored in this service, so pam_env.so "
+                               "must not be able to pass the check"),
     "named-passcode-service": ({"sudo": "auth [success=2 ignore=ignore authinfo_unavail=ignore default=die] "
                                         "pam_localauth.so passcode_service=mypass\nauth [success=1 default=ignore] pam_unix.so\n"
                                         "auth requisite pam_deny.so\nauth required pam_permit.so\n",

@@ -27,16 +27,20 @@ def counting_passcode_stack(pam, extra_before=()):
     return lambda: len(counter.read_text().splitlines()) if counter.exists() else 0
 
 
-def test_a_passcode_service_for_directory_accounts_checks_them_after_pam_unix(pam):
+@pytest.mark.parametrize("local_user_line", [[], ["auth [success=die default=ignore] pam_localuser.so"]],
+                         ids=["unix-then-directory", "unix-localuser-directory"])
+def test_a_passcode_service_for_directory_accounts_checks_them_after_pam_unix(pam, local_user_line):
     """The passcode service the documentation gives for sssd: pam_unix for
-    local accounts, then the directory's module with the same one answer
-    (pam_get_authtok, as pam_sss's use_first_pass). A test module that
-    checks pam_matrix's password file that way stands in for pam_sss (there
-    is no directory here); alice has no local password (no shadow entry), so
-    pam_unix fails, is ignored, and the directory decides: the right
-    password gets in, a wrong one is charged, and nothing asks twice."""
-    pam.write_service("localauth-passcode", ["auth [success=done default=ignore] pam_unix.so",
-                                             f"auth required {PAM_KEEPTOK} passdb={pam.passdb}"])
+    local accounts, (pam_localuser refusing a local account whose password
+    pam_unix did not take,) then the directory's module with the same one
+    answer (pam_get_authtok, as pam_sss's use_first_pass). A test module
+    that checks pam_matrix's password file that way stands in for pam_sss
+    (there is no directory here); alice has no local password and is no
+    local account (no shadow or passwd entry on this machine), so pam_unix
+    fails, is ignored, and the directory decides: the right password gets
+    in, a wrong one is charged, and nothing asks twice."""
+    pam.write_service("localauth-passcode", ["auth [success=done default=ignore] pam_unix.so"] + local_user_line
+                      + [f"auth required {PAM_KEEPTOK} passdb={pam.passdb}"])
     wrong = pam.run(answers=["wrong-1"])
     assert wrong.code == PAM_AUTH_ERR, wrong
     assert pam.record().P == 1
@@ -44,6 +48,17 @@ def test_a_passcode_service_for_directory_accounts_checks_them_after_pam_unix(pa
     assert right.code == PAM_SUCCESS, right
     assert [text for kind, text in right.messages if kind.startswith("prompt")] == ["Enter Password: "]
     assert pam.record().P == 0
+
+
+def test_a_passcode_service_that_records_nothing_fails(pam):
+    """libpam's own rule, which the lint relies on where a password
+    module's failure may be ignored: a stack in which nothing recorded a
+    result fails. The one password module's failure is ignored (optional),
+    and the right password of an account it cannot check is no success."""
+    pam.write_service("localauth-passcode", ["auth optional pam_unix.so"])
+    run = pam.run(answers=[ALICE])
+    assert run.code == PAM_AUTH_ERR, run
+    assert pam.record().P == 1
 
 
 def test_correct_passcode_succeeds_resets_counters_and_sets_authtok(pam):

@@ -406,15 +406,26 @@ final class StackLintTests: XCTestCase {
             ("@include common-auth\n", "must be an explicit list"),
             ("auth sufficient pam_fprintd.so\nauth required pam_unix.so\n", "pam_fprintd.so must not be in the passcode service"),
             ("auth sufficient pam_rootok.so\nauth required pam_unix.so\n", "pam_rootok.so must not be"),
-            ("auth [success=done default=ignore] pam_unix.so\n", "a wrong passcode could pass"),
-            ("auth optional pam_unix.so\n", "a wrong passcode could pass"),
-            ("auth optional pam_unix.so\nauth required pam_env.so\n", "a wrong passcode could pass"),
-            ("auth sufficient pam_unix.so\nauth required pam_nologin.so successok\n", "a wrong passcode could pass"),
+            ("auth optional pam_unix.so\nauth required pam_env.so\n", "pam_env.so must not be able to pass the check"),
+            ("auth sufficient pam_unix.so\nauth required pam_nologin.so successok\n", "pam_nologin.so must not be able to pass"),
             ("auth [success=done default=ignore] pam_unix.so\nauth optional pam_sss.so use_first_pass\n"
-             + "auth required pam_env.so\n", "a wrong passcode could pass"),
-            ("auth [success=1 default=ignore] pam_env.so\nauth required pam_unix.so\n", "no jumps, 'reset'"),
-            ("auth sufficient pam_env.so\nauth required pam_unix.so\n", "no jumps, 'reset'"),
-            ("auth [success=reset default=bad] pam_unix.so\nauth required pam_sss.so\n", "no jumps, 'reset'"),
+             + "auth required pam_env.so\n", "pam_env.so must not be able to pass"),
+            // A directory module told to ignore unknown users answers PAM_IGNORE for every local account.
+            ("auth optional pam_exec.so quiet /bin/true\nauth [success=done default=ignore] pam_unix.so\n"
+             + "auth required pam_winbind.so use_first_pass UNKNOWN_OK\n", "pam_exec.so must not be able to pass"),
+            ("auth required pam_unix.so\nauth [success=ok ignore=reset default=bad] pam_winbind.so use_first_pass unknown_ok\n",
+             "no jumps or 'reset'"),
+            ("auth [success=1 new_authtok_reqd=1 default=ignore] pam_sss.so\nauth requisite pam_deny.so\n", "no jumps or 'reset'"),
+            ("auth [success=1 default=ignore] pam_unix.so\nauth required pam_sss.so use_first_pass\n", "no jumps or 'reset'"),
+            ("auth [success=1 default=ignore] pam_env.so\nauth required pam_unix.so\n", "no jumps or 'reset'"),
+            ("auth sufficient pam_env.so\nauth required pam_unix.so\n", "no jumps or 'reset'"),
+            ("auth [success=reset default=bad] pam_unix.so\nauth required pam_sss.so\n", "no jumps or 'reset'"),
+            ("auth required pam_matrix.so\n", "not the system's pam_matrix.so"),
+            ("auth required /tmp/x/pam_unix.so\n", "not the system's pam_unix.so"),
+            ("auth required ../../../../tmp/pam_unix.so\n", "not the system's pam_unix.so"),
+            ("auth [success=done default=ignore] /home/u/security/pam_unix.so\nauth required pam_sss.so\n", "not the system's"),
+            ("auth required pam_sss.so try_cert_auth\n", "takes something other than the password"),
+            ("auth required pam_krb5.so search_k5login\n", "takes something other than the password"),
             ("auth required pam_env.so\n", "no password module"),
         ]
         for (stack, expected) in rows {
@@ -448,11 +459,17 @@ final class StackLintTests: XCTestCase {
     func testPasscodeServicesForDirectoryAccounts() {
         let stacks = [
             "auth [success=done default=ignore] pam_unix.so\nauth required pam_sss.so use_first_pass\n",
+            "auth [success=done default=ignore] pam_unix.so\nauth [success=die default=ignore] pam_localuser.so\n"
+                + "auth required pam_sss.so use_first_pass\n",
             "auth sufficient pam_unix.so\nauth requisite pam_sss.so use_first_pass\n",
-            "auth [success=1 default=ignore] pam_unix.so\nauth required pam_sss.so use_first_pass\n",
             "auth [success=done new_authtok_reqd=done default=ignore] pam_unix.so\n"
                 + "auth [success=done default=ignore] pam_ldap.so use_first_pass\nauth required pam_krb5.so use_first_pass\n",
             "auth required pam_sss.so\n",
+            "auth required /lib/x86_64-linux-gnu/security/pam_unix.so\n",
+            "auth required /usr/lib/security/pam_unix.so\nauth optional pam_exec.so quiet /bin/true\n",
+            "auth required pam_matrix.so passdb=/etc/passdb\n",
+            // Nothing recorded fails in libpam: a wrong password here is refused.
+            "auth optional pam_unix.so\n",
         ]
         for stack in stacks {
             XCTAssertEqual(lint(["localauth-passcode": stack]).passcodeServiceFindings("localauth-passcode"), [], stack)
