@@ -299,9 +299,8 @@ def test_a_read_only_state_that_a_user_could_arrange_still_refuses(pam, wrapper)
 def test_a_failing_store_call_refuses_the_attempt_and_loses_no_charge(pam, call, errno, expected_log):
     """The charge is written (and synced) before the password is checked;
     when that fails while the filesystem stays writable (a disk error the
-    filesystem did not answer by going read-only, which over-committed
-    storage gives when someone fills it; EROFS that no read-only filesystem
-    explains), or for a reason a user could cause (no space, a security
+    filesystem did not answer by going read-only; EROFS that no read-only
+    filesystem explains), or for a reason a user could cause (no space, a security
     module, a shortage), the password is not checked at all. A failed sync
     may leave the charge on disk (one too many, never one too few)."""
     before = seeded_with_one_wrong_password(pam)

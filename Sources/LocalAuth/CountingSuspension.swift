@@ -5,8 +5,10 @@
 // the administrator most needs to get in. The module then takes no
 // fingerprint (nothing could be charged before its verdict) and hands the
 // decision to the password line, as the system decided before localauth:
-// the password alone, uncounted. Whenever a user could have caused the
-// failure, the refusal stands.
+// the password alone, uncounted. Failures a user can cause (no space, a
+// read-only view, a disk error the filesystem shrugged off) keep the
+// refusal; storage a user can exhaust under the state filesystem is the
+// documented limit (docs/DESIGN.md, R12).
 
 /// What the system layer finds, after a store failure, about the state
 /// directory's filesystem and this process.
@@ -43,8 +45,7 @@ public enum CountingSuspension {
     /// while the filesystem itself has gone read-only, met by a process no
     /// unprivileged user could have set up. A disk error the filesystem did
     /// not answer by going read-only, no space, no inodes, quotas, odd
-    /// files, permissions and shortages never do: a user can cause those
-    /// (over-committed storage fails writes when someone fills it).
+    /// files, permissions and shortages never do: a user can cause those.
     public static func applies(to failure: StoreFailure, facts: StorageFacts) -> Bool {
         guard facts.systemPrivileged, facts.readOnlyFilesystem, let errno = errno(of: failure) else { return false }
         return errno == readOnlyFilesystem || errno == deviceError
