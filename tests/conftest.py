@@ -4,6 +4,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import time
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from fprint_rig import FprintRig
 from logind_mock import LogindMock, Session
-from pamenv import PamEnv, build
+from pamenv import ROOT, PamEnv, build
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -200,6 +201,23 @@ def pytest_configure(config):
         if signal.getsignal(sig) == signal.SIG_IGN:
             signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
     config.addinivalue_line("markers", "stop_proof: the expected refund needs the stop's timing proof (run up to 5 times)")
+    closed = _closed_to_test_users(ROOT)
+    if closed is not None:
+        pytest.exit(f"the unprivileged test users cannot reach the module and the helper under {ROOT}: {closed} is mode "
+                    f"{stat.S_IMODE(closed.stat().st_mode):04o}, which others cannot enter. Clone under a directory others can "
+                    f"enter (chmod 755 {closed}), or the helper and locker tests fail with 'adding faulty module'.", returncode=4)
+
+
+def _closed_to_test_users(path):
+    """The first directory from / down to `path` that a user other than its
+    owner and group cannot enter (a clone made under `mktemp -d`, mode
+    0700), or None. Only root runs the suite's unprivileged users."""
+    if os.geteuid() != 0:
+        return None
+    for directory in reversed([path, *path.parents]):
+        if not directory.stat().st_mode & stat.S_IXOTH:
+            return directory
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -5,6 +5,11 @@ the package's profile). The module goes through the setuid helper, in
 prompt mode, with the same counts as sudo; kde is a default service and a
 locker service (it may use the reader while the session is locked).
 
+Plasma 6 runs a `kde-fingerprint` conversation beside `kde`, as GNOME
+does: the shipped kde-fingerprint stack (scan mode, the finger only) and
+`kde` in password_services (the password only) are run the same way below;
+Plasma 6 itself is not in Debian 12.
+
 The conversation is driven through real libpam as kscreenlocker_greet
 drives it (tests/gdmworker.c run as the user in the user's locked session:
 each prompt answered with what the user typed; messages shown), so that the
@@ -20,7 +25,8 @@ from fprint_rig import FprintRig, RigError
 from lockers import helper_pids, wait_for
 from pamenv import PAM_AUTH_ERR, PAM_SUCCESS
 from private_world import PrivateWorld
-from desktop import WORKER, Worker
+from desktop import WORKER, Worker, stack
+from pamenv import PAM_AUTHINFO_UNAVAIL, ROOT
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mount namespaces, the setuid helper)")
 
@@ -59,8 +65,8 @@ def greeter(world, rig, logind):
     logind.set_locked("k1", True)
     started = []
 
-    def start(answer):
-        started.append(Worker(world, "kde", USER, answer, session=session, uid=UID))
+    def start(answer, service="kde"):
+        started.append(Worker(world, service, USER, answer, session=session, uid=UID))
         return started[-1]
     yield start
     for worker in started:
@@ -110,3 +116,51 @@ def test_three_misses_then_the_password_prompt(greeter, world, rig):
     worker.stop()      # the greeter closed with the password prompt open: nothing more is charged
     wait_for(lambda: not helper_pids(), what="the helper gone with its client")
     assert world.counts(UID) == (3, 0)
+
+
+@pytest.fixture
+def plasma6(world, greeter):
+    """Plasma 6's two conversations: the shipped kde-fingerprint stack, and
+    kde in password_services, as /usr/share/localauth/kde-fingerprint tells
+    the administrator to set."""
+    (world.pamd / "kde-fingerprint").write_text(stack((ROOT / "pam.d/kde-fingerprint").read_text()))
+    world.write_config(["password_services = gdm-password, kde"])
+    yield greeter
+    world.write_config([])
+    (world.pamd / "kde-fingerprint").unlink()
+
+
+def test_plasma6_a_finger_unlocks_and_the_password_conversation_asks_only_the_password(plasma6, world, rig):
+    password = plasma6(None)
+    password.wait_for_line("prompt: Enter Password: ")
+    rig.feed([MATCH])
+    fingerprint = plasma6(None, service="kde-fingerprint")
+    assert fingerprint.result() == PAM_SUCCESS
+    fed(rig)
+    assert not any(line.startswith("prompt: ") for line in fingerprint.shown()), fingerprint.shown()
+    password.stop()
+    assert world.counts(UID) == (0, 0)
+
+
+def test_plasma6_three_misses_end_the_fingerprint_conversation_counted(plasma6, world, rig):
+    rig.feed([MISS] * 3)
+    fingerprint = plasma6(None, service="kde-fingerprint")
+    assert fingerprint.result() == PAM_AUTH_ERR
+    fed(rig)
+    assert fingerprint.errors() == ["Fingerprint not recognized. Try again.", "Fingerprint not recognized. Try again.",
+                                    "Fingerprint not recognized."]
+    assert not any(line.startswith("prompt: ") for line in fingerprint.shown())
+    assert world.counts(UID) == (3, 0)
+
+
+def test_plasma6_a_locked_finger_ends_the_fingerprint_conversation_and_the_password_lifts_it(plasma6, world, rig):
+    rig.feed([MISS] * 5)
+    for _ in range(2):
+        assert plasma6(None, service="kde-fingerprint").result() == PAM_AUTH_ERR
+    fed(rig)
+    assert world.counts(UID) == (5, 0)
+    locked = plasma6(None, service="kde-fingerprint")
+    assert locked.result() == PAM_AUTHINFO_UNAVAIL
+    assert "Too many failed fingerprint attempts. Fingerprint is locked until you enter your password." in locked.errors()
+    assert plasma6(PASSWORD).result() == PAM_SUCCESS
+    assert world.counts(UID) == (0, 0)
