@@ -54,10 +54,8 @@ public enum SystemPrivilege {
         var candidate = path
         while true {
             if let id = try? Syscalls.mountID(candidate) {
-                guard case .bytes(let table) = Syscalls.readFollowingLinks(utf8Bytes("/proc/self/mountinfo"), limit: 16 << 20) else {
-                    return false
-                }
-                return MountTable.superblockIsReadOnly(table, mountID: id)
+                guard let line = MountTable.line(of: id) else { return false }
+                return MountTable.superblockIsReadOnly(line, mountID: id)
             }
             guard let slash = candidate.lastIndex(of: 0x2F), candidate.count > 1 else { return false }
             candidate = slash == 0 ? [0x2F] : Array(candidate[..<slash])
@@ -78,6 +76,51 @@ public enum SystemPrivilege {
 
 /// /proc/self/mountinfo, read for one mount's superblock options.
 public enum MountTable {
+    /// The line of mount `mountID` in /proc/self/mountinfo, read as a
+    /// stream up to it: the table as a whole has no size a user cannot
+    /// exceed (their FUSE mounts with long names), one line has. Nil when
+    /// it cannot be read or the mount is not listed.
+    static func line(of mountID: UInt64) -> [UInt8]? {
+        guard let fd = try? Syscalls.open(at: nil, utf8Bytes("/proc/self/mountinfo"), .readFile) else { return nil }
+        defer { Syscalls.close(fd) }
+        return line(startingWith: utf8Bytes(String(mountID) + " ")) { try? Syscalls.readChunk(fd, count: 65536) }
+    }
+
+    /// The first line that starts with `prefix` in the text `nextChunk`
+    /// hands out (an empty chunk: the end; nil: a read error). A line
+    /// longer than `maxLine` is skipped whole, to its newline: no part of
+    /// it is ever read as a line of its own.
+    public static func line(startingWith prefix: [UInt8], _ nextChunk: () -> [UInt8]?) -> [UInt8]? {
+        var pending: [UInt8] = []
+        var skipping = false
+        while let chunk = nextChunk() {
+            var rest = chunk[...]
+            if chunk.isEmpty {
+                return !skipping && pending.starts(with: prefix) ? pending : nil
+            }
+            while let end = rest.firstIndex(of: 0x0A) {
+                if !skipping {
+                    pending += rest[..<end]
+                    if pending.starts(with: prefix) { return pending }
+                }
+                pending = []
+                skipping = false
+                rest = rest[(end + 1)...]
+            }
+            if !skipping {
+                pending += rest
+                if pending.count > maxLine {
+                    pending = []
+                    skipping = true
+                }
+            }
+        }
+        return nil
+    }
+
+    /// Longer than any line of the state directory's mount can be.
+    static let maxLine = 1 << 20
+
     /// Whether the line of mount `mountID` gives its superblock (the
     /// options after the " - fstype source" separator) `ro` or
     /// `emergency_ro`; false when the mount is not listed.

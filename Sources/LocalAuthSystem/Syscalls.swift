@@ -206,6 +206,15 @@ public enum Syscalls {
         return result
     }
 
+    /// The next bytes of `fd`, at most `count`; empty at the end.
+    public static func readChunk(_ fd: Int32, count: Int) throws(Errno) -> [UInt8] {
+        var result = [UInt8](repeating: 0, count: count)
+        let got = retryingInterrupted { result.withUnsafeMutableBytes { buffer in CLibc.read(fd, buffer.baseAddress!, count) } }
+        if got < 0 { throw Errno.current }
+        result.removeSubrange(got..<count)
+        return result
+    }
+
     /// Reads exactly `count` bytes at `offset` (EIO when the file ends
     /// first), leaving the file offset alone.
     public static func read(_ fd: Int32, count: Int, at offset: Int) throws(Errno) -> [UInt8] {

@@ -47,6 +47,33 @@ final class CountingSuspensionTests: XCTestCase {
         }
     }
 
+    /// mountinfo is read as a stream up to the mount's line; a line too long
+    /// for any mount of the state directory is skipped whole, so no tail of
+    /// a user's long mount point is ever read as a line of its own.
+    func testTheMountsLineIsFoundInAStreamAndALongLineNeverSplitsIntoAFakeOne() {
+        func chunks(_ text: [UInt8], size: Int) -> () -> [UInt8]? {
+            var offset = 0
+            return {
+                let end = min(offset + size, text.count)
+                defer { offset = end }
+                return Array(text[offset..<end])
+            }
+        }
+        let table = utf8Bytes("22 1 0:21 / /proc rw - proc proc rw\n66 46 7:0 / /var rw - ext4 /dev/sda1 rw,emergency_ro\n")
+        for size in [1, 7, 64, 65536] {
+            XCTAssertEqual(MountTable.line(startingWith: utf8Bytes("66 "), chunks(table, size: size)),
+                           utf8Bytes("66 46 7:0 / /var rw - ext4 /dev/sda1 rw,emergency_ro"), "chunks of \(size)")
+        }
+        XCTAssertNil(MountTable.line(startingWith: utf8Bytes("6 "), chunks(table, size: 5)))
+        XCTAssertNil(MountTable.line(startingWith: utf8Bytes("66 "), { nil }))
+        // A user's mount point of over 1 MiB whose tail looks like the line.
+        let fake = utf8Bytes("66 46 7:0 / /var rw - ext4 /dev/sda1 ro")
+        let long = utf8Bytes("90 1 0:50 / /home/u/") + [UInt8](repeating: 0x61, count: (1 << 20) + 10) + fake + [0x0A]
+        let real = utf8Bytes("66 46 7:0 / /var rw - ext4 /dev/sda1 rw\n")
+        XCTAssertEqual(MountTable.line(startingWith: utf8Bytes("66 "), chunks(long + real, size: 65536)), Array(real.dropLast()))
+        XCTAssertNil(MountTable.line(startingWith: utf8Bytes("66 "), chunks(long, size: 4096)))
+    }
+
     /// The superblock's options in /proc/self/mountinfo, not one mount's view.
     func testTheSuperblockDecidesWhetherTheFilesystemIsReadOnly() {
         let table = Array("""
