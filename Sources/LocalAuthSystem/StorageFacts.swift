@@ -87,9 +87,9 @@ public enum MountTable {
     }
 
     /// The first line that starts with `prefix` in the text `nextChunk`
-    /// hands out (an empty chunk: the end; nil: a read error). A line
-    /// longer than `maxLine` is skipped whole, to its newline: no part of
-    /// it is ever read as a line of its own.
+    /// hands out (an empty chunk: the end; nil: a read error). A line that
+    /// grows past `maxLine` without its newline in sight is skipped whole,
+    /// to its newline: no part of it is ever read as a line of its own.
     public static func line(startingWith prefix: [UInt8], _ nextChunk: () -> [UInt8]?) -> [UInt8]? {
         var pending: [UInt8] = []
         var skipping = false
@@ -129,7 +129,9 @@ public enum MountTable {
         // Unicode tables).
         let id = utf8Bytes(String(mountID))
         for line in table.split(separator: 0x0A) {
-            let fields = line.split(separator: 0x20)
+            // Empty fields kept: a mount with an empty source has two
+            // spaces in a row, and the options must still be found.
+            let fields = line.split(separator: 0x20, omittingEmptySubsequences: false)
             guard let first = fields.first, first.elementsEqual(id),
                   let separator = fields.firstIndex(where: { $0.elementsEqual([0x2D]) }),
                   fields.count > separator + 3 else { continue }

@@ -82,7 +82,8 @@ final class CountingSuspensionTests: XCTestCase {
             68 67 0:41 / /mnt ro,relatime - tmpfs none ro,size=1024k
             70 69 0:42 / /srv ro,relatime - tmpfs none rw,size=1024k
             71 1 0:43 / /opt rw shared:5 master:2 - ext4 /dev/sda2 rw,errors=remount-ro
-            72 1 0:44 / /x\040y rw - ext4 /dev/sdb1 ro
+            72 1 0:44 / /x\\040y rw - ext4 /dev/sdb1 ro
+            73 1 0:45 / /empty rw - tmpfs  ro,size=1024k
             """.utf8)
         let rows: [(UInt64, Bool, String)] = [
             (66, true, "ext4 after an error (emergency_ro)"),
@@ -90,6 +91,7 @@ final class CountingSuspensionTests: XCTestCase {
             (70, false, "a read-only bind of a writable filesystem"),
             (71, false, "optional fields before the separator, writable"),
             (72, true, "an escaped mount point"),
+            (73, true, "an empty source"),
             (22, false, "procfs"),
             (99, false, "a mount that is not listed"),
         ]
