@@ -48,7 +48,13 @@ public enum CountingSuspension {
     /// files, permissions and shortages never do: a user can cause those.
     public static func applies(to failure: StoreFailure, facts: StorageFacts) -> Bool {
         guard facts.systemPrivileged, facts.readOnlyFilesystem, let errno = errno(of: failure) else { return false }
-        return errno == readOnlyFilesystem || errno == deviceError
+        return isMediumFailure(errno)
+    }
+
+    /// The errnos of a medium that refuses or fails the write (EROFS, EIO),
+    /// as opposed to the state directory or the process.
+    public static func isMediumFailure(_ errno: Errno) -> Bool {
+        errno == readOnlyFilesystem || errno == deviceError
     }
 
     /// The errno a store failure carries, if any.

@@ -532,7 +532,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
     /// steps aside, with nothing taken, and the password line decides
     /// uncounted (CountingSuspension). Known and unknown names alike (R14).
     mutating func unrecorded(_ request: Request) -> EvaluationResult {
-        if let failure = ledger.lastFailure, CountingSuspension.applies(to: failure, facts: ledger.store.storageFacts()) {
+        if ledger.countingSuspended() {
             say(UserText.countingSuspended, .error, request)
             ledger.log.log(.error, "state directory \(printableText(options.stateDir)) cannot be written (its filesystem has gone "
                            + "read-only): counting suspended, no fingerprint; the password line decides, uncounted")

@@ -15,9 +15,15 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
     public var store: Store
     public var clock: Time
     public var log: Log
-    /// The failure of the last transaction, nil when it succeeded (for
-    /// CountingSuspension).
-    public private(set) var lastFailure: StoreFailure? = nil
+    /// The failure of the last transaction, nil when it succeeded.
+    private var lastFailure: StoreFailure? = nil
+
+    /// Whether the last transaction's failure suspends counting
+    /// (CountingSuspension); asks the store about the system only then.
+    public func countingSuspended() -> Bool {
+        guard let failure = lastFailure else { return false }
+        return CountingSuspension.applies(to: failure, facts: store.storageFacts())
+    }
 
     public init(options: Options, store: Store, clock: Time, log: Log) {
         self.options = options

@@ -51,12 +51,8 @@ func statusReport(user: UserIdentity, _ configuration: LoadedConfiguration) -> S
     var ledger = makeSystemLedger(options, log: StandardErrorLog(verbose: options.debug))
     let inspection = Syscalls.effectiveUserID() == 0 ? ledger.inspect(user) : nil
 
-    var suspension: String? = nil
-    if Syscalls.effectiveUserID() == 0, inspection == nil, let failure = ledger.lastFailure {
-        if CountingSuspension.applies(to: failure, facts: ledger.store.storageFacts()) {
-            suspension = "state directory read-only: counting suspended"
-        }
-    }
+    // Only root's inspection touches the store: anyone else has no failure.
+    let suspension = inspection == nil && ledger.countingSuspended() ? "state directory read-only: counting suspended" : nil
     var availability = "unreachable"
     var domainState: [UInt8]? = nil
     switch sensor.availability {

@@ -48,8 +48,7 @@ extension FileStateStore {
             } catch {
                 // A filesystem that is read-only or failing is said as
                 // such (it may suspend counting); anything else is unsafe.
-                let medium = error == CountingSuspension.readOnlyFilesystem || error == CountingSuspension.deviceError
-                throw .directoryUnusable(medium ? .cannotOpen(error) : .unsafeDirectory)
+                throw .directoryUnusable(CountingSuspension.isMediumFailure(error) ? .cannotOpen(error) : .unsafeDirectory)
             }
         }
         guard let facts = try? Syscalls.facts(fd), facts.isDirectory, facts.owner == trustedOwner, facts.mode & 0o077 == 0 else {
