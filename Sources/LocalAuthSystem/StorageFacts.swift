@@ -55,7 +55,7 @@ public enum SystemPrivilege {
         while true {
             if let id = try? Syscalls.mountID(candidate) {
                 guard let line = MountTable.line(of: id) else { return false }
-                return MountTable.superblockIsReadOnly(line, mountID: id)
+                return MountTable.superblockIsReadOnly(line)
             }
             guard let slash = candidate.lastIndex(of: 0x2F), candidate.count > 1 else { return false }
             candidate = slash == 0 ? [0x2F] : Array(candidate[..<slash])
@@ -121,24 +121,17 @@ public enum MountTable {
     /// Longer than any line of the state directory's mount can be.
     static let maxLine = 1 << 20
 
-    /// Whether the line of mount `mountID` gives its superblock (the
-    /// options after the " - fstype source" separator) `ro` or
-    /// `emergency_ro`; false when the mount is not listed.
-    public static func superblockIsReadOnly(_ table: [UInt8], mountID: UInt64) -> Bool {
+    /// Whether a mount's line (found by `line(of:)`) gives its superblock
+    /// (the options after the " - fstype source" separator) `ro` or
+    /// `emergency_ro`.
+    public static func superblockIsReadOnly(_ line: [UInt8]) -> Bool {
         // Bytes throughout: no String comparison (the Embedded build has no
-        // Unicode tables).
-        let id = utf8Bytes(String(mountID))
-        for line in table.split(separator: 0x0A) {
-            // Empty fields kept: a mount with an empty source has two
-            // spaces in a row, and the options must still be found.
-            let fields = line.split(separator: 0x20, omittingEmptySubsequences: false)
-            guard let first = fields.first, first.elementsEqual(id),
-                  let separator = fields.firstIndex(where: { $0.elementsEqual([0x2D]) }),
-                  fields.count > separator + 3 else { continue }
-            return fields[separator + 3].split(separator: 0x2C).contains { option in
-                option.elementsEqual(utf8Bytes("ro")) || option.elementsEqual(utf8Bytes("emergency_ro"))
-            }
+        // Unicode tables). Empty fields kept: a mount with an empty source
+        // has two spaces in a row, and the options must still be found.
+        let fields = line.split(separator: 0x20, omittingEmptySubsequences: false)
+        guard let separator = fields.firstIndex(where: { $0.elementsEqual([0x2D]) }), fields.count > separator + 3 else { return false }
+        return fields[separator + 3].split(separator: 0x2C).contains { option in
+            option.elementsEqual(utf8Bytes("ro")) || option.elementsEqual(utf8Bytes("emergency_ro"))
         }
-        return false
     }
 }
