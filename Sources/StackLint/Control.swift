@@ -37,6 +37,9 @@ struct Control: Equatable {
     static let success = 0, permissionDenied = 6, authError = 7, newAuthtokRequired = 12, ignoreAnswer = 25, moduleUnknown = 28,
                incomplete = 31
 
+    /// The answers libpam's keyword controls treat as a success.
+    static func isSuccess(_ answer: Int) -> Bool { answer == success || answer == newAuthtokRequired }
+
     let actions: [Action]
     /// Why libpam rejected a `[...]` control; it then treats every answer,
     /// success included, as `bad`.

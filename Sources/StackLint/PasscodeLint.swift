@@ -97,11 +97,10 @@ extension StackLint {
             if trusted && StackLint.argumentsAllowIgnore(rule.arguments) && !answers.contains(Control.ignoreAnswer) {
                 answers.append(Control.ignoreAnswer)
             }
-            let succeeded = { (answer: Int) in answer == Control.success || answer == Control.newAuthtokRequired }
             let skips = answers.contains { answer in
                 switch rule.control.action(answer) {
                 case .reset, .jump: return true
-                case .done: return succeeded(answer) && !trusted
+                case .done: return Control.isSuccess(answer) && !trusted
                 default: return false
                 }
             }
@@ -109,7 +108,7 @@ extension StackLint {
                 error(rule.location, "no jumps or 'reset' in the passcode service, and 'sufficient' or 'done' only on a password "
                       + "module's success: every other line must be able to fail the check")
             }
-            if trusted && answers.contains(where: { !succeeded($0) && rule.control.action($0) == .ignore }) {
+            if trusted && answers.contains(where: { !Control.isSuccess($0) && rule.control.action($0) == .ignore }) {
                 failureIgnored = true
             }
         }
@@ -117,10 +116,7 @@ extension StackLint {
             // A password module's failure may be ignored: nothing else may
             // record a success, or it would decide a wrong password.
             for rule in rules where !isTrustedPasswordModule(rule) {
-                let records = rule.answers.contains { answer in
-                    (answer == Control.success || answer == Control.newAuthtokRequired)
-                        && [.ok, .done].contains(rule.control.action(answer))
-                }
+                let records = rule.answers.contains { Control.isSuccess($0) && [.ok, .done].contains(rule.control.action($0)) }
                 if records {
                     error(rule.location, "a password module's failure is ignored in this service, so \(rule.moduleName) must not "
                           + "be able to pass the check: give it [success=ignore new_authtok_reqd=ignore default=bad], "

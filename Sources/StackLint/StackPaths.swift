@@ -92,7 +92,7 @@ struct StackPaths {
     /// What `answer` on the line at `index` leads to.
     func outcome(_ index: Int, _ answer: Int) -> Outcome {
         let rule = rules[index]
-        let succeeded = answer == Control.success || answer == Control.newAuthtokRequired
+        let succeeded = Control.isSuccess(answer)
         switch rule.control.action(answer) {
         case .bad: return .failure(next: index + 1)
         case .die: return .failure(next: afterDecision[index])
