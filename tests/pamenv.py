@@ -434,6 +434,16 @@ def store_probe() -> Path:
     return swift_bin() / "la-store-probe"
 
 
+def read_only_state(state) -> str:
+    """Shell commands (run as root in a private mount namespace) that make
+    the state directory a filesystem of its own, holding the state, mounted
+    read-only: its superblock, as a disk that went read-only leaves it (not
+    one mount's read-only view)."""
+    return (f"STATE='{state}'; SEED=$(mktemp -d); cp -a \"$STATE\"/. \"$SEED\"/; "
+            "mount -t tmpfs -o size=8m,mode=0700 localauth-ro \"$STATE\"; cp -a \"$SEED\"/. \"$STATE\"/; rm -rf \"$SEED\"; "
+            "mount -o remount,ro \"$STATE\"")
+
+
 def password_entered(state_dir, uid: int, name: str, bus_address=None):
     """Leaves in the record what a correct password accepted by the password
     module leaves (the product's authsucc path, with the enrollment fprintd

@@ -22,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 
-from pamenv import BUILD, HELPER_PATH, MODULE, ROOT, SeededState, parse_record, password_entered
+from pamenv import BUILD, HELPER_PATH, MODULE, ROOT, SeededState, parse_record, password_entered, read_only_state
 
 HELPER = BUILD / "localauth-helper"
 SHIPPED = ROOT / "pam.d"
@@ -217,9 +217,7 @@ class PrivateWorld(SeededState):
         that went read-only leaves it."""
         prefix = ["unshare", "--mount", "/bin/sh", str(self.enter)]
         if self.read_only_state:
-            prefix += ["/bin/sh", "-ec", f"STATE='{self.state}'; SEED=$(mktemp -d); cp -a \"$STATE\"/. \"$SEED\"/; "
-                       "mount -t tmpfs -o size=8m,mode=0700 localauth-ro \"$STATE\"; cp -a \"$SEED\"/. \"$STATE\"/; "
-                       "rm -rf \"$SEED\"; mount -o remount,ro \"$STATE\"; exec \"$@\"", "sh"]
+            prefix += ["/bin/sh", "-ec", read_only_state(self.state) + '; exec "$@"', "sh"]
         if uid is not None:
             prefix += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--init-groups", "--"]
         return prefix + [str(c) for c in command]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pamenv import PAM_AUTH_ERR, PASSWORDS, ROOT, localauth_command, without_wrapper_lines
-from pamenv import open_to_others, run_in_terminal, world_readable_pam
+from pamenv import open_to_others, read_only_state, run_in_terminal, world_readable_pam
 from fprint_rig import FprintRig
 
 ALICE = PASSWORDS["alice"]
@@ -88,9 +88,7 @@ def test_status_says_when_a_read_only_disk_suspends_counting(pam, tool, cli):
     suspended, in words and in JSON; on a writable disk it says nothing."""
     assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
     assert json.loads(tool("status", "--user", "alice", "--json").stdout)["counting_suspended"] is None
-    script = (f'SEED=$(mktemp -d); cp -a {pam.state}/. "$SEED"/; mount -t tmpfs -o size=8m,mode=0700 ro-state {pam.state}; '
-              f'cp -a "$SEED"/. {pam.state}/; rm -rf "$SEED"; mount -o remount,ro {pam.state}; exec "$@"')
-    read_only = ["unshare", "--mount", "--propagation", "private", "sh", "-ec", script, "sh"]
+    read_only = ["unshare", "--mount", "--propagation", "private", "sh", "-ec", read_only_state(pam.state) + '; exec "$@"', "sh"]
     for extra in ([], ["--json"]):
         result = subprocess.run(read_only + [str(cli), "status", "--user", "alice", "--conf", str(pam.conf), *extra],
                                 env=pam.env(), capture_output=True, text=True, timeout=60)

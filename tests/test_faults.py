@@ -22,7 +22,7 @@ import pytest
 
 from fprint_rig import DEVICE_IFACE, DIE_WITH_TESTS, FPRINT_NAME, MANAGER_IFACE, MANAGER_PATH, PY3, FprintRig, process_state
 from pamenv import (BUILD, PAM_KEEPTOK, PAM_MATRIX, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_SUCCESS, PAM_SYSTEM_ERR, PASSWORDS, USERS, later_boot_clock, lookalike_records,
-                    parse_record, parse_run, ROOT)
+                    parse_record, parse_run, read_only_state, ROOT)
 from test_shipped_stacks import MATRIX_PROMPT, install
 
 ALICE = PASSWORDS["alice"]
@@ -176,12 +176,6 @@ def test_a_store_of_an_earlier_release_gets_its_look_alike_file_from_a_known_use
     assert runs["alice"].messages == runs["nosuchuser"].messages
 
 
-# The state directory on a filesystem of its own, with the state in it,
-# then that filesystem mounted read-only: its superblock, as a disk that
-# went read-only leaves it (not one mount's read-only view).
-READ_ONLY = ('STATE={state}; SEED=$(mktemp -d); cp -a "$STATE"/. "$SEED"/; '
-             'mount -t tmpfs -o size=8m,mode=0700 localauth-ro "$STATE"; cp -a "$SEED"/. "$STATE"/; rm -rf "$SEED"; '
-             'mount -o remount,ro "$STATE"')
 # One mount's read-only view of the writable state directory (a bind, as a
 # service's ReadOnlyPaths or a container makes): no failure of the disk.
 READ_ONLY_VIEW = 'STATE={state}; mount --bind "$STATE" "$STATE"; mount -o remount,bind,ro "$STATE"'
@@ -230,7 +224,7 @@ def test_a_read_only_state_directory_hands_over_to_the_password_line(pam, tmp_pa
         out = tmp_path / f"after-{answer}"
         out.mkdir()
         run = pam.run(service=name, user=user, answers=[answer],
-                      wrapper=in_private_mounts(READ_ONLY.format(state=pam.state), copy_out=out))
+                      wrapper=in_private_mounts(read_only_state(pam.state), copy_out=out))
         assert_handed_over(pam, run, code)
         assert any("errno 30" in line for line in log_lines(run)), run.stderr
         assert {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.is_file()} == before
@@ -270,7 +264,7 @@ def test_a_read_only_state_that_a_user_could_arrange_still_refuses(pam, wrapper)
     all keep the refusal: nothing asked, nothing checked, nothing written."""
     install(pam, "sudo")
     before = seeded_with_one_wrong_password(pam)
-    script = (READ_ONLY_VIEW if wrapper == "read-only view" else READ_ONLY).format(state=pam.state)
+    script = READ_ONLY_VIEW.format(state=pam.state) if wrapper == "read-only view" else read_only_state(pam.state)
     namespaces = {"user namespace": ["--user", "--map-root-user"], "pid namespace": ["--pid", "--fork", "--mount-proc"],
                   "read-only view": []}[wrapper]
     prefix = ["unshare", *namespaces, "--mount", "--propagation", "private", "sh", "-ec", f'{script}\nexec "$@"', "sh"]
