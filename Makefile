@@ -201,7 +201,7 @@ check-quick: check-asan
 .PHONY: check-asan check-tsan check-valgrind
 check-asan:
 	swift build --build-tests --sanitize=address --scratch-path .build/asan
-	ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan-suppressions.txt \
+	ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 LSAN_OPTIONS="suppressions='$(CURDIR)/tools/lsan-suppressions.txt'" \
 		swift test --skip-build --sanitize=address --scratch-path .build/asan
 check-tsan:
 	swift build --build-tests --sanitize=thread --scratch-path .build/tsan

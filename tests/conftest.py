@@ -5,6 +5,7 @@ import re
 import shutil
 import signal
 import stat
+import sys
 import time
 from pathlib import Path
 
@@ -191,6 +192,7 @@ STOP_PROOF_RUNS = 5
 
 
 def pytest_configure(config):
+    _isolate_a_direct_run()
     _become_subreaper()
     # A suite started in the background of a script (`make test &`, nohup,
     # some CI runners) inherits SIGINT, SIGQUIT or SIGHUP ignored, and every
@@ -206,6 +208,20 @@ def pytest_configure(config):
         pytest.exit(f"the unprivileged test users cannot reach the module and the helper under {ROOT}: {closed} is mode "
                     f"{stat.S_IMODE(closed.stat().st_mode):04o}, which others cannot enter. Clone under a directory others can "
                     f"enter (chmod 755 {closed}), or the helper and locker tests fail with 'adding faulty module'.", returncode=4)
+
+
+def _isolate_a_direct_run():
+    """A run started as root without tools/isolated (`python3 -m pytest -q
+    tests/test_cli.py`, as CONTRIBUTING.md lists) starts again through it,
+    with the same command line: the private /tmp that `make test` gives, so
+    that other programs' entries in the machine's /tmp, or a stale
+    /tmp/pam.X, neither fail the leftover check nor reach pam_wrapper."""
+    if os.geteuid() != 0 or os.environ.get("LOCALAUTH_ISOLATED"):
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    isolated = ROOT / "tools" / "isolated"
+    os.execv(isolated, [str(isolated), sys.executable, *sys.orig_argv[1:]])
 
 
 def _closed_to_test_users(path):
