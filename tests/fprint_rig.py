@@ -85,6 +85,7 @@ import math
 import os
 import random
 import shutil
+import select
 import signal
 import socket
 import struct
@@ -884,3 +885,50 @@ def synthetic_finger(seed, width=320, height=360, period=9.0, points=40):
             value = math.cos(phase)
             pixels[y * width + x] = 255 if value > 0.2 else (0 if value < -0.2 else int(127 + 300 * value))
     return width, height, bytes(pixels)
+
+
+class BusMonitor:
+    """dbus-monitor on the rig's bus: fprintd's device signals and every
+    call to the device, in the order the bus routed them."""
+
+    def __init__(self, rig):
+        rules = [f"type='signal',interface='{DEVICE_IFACE}'", f"type='method_call',interface='{DEVICE_IFACE}'"]
+        self.proc = subprocess.Popen(DIE_WITH_TESTS + ["dbus-monitor", "--address", rig.bus_address] + rules, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        self.lines = []
+        self.wait_for("NameAcquired", interface=False)
+
+    def _read_until(self, predicate, timeout=20):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            left = deadline - time.monotonic()
+            assert left > 0, f"dbus-monitor never showed it: {self.lines}"
+            ready, _, _ = select.select([self.proc.stdout], [], [], left)
+            if ready:
+                line = self.proc.stdout.readline()
+                assert line, "dbus-monitor ended"
+                self.lines.append(line)
+
+    def wait_for(self, member, interface=True):
+        self._read_until(lambda: any(f"member={member}" in line for line in self.lines))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.close()
+
+    def close(self):
+        """Stops the monitor. -> [(member, first string argument or None)]"""
+        self.proc.terminate()
+        rest, _ = self.proc.communicate(timeout=10)
+        self.lines += rest.splitlines(keepends=True)
+        events = []
+        for index, line in enumerate(self.lines):
+            if f"interface={DEVICE_IFACE}" in line and "member=" in line:
+                member = line.rsplit("member=", 1)[1].strip()
+                following = self.lines[index + 1].strip() if index + 1 < len(self.lines) else ""
+                argument = following.split('"')[1] if following.startswith("string \"") else None
+                events.append((member, argument))
+        return events

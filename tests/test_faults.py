@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from fprint_rig import DEVICE_IFACE, DIE_WITH_TESTS, FPRINT_NAME, MANAGER_IFACE, MANAGER_PATH, PY3, FprintRig, process_state
+from fprint_rig import DEVICE_IFACE, DIE_WITH_TESTS, FPRINT_NAME, MANAGER_IFACE, MANAGER_PATH, PY3, BusMonitor, FprintRig, process_state
 from pamenv import (BUILD, PAM_KEEPTOK, PAM_MATRIX, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_SUCCESS, PAM_SYSTEM_ERR, PASSWORDS, USERS, later_boot_clock, lookalike_records,
                     parse_record, parse_run, read_only_state, ROOT)
 from test_shipped_stacks import MATRIX_PROMPT, install
@@ -683,47 +683,6 @@ def test_a_stopped_and_continued_prompt_goes_on_as_if_nothing_happened(pam, rig)
     run = parse_run(out, err)
     assert run.code == PAM_SUCCESS, run
     assert (pam.record().F, pam.record().P) == (0, 0)
-
-
-class BusMonitor:
-    """dbus-monitor on the rig's bus: fprintd's device signals and every
-    call to the device, in the order the bus routed them."""
-
-    def __init__(self, rig):
-        rules = [f"type='signal',interface='{DEVICE_IFACE}'", f"type='method_call',interface='{DEVICE_IFACE}'"]
-        self.proc = subprocess.Popen(DIE_WITH_TESTS + ["dbus-monitor", "--address", rig.bus_address] + rules, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True)
-        self.lines = []
-        self.wait_for("NameAcquired", interface=False)
-
-    def _read_until(self, predicate, timeout=20):
-        import select
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            left = deadline - time.monotonic()
-            assert left > 0, f"dbus-monitor never showed it: {self.lines}"
-            ready, _, _ = select.select([self.proc.stdout], [], [], left)
-            if ready:
-                line = self.proc.stdout.readline()
-                assert line, "dbus-monitor ended"
-                self.lines.append(line)
-
-    def wait_for(self, member, interface=True):
-        self._read_until(lambda: any(f"member={member}" in line for line in self.lines))
-
-    def close(self):
-        """Stops the monitor. -> [(member, first string argument or None)]"""
-        self.proc.terminate()
-        rest, _ = self.proc.communicate(timeout=10)
-        self.lines += rest.splitlines(keepends=True)
-        events = []
-        for index, line in enumerate(self.lines):
-            if f"interface={DEVICE_IFACE}" in line and "member=" in line:
-                member = line.rsplit("member=", 1)[1].strip()
-                following = self.lines[index + 1].strip() if index + 1 < len(self.lines) else ""
-                argument = following.split('"')[1] if following.startswith("string \"") else None
-                events.append((member, argument))
-        return events
 
 
 @pytest.mark.parametrize("verdict, offset_ms", [(v, o) for v in (MISS, MATCH) for o in (-3, 0, 3)],

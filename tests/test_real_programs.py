@@ -32,8 +32,12 @@ asserted below as the exact terminal transcript and exit status:
     with "sudo: PAM authentication error: Conversation error" (sudo's words
     for PAM_CONV_ERR that its own conversation did not cause); Ctrl-C at the
     password prompt ends it as without the module ("a password is required").
-  sudo -S / no terminal: prompt mode ("Password, or press Enter to use your
-    fingerprint: "); no terminal and no -S: sudo's own "a terminal is required".
+  sudo -S / -A / no terminal (no person at sudo's terminal): prompt mode
+    ("Password, or press Enter to use your fingerprint: "), the piped or
+    askpass password checked at once, fprintd never claimed; no terminal and
+    no -S: sudo's own "a terminal is required"; sudo -n: the module is never
+    asked.
+  sudo -i and su - (services sudo-i, su-l): as sudo and su.
   su other: out of scope, byte-for-byte the host stack's behaviour; su self:
     fingerprint first.
   pamtester login: prompt mode unless -I tty=<its terminal> (terminal mode).
@@ -46,12 +50,13 @@ import select
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from fprint_rig import FprintRig, RigError
+from fprint_rig import BusMonitor, FprintRig, RigError
 from pamenv import MODULE, ROOT, SeededState, parse_record, password_entered
 
 USER, UID = "latest", 4242
@@ -121,6 +126,11 @@ class World(SeededState):
         conf = base / "localauth.conf"  # never written: no host configuration leaks in
         for name in ("sudo", "su", "login"):
             (self.pamd / name).write_text(stack_with_module(name, self.state, conf))
+        # `sudo -i` and `su -`: Debian's sudo-i includes common-auth, where the
+        # pam-auth-update profile puts the module; here it is sudo's stack.
+        # Debian's su-l is su's.
+        (self.pamd / "sudo-i").write_text(stack_with_module("sudo", self.state, conf))
+        (self.pamd / "su-l").write_text("auth include su\naccount include su\npassword include su\nsession include su\n")
         shutil.copy(SHIPPED / "localauth-passcode", self.pamd / "localauth-passcode")
         for entry in Path("/etc/pam.d").iterdir():
             if entry.name.startswith("common-") or entry.name == "other":
@@ -151,6 +161,7 @@ class World(SeededState):
             'Defaults secure_path="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"\n'
             "root ALL=(ALL:ALL) ALL\n"
             f"{USER} ALL=(root) /usr/bin/id\n"
+            f"{USER} ALL=(root) /bin/bash -c /usr/bin/id\n"   # sudo -i /usr/bin/id, through root's shell
             f"{OTHER} ALL=(root) /usr/bin/id\n")
         os.chmod(self.sudoers, 0o440)
         self.run_sudo = base / "run-sudo"
@@ -633,6 +644,108 @@ def test_sudo_without_any_terminal_fails_cleanly(w):
     assert r.stderr == FIRST_PROMPT + "\nsudo: no password was provided\nsudo: a password is required\n"
     assert w.counts() == (0, 0)
     assert time.monotonic() - started < 10
+
+
+# ================================================================ scripts never wait for a finger
+#
+# No person at sudo's terminal (its password from a pipe or an askpass
+# program, or no terminal at all): the module takes the prompt mode, whose
+# first answer is checked at once as the password. fprintd is watched on
+# the bus: neither Claim nor VerifyStart may reach it.
+
+def reader_calls(monitor):
+    return [member for member, _ in monitor.close() if member in ("Claim", "VerifyStart")]
+
+
+@pytest.fixture
+def askpass(w):
+    """An askpass program the test user can run: it notes each prompt it is
+    given and answers the password."""
+    directory = Path(tempfile.mkdtemp(prefix="askpass-", dir="/tmp"))
+    os.chmod(directory, 0o755)
+    log = directory / "prompts"
+    log.touch()
+    os.chown(log, UID, UID)
+    program = directory / "askpass"
+    program.write_text(f'#!/bin/sh\nprintf "%s\\n" "$1" >> {log}\necho {PASSWORD}\n')
+    os.chmod(program, 0o755)
+    yield program, log
+    shutil.rmtree(directory)
+
+
+def test_sudo_S_fed_by_a_pipe_in_a_terminal_checks_the_password_at_once(w, rig, term):
+    """A script in a terminal: sudo's controlling terminal is there, but its
+    standard input is a pipe. Before, the reader waited its 30 s first."""
+    with BusMonitor(rig) as monitor:
+        t = term("sh", "-c", f"echo {PASSWORD} | sudo -S -k /usr/bin/id")
+        assert t.finish(timeout=10) == 0
+        assert reader_calls(monitor) == []
+    assert t.text == FIRST_PROMPT + ID_ROOT + "\n"
+    assert w.counts() == (0, 0) and w.record().last_passcode_wall > 0
+
+
+def test_sudo_A_asks_the_askpass_program_at_once(w, rig, term, askpass):
+    program, log = askpass
+    with BusMonitor(rig) as monitor:
+        t = term("env", f"SUDO_ASKPASS={program}", "sudo", "-A", "-k", "/usr/bin/id")
+        assert t.finish(timeout=10) == 0
+        assert reader_calls(monitor) == []
+    assert log.read_text() == FIRST_PROMPT + "\n"
+    assert t.text == ID_ROOT + "\n"
+    assert w.counts() == (0, 0) and w.record().last_passcode_wall > 0
+
+
+def test_sudo_askpass_set_but_not_asked_for_keeps_the_reader(w, rig, term, askpass):
+    """SUDO_ASKPASS in the environment without -A: a person at the terminal."""
+    program, log = askpass
+    rig.feed([MATCH])
+    t = term("env", f"SUDO_ASKPASS={program}", "sudo", "-k", "/usr/bin/id")
+    assert t.finish() == 0
+    assert fed(rig) == [MATCH]
+    assert t.text == transcript(INSTRUCTION, ID_ROOT)
+    assert log.read_text() == ""
+
+
+def test_sudo_n_never_reaches_the_reader(w, rig, term):
+    with BusMonitor(rig) as monitor:
+        t = term("sudo", "-n", "-k", "/usr/bin/id")
+        assert t.finish(timeout=10) == 1
+        assert reader_calls(monitor) == []
+    assert t.text == "sudo: a password is required\n"
+    assert w.record_untouched(UID)
+
+
+def test_sudo_S_without_a_terminal_never_reaches_the_reader(w, rig):
+    with BusMonitor(rig) as monitor:
+        r = run_plain(w, w.argv("sudo", "-S", "-k", "/usr/bin/id"), input=PASSWORD + "\n", timeout=10)
+        assert r.returncode == 0, r
+        assert reader_calls(monitor) == []
+    assert r.stderr == FIRST_PROMPT
+    assert w.counts() == (0, 0)
+
+
+# ================================================================ sudo -i and su -
+
+def test_sudo_i_uses_the_fingerprint(w, rig, term):
+    rig.feed([MATCH])
+    t = term("sudo", "-i", "-k", "/usr/bin/id")
+    assert t.finish() == 0, t.text
+    assert fed(rig) == [MATCH]
+    assert t.text == transcript(f"sudo -i needs to confirm your identity ({USER}). "
+                                "Swipe your finger across the fingerprint reader.", ID_ROOT)
+    assert w.counts() == (0, 0)
+
+
+def test_su_dash_to_self_uses_the_fingerprint(w, rig, term):
+    rig.feed([MATCH])
+    t = term("su", "-", USER, "-c", "/usr/bin/id")
+    assert t.finish() == 0
+    assert fed(rig) == [MATCH]
+    assert t.text == transcript(f"su - needs to confirm your identity ({USER}). "
+                                "Swipe your finger across the fingerprint reader.",
+                                "su: warning: cannot change directory to /nonexistent: No such file or directory",
+                                f"uid={UID}({USER}) gid={UID}({USER}) groups={UID}({USER})")
+    assert w.counts() == (0, 0)
 
 
 # ================================================================ su

@@ -34,15 +34,6 @@ public enum InteractionMode: Equatable, CaseIterable {
         }
         return nil
     }
-
-    /// R16's choice: `mode=` when set; the password alone for a service
-    /// whose program runs a fingerprint conversation of its own beside it;
-    /// terminal on the process's own terminal with one thread; else prompt.
-    public static func chosen(_ options: Options, service: [UInt8], onControllingTerminal: Bool, threads: Int) -> InteractionMode {
-        if let mode = options.mode { return mode }
-        if options.passwordServices.contains(service) { return .password }
-        return onControllingTerminal && threads == 1 ? .terminal : .prompt
-    }
 }
 
 /// One step of the passcode back-off: from `failures` consecutive wrong
@@ -113,11 +104,7 @@ public struct Options: Equatable {
     public var skipWhenLidClosed = true
 
     /// The screen lockers localauth knows, for the `locker_services` default.
-    public static var knownLockers: [[UInt8]] { [
-        literalBytes("swaylock"), literalBytes("i3lock"), literalBytes("xscreensaver"), literalBytes("xsecurelock"),
-        literalBytes("hyprlock"), literalBytes("vlock"), literalBytes("mate-screensaver"), literalBytes("cinnamon-screensaver"),
-        literalBytes("gdm-fingerprint"), literalBytes("kde"), literalBytes("kde-fingerprint"),
-    ] }
+    public static var knownLockers: [[UInt8]] { KnownServices.table.filter { $0.unlocksTheScreen }.map { $0.bytes } }
 
     /// Whether `service` may use the reader while the screen is locked.
     public func isLockerService(_ service: [UInt8]) -> Bool {
@@ -131,17 +118,9 @@ public struct Options: Equatable {
     public var configPath: [UInt8]? = nil
 
     public static let defaultConfigPath: StaticString = "/etc/security/localauth.conf"
-    // Computed, not stored: a stored global would be allocated on every
-    // load of the module and leaked when libpam unloads it.
-    public static var defaultServices: [[UInt8]] { [
-        literalBytes("sudo"), literalBytes("su"), literalBytes("login"), literalBytes("doas"), literalBytes("swaylock"),
-        literalBytes("i3lock"), literalBytes("xscreensaver"), literalBytes("xsecurelock"), literalBytes("hyprlock"),
-        literalBytes("vlock"), literalBytes("mate-screensaver"), literalBytes("cinnamon-screensaver"), literalBytes("polkit-1"),
-        literalBytes("gdm-fingerprint"),
-        literalBytes("gdm-password"), literalBytes("greetd"), literalBytes("lightdm"), literalBytes("sddm"), literalBytes("kde"),
-        literalBytes("kde-fingerprint"), literalBytes("localauth-app"),
-    ] }
-    public static var defaultPasswordServices: [[UInt8]] { [literalBytes("gdm-password")] }
+    /// Every known service (Services.swift).
+    public static var defaultServices: [[UInt8]] { KnownServices.table.map { $0.bytes } }
+    public static var defaultPasswordServices: [[UInt8]] { KnownServices.table.filter { $0.passwordOnly }.map { $0.bytes } }
     public static var defaultBackoff: [BackoffStep] { [
         BackoffStep(failures: 5, seconds: 60), BackoffStep(failures: 6, seconds: 300),
         BackoffStep(failures: 7, seconds: 900), BackoffStep(failures: 9, seconds: 3600),

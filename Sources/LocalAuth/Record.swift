@@ -166,7 +166,7 @@ public enum RecordFormat {
     public static let serviceLength = 32
     public static let ttyLength = 32
     public static let remoteHostLength = 64
-    // Computed, not stored: see Options.defaultServices.
+    // Computed, not stored: see KnownServices.table.
     public static var zeroID: [UInt8] { [UInt8](repeating: 0, count: 16) }
     public static var zeroDigest: [UInt8] { [UInt8](repeating: 0, count: 32) }
     /// A domain state as the record keeps it: cut or zero-padded to 32 bytes.

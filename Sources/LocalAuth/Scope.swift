@@ -89,13 +89,14 @@ public enum Scope {
     /// An unset `PAM_RHOST`, or a loopback address literal. Host names come
     /// from reverse lookups that a remote attacker may control, so a name
     /// counts as local only where a local-only program sets it by
-    /// convention: sudo naming this very host (sudo sets `PAM_RHOST` to the
-    /// local host name), and xsecurelock naming "localhost" (it always does).
+    /// convention (KnownService.localHost): sudo naming this very host (for
+    /// `sudo` and `sudo -i` alike), and xsecurelock naming "localhost".
     public static func isLocal(_ remoteHost: [UInt8], localHostName: [UInt8], service: [UInt8]) -> Bool {
         if remoteHost.isEmpty { return true }
         if bytesEqual(remoteHost, "::1") || isIPv4Loopback(remoteHost) { return true }
-        if bytesEqual(service, "xsecurelock") && bytesEqual(remoteHost, "localhost") { return true }
-        guard bytesEqual(service, "sudo"), !localHostName.isEmpty else { return false }
+        let convention = KnownServices.named(service)?.localHost ?? LocalHostConvention.none
+        if convention == .localhost && bytesEqual(remoteHost, "localhost") { return true }
+        guard convention == .thisHostsName, !localHostName.isEmpty else { return false }
         // With `Defaults fqdn` sudo sets the fully qualified name.
         return remoteHost == localHostName || (remoteHost.count > localHostName.count + 1
             && Array(remoteHost.prefix(localHostName.count)) == localHostName && remoteHost[localHostName.count] == 0x2E)

@@ -56,7 +56,7 @@ public enum UserText {
     /// a sentence naming the service and the user.
     public static func reason(_ request: Request, options: Options) -> String {
         guard let reason = options.reason else {
-            return "\(printableText(request.service, limit: 32)) needs to confirm your identity (\(printableText(request.userName, limit: 64)))."
+            return "\(printableText(KnownServices.shownName(request.service), limit: 32)) needs to confirm your identity (\(printableText(request.userName, limit: 64)))."
         }
         var expanded: [UInt8] = []
         var index = 0

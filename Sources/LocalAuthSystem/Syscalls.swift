@@ -481,35 +481,6 @@ extension Syscalls {
         guard ok else { return [] }
         return buffer.withUnsafeBufferPointer { bytes(ofCString: $0.baseAddress!, limit: 255) }
     }
-
-    /// Whether `tty` (a PAM_TTY value such as `/dev/pts/3` or `pts/3`) is the
-    /// process's controlling terminal: its device number equals `tty_nr` of
-    /// /proc/self/stat (an fd opened on /dev/tty would only show /dev/tty's).
-    public static func isControllingTerminal(_ tty: [UInt8]) -> Bool {
-        guard !tty.isEmpty, let controlling = procSelfStatField(7), controlling != 0 else { return false }
-        let path = tty.first == 0x2F ? tty : literalBytes("/dev/") + tty
-        // stat, not open: opening a device node as root has side effects.
-        var info = stat()
-        let status = withCString(path) { pointer in fstatat(AT_FDCWD, pointer, &info, AT_SYMLINK_NOFOLLOW) }
-        guard status == 0, la_s_ischr(info.st_mode) != 0 else { return false }
-        return UInt64(info.st_rdev) == UInt64(controlling)
-    }
-
-    /// A numeric field of /proc/self/stat, numbered as in proc(5).
-    static func procSelfStatField(_ number: Int) -> Int? {
-        guard number >= 3, let fd = try? open(at: nil, literalBytes("/proc/self/stat"), flags: O_RDONLY) else { return nil }
-        defer { close(fd) }
-        // The command name (field 2) may hold spaces; fields resume after its ")".
-        guard let text = try? readAll(fd, limit: 4096), let closing = text.lastIndex(of: 0x29), closing + 2 < text.count else { return nil }
-        let fields = splitBytes(text[(closing + 2)...], on: 0x20)
-        guard fields.count > number - 3 else { return nil }
-        return parseDecimal(trimmedSpaces(fields[number - 3]), limit: Int(Int32.max))
-    }
-
-    /// The number of threads of this process (field 20 of /proc/self/stat).
-    public static func threadCount() -> Int {
-        procSelfStatField(20) ?? 0
-    }
 }
 
 // MARK: - Directories

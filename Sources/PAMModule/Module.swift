@@ -56,8 +56,10 @@ func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv:
         guard scope == .inScope else { return ResultTable.stepAside.rawValue }
         return authenticateThroughHelper(handle, options: options, flags: flags, userName: userName, log: log)
     }
-    let mode = InteractionMode.chosen(options, service: service, onControllingTerminal: Syscalls.isControllingTerminal(tty),
-                                      threads: Syscalls.threadCount())
+    let caller = CallerFacts(ownsItsTerminal: Syscalls.isControllingTerminal(tty),
+                             readsItsTerminal: Syscalls.standardInputIsControllingTerminal(), threads: Syscalls.threadCount(),
+                             passwordFromElsewhere: SudoCommandLine.takesThePasswordElsewhere(Syscalls.ownArguments()))
+    let mode = InteractionMode.chosen(options, service: service, caller: caller)
     var user: UserIdentity? = nil
     if scope == .inScope, let target {
         user = UserIdentity(uid: target.uid, name: target.name)

@@ -37,7 +37,7 @@ final class OptionsTests: XCTestCase {
     func testDefaults() {
         let options = Options()
         XCTAssertEqual(options.policy, .owner)
-        XCTAssertEqual(options.services, ["sudo", "su", "login", "doas", "swaylock", "i3lock", "xscreensaver", "xsecurelock", "hyprlock",
+        XCTAssertEqual(options.services, ["sudo", "sudo-i", "su", "su-l", "login", "doas", "swaylock", "i3lock", "xscreensaver", "xsecurelock", "hyprlock",
                                           "vlock", "mate-screensaver", "cinnamon-screensaver", "polkit-1", "gdm-fingerprint", "gdm-password",
                                           "greetd", "lightdm", "sddm", "kde", "kde-fingerprint", "localauth-app"].map(bytes))
         XCTAssertEqual(options.cancelTitle, bytes("Cancel"))

@@ -55,7 +55,7 @@ final class ScopeTests: XCTestCase {
     }
 
     func testOtherServicesAreNot() {
-        for service in ["sshd", "passwd", "SUDO", "sudo ", "sud", "sudo-i", "", "localauth-passcode"] {
+        for service in ["sshd", "passwd", "SUDO", "sudo ", "sud", "sudo-l", "su-i", "", "localauth-passcode"] {
             XCTAssertEqual(decide(facts(service: service)), .outOfScope(.service), service)
         }
         var options = Options()
@@ -92,6 +92,17 @@ final class ScopeTests: XCTestCase {
         XCTAssertTrue(Scope.isLocal([], localHostName: [], service: bytes("login")))
         XCTAssertFalse(Scope.isLocal(bytes("workstation"), localHostName: [], service: bytes("sudo")),
                        "an unknown own name matches nothing")
+    }
+
+    /// `sudo -i` (service sudo-i) and `su -` (su-l) are sudo and su: in
+    /// scope by default, with the same rules; sudo -i names this host too.
+    func testLoginShellsOfSudoAndSuAreInScope() {
+        for service in ["sudo-i", "su-l"] {
+            XCTAssertEqual(decide(facts(service: service)), .inScope, service)
+            XCTAssertEqual(decide(facts(service: service, caller: 0, target: 1000, ruser: "bob")), .outOfScope(.requester), service)
+        }
+        XCTAssertEqual(decide(facts(service: "sudo-i", rhost: "workstation")), .inScope)
+        XCTAssertEqual(decide(facts(service: "su-l", rhost: "workstation")), .outOfScope(.remote))
     }
 
     func testXsecurelocksLocalhostIsLocalForItAlone() {
