@@ -232,7 +232,7 @@ install: module cli
 		$(DESTDIR)$(PREFIX)/bin $(DESTDIR)/usr/share/pam-configs \
 		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man8
 	install -m 0644 $(BUILD)/pam_localauth.so $(DESTDIR)$(PAMDIR)/pam_localauth.so
-	install -s -m 0755 $$(swift build -c release --scratch-path $(CLI_BUILD) --show-bin-path)/localauth $(DESTDIR)$(PREFIX)/bin/localauth
+	install -s -m 0755 "$$(swift build -c release --scratch-path $(CLI_BUILD) --show-bin-path)/localauth" $(DESTDIR)$(PREFIX)/bin/localauth
 	install -m 0644 pam.d/localauth-passcode $(DESTDIR)$(SYSCONFDIR)/pam.d/localauth-passcode
 	install -o root -g root -m 4755 $(BUILD)/localauth-helper $(DESTDIR)$(HELPER_PATH)
 	for f in $(EXAMPLE_STACKS); do install -m 0644 pam.d/$$f $(DESTDIR)$(PREFIX)/share/localauth/pam.d/$$f; done

@@ -10,6 +10,7 @@ import os
 import random
 import resource
 import select
+import shlex
 import signal
 import stat
 import struct
@@ -290,7 +291,7 @@ def root_can_raise_hard_limits() -> bool:
 def limited_charge(probe: Probe, state: Path, count: int, case: str) -> subprocess.CompletedProcess:
     limits, shell, wrapper = LIMITS[case]
     if shell is not None:
-        command = f"{shell}; exec {probe.path} charge {state} {UID} {NAME} {count}"
+        command = f"{shell}; exec {shlex.join([str(probe.path), 'charge', str(state), str(UID), NAME, str(count)])}"
         return subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60,
                               preexec_fn=lambda: signal.signal(signal.SIGXFSZ, signal.SIG_DFL))
     return probe.charge(state, count, preexec_fn=fsize_limit(*limits), wrapper=wrapper)
