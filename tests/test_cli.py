@@ -201,7 +201,8 @@ def test_test_verb_runs_a_real_evaluation(pam, tool, cli):
         code, output = run_in_terminal(command, pam.env(rig.env()), [])
         rig.feed_wait(timeout=30)
         assert code == 0, output
-        assert "Trying localauth. Swipe your finger across the fingerprint reader." in output
+        # At a terminal: touch or type, as sudo's prompt.
+        assert "Trying localauth. Swipe your finger across the fingerprint reader or type your password:" in output
         assert "authenticated: fingerprint" in output
         rig.feed(["SCAN nope"] * 3)
         code, output = run_in_terminal(command, pam.env(rig.env()), [ALICE])

@@ -99,8 +99,8 @@ def test_the_transcript_is_the_modules_own_words():
     transcript = re.search(r"^```text\n\$ sudo -k id\n(.*?)^```$", README, re.M | re.S).group(1).splitlines()
     programs = (ROOT / "tests/test_real_programs.py").read_text()
     constant = {name: value for name, value in re.findall(r'^(\w+) = f?"([^"]*)"', programs, re.M)}
-    instruction = constant["INSTRUCTION"].replace("{USER}", "alice").replace("Swipe your finger across", "Place your finger on")
-    assert transcript == [instruction, constant["NOT_RECOGNIZED_FALLBACK"], constant["ID_ROOT"]], transcript
+    instruction = constant["INSTRUCTION"].replace("{USER}", "alice").replace("Swipe your finger across", "Touch")
+    assert transcript == [instruction, constant["NOT_RECOGNIZED_TRY"], constant["ID_ROOT"]], transcript
 
 
 @pytest.mark.parametrize("document", ["README.md", "CONTRIBUTING.md"] + sorted(

@@ -67,8 +67,11 @@ MATCH = f"SCAN finger-{USER}"
 MISS = "SCAN finger-nobody"
 
 SHIPPED = ROOT / "pam.d"
-INSTRUCTION = f"sudo needs to confirm your identity ({USER}). Swipe your finger across the fingerprint reader."
-NOT_RECOGNIZED_FALLBACK = "Fingerprint not recognized. Try again. Press Ctrl-C to Enter Password."
+# Touch or type: the module reads sudo's terminal while the reader waits.
+INSTRUCTION = f"sudo needs to confirm your identity ({USER}). Swipe your finger across the fingerprint reader or type your password:"
+NOT_RECOGNIZED_TRY = "Fingerprint not recognized. Try again, or type your password."
+# Prompt mode (no person at sudo's terminal): Enter first, then the reader.
+PROMPT_INSTRUCTION = f"sudo needs to confirm your identity ({USER}). Swipe your finger across the fingerprint reader."
 NOT_RECOGNIZED_LAST = "Fingerprint not recognized."
 LOCKED = "Too many failed fingerprint attempts. Fingerprint is locked until you enter your password."
 PASSCODE_PROMPT = "Enter Password: "
@@ -406,7 +409,7 @@ def test_sudo_three_misses_then_the_password(w, rig, term):
     t.type(PASSWORD + "\n")
     assert t.finish() == 0
     assert fed(rig) == [MISS] * 3
-    assert t.text == transcript(INSTRUCTION, NOT_RECOGNIZED_FALLBACK, NOT_RECOGNIZED_FALLBACK,
+    assert t.text == transcript(INSTRUCTION, NOT_RECOGNIZED_TRY, NOT_RECOGNIZED_TRY,
                                 NOT_RECOGNIZED_LAST, PASSCODE_PROMPT, "", ID_ROOT)
     assert PASSWORD not in t.text  # typed with echo off
     assert w.counts() == (0, 0)
@@ -425,9 +428,9 @@ def test_sudo_wrong_passwords_three_then_two_then_locked(w, rig, term):
     assert t.finish() == 1
     assert fed(rig) == [MISS] * 5
     assert t.text == transcript(
-        INSTRUCTION, NOT_RECOGNIZED_FALLBACK, NOT_RECOGNIZED_FALLBACK, NOT_RECOGNIZED_LAST, PASSCODE_PROMPT, "",
+        INSTRUCTION, NOT_RECOGNIZED_TRY, NOT_RECOGNIZED_TRY, NOT_RECOGNIZED_LAST, PASSCODE_PROMPT, "",
         SUDO_SORRY,
-        INSTRUCTION, NOT_RECOGNIZED_FALLBACK, NOT_RECOGNIZED_LAST, LOCKED, PASSCODE_PROMPT, "",
+        INSTRUCTION, NOT_RECOGNIZED_TRY, NOT_RECOGNIZED_LAST, LOCKED, PASSCODE_PROMPT, "",
         SUDO_SORRY,
         LOCKED, PASSCODE_PROMPT, "",
         "sudo: 3 incorrect password attempts")
@@ -504,30 +507,32 @@ def test_sudo_retries_do_not_let_a_misplaced_authsucc_line_reset_the_misses(w, r
 @pytest.mark.stop_proof
 def test_sudo_ctrl_c_before_the_first_failure_cancels_uncharged(w, rig, term):
     """The instruction is shown once the sensor is claimed and SIGINT blocked:
-    Ctrl-C from then on is the module's. Before any failure it cancels
-    (PAM_CONV_ERR, the interrupt left pending): sudo reports a PAM
-    conversation error and exits 1, the command does not run."""
+    Ctrl-C from then on is the module's. It cancels (PAM_CONV_ERR, the
+    interrupt left pending): sudo reports a PAM conversation error and exits
+    1, the command does not run. Echo is off while the reader waits, so the
+    terminal shows no ^C."""
     t = sudo_id(term)
     t.expect(INSTRUCTION)
     t.ctrl_c()
     assert t.finish() == 1
-    assert t.text == transcript(INSTRUCTION, "^Csudo: PAM authentication error: Conversation error",
+    assert t.text == transcript(INSTRUCTION, "sudo: PAM authentication error: Conversation error",
                                 "sudo: a password is required")
     assert w.counts() == (0, 0)
 
 
 @pytest.mark.stop_proof
-def test_sudo_ctrl_c_after_a_failure_chooses_the_password(w, rig, term):
+def test_sudo_ctrl_c_after_a_miss_cancels_and_the_miss_stays_counted(w, rig, term):
+    """Touch or type: the password is typed, so Ctrl-C is a cancel at any
+    time, as at sudo's own prompt; the miss before it counts."""
     rig.feed([MISS])
     t = sudo_id(term)
-    t.expect("Press Ctrl-C to Enter Password.")
+    t.expect(NOT_RECOGNIZED_TRY)
     t.ctrl_c()
-    t.expect(PASSCODE_PROMPT)
-    t.type(PASSWORD + "\n")
-    assert t.finish() == 0
+    assert t.finish() == 1
     assert fed(rig) == [MISS]
-    assert t.text == transcript(INSTRUCTION, NOT_RECOGNIZED_FALLBACK, "^C" + PASSCODE_PROMPT, "", ID_ROOT)
-    assert w.counts() == (0, 0)
+    assert t.text == transcript(INSTRUCTION, NOT_RECOGNIZED_TRY, "sudo: PAM authentication error: Conversation error",
+                                "sudo: a password is required")
+    assert w.counts() == (1, 0)
 
 
 def test_sudo_empty_password_is_a_cancel_not_a_wrong_password(w, rig, term):
@@ -625,7 +630,7 @@ def test_sudo_S_empty_line_starts_the_sensor(w, rig):
     assert fed(rig) == [MATCH]
     assert r.stderr == FIRST_PROMPT
     # sudo prints PAM text to its (here block-buffered) stdout: it comes last
-    assert r.stdout == ID_ROOT + "\n" + INSTRUCTION + "\n"
+    assert r.stdout == ID_ROOT + "\n" + PROMPT_INSTRUCTION + "\n"
     assert w.counts() == (0, 0)
 
 
@@ -644,6 +649,109 @@ def test_sudo_without_any_terminal_fails_cleanly(w):
     assert r.stderr == FIRST_PROMPT + "\nsudo: no password was provided\nsudo: a password is required\n"
     assert w.counts() == (0, 0)
     assert time.monotonic() - started < 10
+
+
+# ================================================================ touch or type
+#
+# A person at sudo's terminal: the reader waits and the password can be
+# typed at once. The module reads the keys itself with echo off; Enter after
+# a password ends the wait with it (the wait's fingerprint attempt given
+# back, the password charged and checked), Enter alone asks sudo's password
+# prompt, Ctrl-C cancels; the terminal is put back on every way out.
+
+def sudo_pid(t):
+    """The sudo process of a terminal's session."""
+    from lockers import descendants
+    for pid in descendants(t.proc.pid):
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "sudo":
+                return pid
+        except OSError:
+            continue
+    raise AssertionError(f"no sudo in the session; terminal:\n{t.text}")
+
+
+def test_sudo_password_typed_while_the_reader_waits_is_checked_at_once(w, rig, term):
+    with BusMonitor(rig) as monitor:
+        t = sudo_id(term)
+        t.expect(INSTRUCTION)
+        monitor.wait_for("VerifyStart")
+        t.type(PASSWORD + "\n")
+        assert t.finish(timeout=10) == 0
+        calls = [member for member, _ in monitor.close() if member in ("Claim", "VerifyStart", "VerifyStop", "Release")]
+    assert calls == ["Claim", "VerifyStart", "VerifyStop", "Release"]
+    assert t.text == transcript(INSTRUCTION, ID_ROOT)       # the password never shows
+    rec = w.record()
+    assert (rec.F, rec.P) == (0, 0) and rec.last_passcode_wall > 0
+
+
+def test_sudo_wrong_password_typed_while_waiting_is_one_password_attempt(w, rig, term):
+    """sudo's next try starts the reader again; Ctrl-C there ends it. The
+    wrong password is charged (P 1); the waits' attempts are given back."""
+    t = sudo_id(term)
+    t.expect(INSTRUCTION)
+    t.type("not-the-password\n")
+    t.expect(SUDO_SORRY)
+    t.expect(INSTRUCTION)
+    t.ctrl_c()
+    assert t.finish() == 1
+    assert t.text == transcript(INSTRUCTION, SUDO_SORRY, INSTRUCTION, "sudo: PAM authentication error: Conversation error",
+                                "sudo: a password is required")
+    assert "not-the-password" not in t.text
+    assert w.counts() == (0, 1)
+
+
+def test_sudo_enter_alone_asks_the_password(w, rig, term):
+    t = sudo_id(term)
+    t.expect(INSTRUCTION)
+    t.type("\n")
+    t.expect(PASSCODE_PROMPT)
+    t.type(PASSWORD + "\n")
+    assert t.finish() == 0
+    assert t.text == transcript(INSTRUCTION, PASSCODE_PROMPT, "", ID_ROOT)
+    assert w.counts() == (0, 0)
+
+
+def test_sudo_keys_typed_then_a_touch_the_finger_wins_and_nothing_is_echoed(w, rig, term):
+    t = sudo_id(term)
+    t.expect(INSTRUCTION)
+    t.type("half-typed")
+    rig.send_vdev(MATCH, timeout=10)
+    assert t.finish() == 0
+    assert t.text == transcript(INSTRUCTION, ID_ROOT)
+    assert w.counts() == (0, 0) and w.record().last_fingerprint_wall > 0
+
+
+def test_sudo_backspace_and_ctrl_u_edit_the_hidden_password(w, rig, term):
+    t = sudo_id(term)
+    t.expect(INSTRUCTION)
+    t.type("garbage\x15" + PASSWORD + "x\x7f\n")     # Ctrl-U clears, Backspace takes the x back
+    assert t.finish(timeout=10) == 0
+    assert t.text == transcript(INSTRUCTION, ID_ROOT)
+    assert w.counts() == (0, 0)
+
+
+@pytest.mark.parametrize("how", ["password", "touch", "ctrl-c", "SIGTERM", "SIGHUP"])
+def test_the_terminal_is_put_back_on_every_way_out(w, rig, term, how):
+    """After sudo, `stty -a` on the same terminal: echo and line editing
+    on, as before sudo ran, whichever way the prompt ended. The shell
+    outlives a Ctrl-C with a handler of its own (a handler, not an ignored
+    SIGINT, which sudo would inherit)."""
+    t = term("sh", "-c", "trap : INT; sudo -k /usr/bin/id; stty -a; echo done")
+    t.expect(INSTRUCTION)
+    if how == "password":
+        t.type(PASSWORD + "\n")
+    elif how == "touch":
+        rig.send_vdev(MATCH, timeout=10)
+    elif how == "ctrl-c":
+        t.ctrl_c()
+    else:
+        os.kill(sudo_pid(t), getattr(signal, how))
+    t.expect("done")
+    t.finish()
+    settings = t.text.split("\n")
+    flags = " ".join(line for line in settings if "echo" in line or "icanon" in line).split()
+    assert "echo" in flags and "icanon" in flags and "-echo" not in flags and "-icanon" not in flags, t.text
 
 
 # ================================================================ scripts never wait for a finger
@@ -732,7 +840,7 @@ def test_sudo_i_uses_the_fingerprint(w, rig, term):
     assert t.finish() == 0, t.text
     assert fed(rig) == [MATCH]
     assert t.text == transcript(f"sudo -i needs to confirm your identity ({USER}). "
-                                "Swipe your finger across the fingerprint reader.", ID_ROOT)
+                                "Swipe your finger across the fingerprint reader or type your password:", ID_ROOT)
     assert w.counts() == (0, 0)
 
 
@@ -742,7 +850,7 @@ def test_su_dash_to_self_uses_the_fingerprint(w, rig, term):
     assert t.finish() == 0
     assert fed(rig) == [MATCH]
     assert t.text == transcript(f"su - needs to confirm your identity ({USER}). "
-                                "Swipe your finger across the fingerprint reader.",
+                                "Swipe your finger across the fingerprint reader or type your password:",
                                 "su: warning: cannot change directory to /nonexistent: No such file or directory",
                                 f"uid={UID}({USER}) gid={UID}({USER}) groups={UID}({USER})")
     assert w.counts() == (0, 0)
@@ -781,7 +889,7 @@ def test_su_to_self_uses_the_fingerprint(w, rig, term):
     assert t.finish() == 0
     assert fed(rig) == [MATCH]
     assert t.text == transcript(f"su needs to confirm your identity ({USER}). "
-                                "Swipe your finger across the fingerprint reader.",
+                                "Swipe your finger across the fingerprint reader or type your password:",
                                 f"uid={UID}({USER}) gid={UID}({USER}) groups={UID}({USER})")
     assert w.counts() == (0, 0)
 
@@ -789,6 +897,8 @@ def test_su_to_self_uses_the_fingerprint(w, rig, term):
 # ================================================================ login (pamtester, as root)
 
 LOGIN_INSTRUCTION = f"login needs to confirm your identity ({USER}). Swipe your finger across the fingerprint reader."
+LOGIN_TOUCH_OR_TYPE = (f"login needs to confirm your identity ({USER}). "
+                       "Swipe your finger across the fingerprint reader or type your password:")
 PAMTESTER_OK = "pamtester: successfully authenticated"
 
 
@@ -821,7 +931,7 @@ def test_login_terminal_mode_and_pam_silent(w, rig, term):
     t = pamtester(term, on_tty=True)
     assert t.finish() == 0
     assert fed(rig) == [MATCH]
-    assert t.text == transcript(LOGIN_INSTRUCTION, PAMTESTER_OK)
+    assert t.text == transcript(LOGIN_TOUCH_OR_TYPE, PAMTESTER_OK)
 
     # without PAM_SILENT the status line of a sensor error is shown ...
     rig.feed(["ERROR 5"])
@@ -830,7 +940,7 @@ def test_login_terminal_mode_and_pam_silent(w, rig, term):
     loud.type(PASSWORD + "\n")
     assert loud.finish() == 0
     assert fed(rig) == ["ERROR 5"]
-    assert loud.text == transcript(LOGIN_INSTRUCTION, "The fingerprint reader was disconnected.", PASSCODE_PROMPT, "",
+    assert loud.text == transcript(LOGIN_TOUCH_OR_TYPE, "The fingerprint reader was disconnected.", PASSCODE_PROMPT, "",
                                    PAMTESTER_OK)
     # ... with it only that line goes (R15)
     rig.feed(["ERROR 5"])
@@ -839,7 +949,7 @@ def test_login_terminal_mode_and_pam_silent(w, rig, term):
     quiet.type(PASSWORD + "\n")
     assert quiet.finish() == 0
     assert fed(rig) == ["ERROR 5"]
-    assert quiet.text == transcript(LOGIN_INSTRUCTION, PASSCODE_PROMPT, "", PAMTESTER_OK)
+    assert quiet.text == transcript(LOGIN_TOUCH_OR_TYPE, PASSCODE_PROMPT, "", PAMTESTER_OK)
     assert w.counts() == (0, 0)
 
 

@@ -158,6 +158,42 @@ public final class SecretBuffer {
         return true
     }
 
+    /// Adds one byte typed into a password line. Past the capacity the
+    /// content is wiped and the buffer stays overflowed (rejected as a whole).
+    public func append(_ byte: UInt8) {
+        guard !overflowed else { return }
+        guard count < SecretBuffer.capacity else {
+            wipe()
+            overflowed = true
+            return
+        }
+        storage[count] = byte
+        count += 1
+        storage[count] = 0
+    }
+
+    /// Removes the last character typed (Backspace): its UTF-8 continuation
+    /// bytes and its first byte.
+    public func removeLastCharacter() {
+        while count > 0 {
+            count -= 1
+            let byte = storage[count]
+            storage[count] = 0
+            if byte & 0xC0 != 0x80 { break }
+        }
+    }
+
+    /// Moves the content into `other` (wiping what it held) and wipes this one.
+    public func move(into other: SecretBuffer) {
+        if overflowed {
+            other.wipe()
+            other.overflowed = true
+        } else {
+            other.assign(from: UnsafePointer(storage), length: count)
+        }
+        wipe()
+    }
+
     /// Lends the NUL-terminated content for the duration of `body`.
     public func withCString<R>(_ body: (UnsafePointer<CChar>) -> R) -> R {
         storage.withMemoryRebound(to: CChar.self, capacity: SecretBuffer.capacity + 1) { body(UnsafePointer($0)) }

@@ -247,11 +247,17 @@ public enum PromptAnswer: Equatable {
 }
 
 /// What the person chose while the reader waited for a finger, when the
-/// conversation can tell (an app's buttons; a terminal's Ctrl-C cannot).
+/// conversation can tell (an app's buttons; a terminal whose keys the
+/// module reads; a terminal's Ctrl-C alone cannot).
 public enum WaitChoice: Equatable {
     case cancel
     /// The fallback: taken when it is offered, a cancel before.
     case fallback
+    /// Touch or type: the person typed the password and pressed Enter; the
+    /// prompter holds it (`takeTypedPassword`).
+    case typedPassword
+    /// Touch or type: Enter on an empty line, to be asked the password.
+    case passwordWanted
 }
 
 /// The conversation with the person.
@@ -266,11 +272,20 @@ public protocol Prompter {
     /// conversation with a button for it shows the button. Said once per
     /// fingerprint phase, never when the title is empty.
     mutating func offerFallback(_ title: String)
+    /// Touch or type (terminal mode, policy owner): starts reading the
+    /// person's keys while the reader waits; false when this conversation
+    /// cannot (no terminal of the caller's to read).
+    mutating func watchKeys() -> Bool
+    /// Moves the password typed while the reader waited into `secret`;
+    /// false when there is none.
+    mutating func takeTypedPassword(into secret: SecretBuffer) -> Bool
 }
 
 extension Prompter {
     public mutating func takeChoice() -> WaitChoice? { nil }
     public mutating func offerFallback(_ title: String) {}
+    public mutating func watchKeys() -> Bool { false }
+    public mutating func takeTypedPassword(into secret: SecretBuffer) -> Bool { false }
 }
 
 public enum LogLevel: Equatable {

@@ -188,9 +188,9 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 case .empty: break
                 }
             }
-            switch biometricPhase(request, user: user, record: record) {
+            switch biometricPhase(request, user: user, record: record, touchOrType: false) {
             case .success: return EvaluationResult(.success(.biometry))
-            case .fallback: return EvaluationResult(.failure(.userFallback))
+            case .fallback, .typed, .passwordWanted: return EvaluationResult(.failure(.userFallback))
             case .cancelled: return EvaluationResult(.failure(.userCancel))
             case .triesUsed: return EvaluationResult(.failure(.authenticationFailed))
             case .ended(let error): return EvaluationResult(.failure(error))
@@ -212,12 +212,15 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 }
             }
             if !passcodeEntered && !passcodeChosen {
-                switch biometricPhase(request, user: user, record: record) {
+                switch biometricPhase(request, user: user, record: record, touchOrType: request.mode == .terminal) {
                 case .success: return EvaluationResult(.success(.biometry))
                 case .cancelled: return EvaluationResult(.failure(.userCancel))
                 case .personLeft: return EvaluationResult(.failure(.systemCancel))
                 case .unrecorded: return unrecorded(request)
-                case .fallback, .triesUsed, .ended: break
+                // Typed while the reader waited: the password attempt,
+                // charged before it is checked like any other.
+                case .typed: passcodeEntered = prompter.takeTypedPassword(into: passcode)
+                case .passwordWanted, .fallback, .triesUsed, .ended: break
                 }
             }
         }
@@ -271,9 +274,19 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         case personLeft
         /// The store could not count the attempt: nothing was judged.
         case unrecorded
+        /// Touch or type: the person typed the password and pressed Enter
+        /// while the reader waited.
+        case typed
+        /// Touch or type: Enter on an empty line; the password is asked.
+        case passwordWanted
     }
 
-    mutating func biometricPhase(_ request: Request, user: UserIdentity, record: StateRecord) -> BiometricPhaseEnd {
+    /// The reader's wait. With `touchOrType` (terminal mode, policy owner)
+    /// the prompter also reads the person's keys, when it can: Enter after
+    /// a password ends the wait with it, Ctrl-C cancels, and no message
+    /// offers Ctrl-C as the way to the password.
+    mutating func biometricPhase(_ request: Request, user: UserIdentity, record: StateRecord,
+                                 touchOrType: Bool) -> BiometricPhaseEnd {
         let scanType: ScanType
         switch sensor.open(userName: user.name) {
         case .opened(let type): scanType = type
@@ -299,13 +312,16 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         let deadline = ledger.clock.bootNanoseconds() + Int64(options.timeoutSeconds) * 1_000_000_000
         let offersFallback = !options.fallbackTitle.isEmpty
         var failures = 0
+        let typing = touchOrType && prompter.watchKeys()
         // With instruction_in_prompt the first prompt said it all: a message
         // now would hold the reader back until a key press (xscreensaver).
-        if !(request.mode == .prompt && options.wantsInstructionInPrompt(service: request.service)) {
+        if typing {
+            say(UserText.touchOrType(request, options: options, scanType: scanType), .info, request)
+        } else if !(request.mode == .prompt && options.wantsInstructionInPrompt(service: request.service)) {
             say(UserText.instruction(request, options: options, scanType: scanType,
                                      fallbackOffered: offersFallback && options.fallbackAfter == 0), .info, request)
         }
-        if offersFallback && options.fallbackAfter == 0 { prompter.offerFallback(printableText(options.fallbackTitle)) }
+        if offersFallback && options.fallbackAfter == 0 && !typing { prompter.offerFallback(printableText(options.fallbackTitle)) }
         // An app's wait asks logind now and then whether the person is still there.
         let watches = BiometryRules.cancelsWhenThePersonLeaves(service: request.service)
         var watched = seat
@@ -359,7 +375,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                     }
                     guard failuresOnRecord >= options.lockout else { return end }
                     say(UserText.locked, .error, request)
-                    return end == .cancelled ? .cancelled : .triesUsed
+                    return end == .cancelled || end == .typed ? end : .triesUsed
                 }
                 // Out of attempts by the lockout as last counted: another
                 // prompt may have reset the count meanwhile, so look again.
@@ -368,7 +384,9 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                     allowed = attemptsAllowed(after: failures, onRecord: fresh.fingerprintFailures)
                 }
                 let fallbackNow = offersFallback && failures >= options.fallbackAfter
-                if failures < allowed {
+                if failures < allowed && typing {
+                    say(UserText.noMatchTouchOrType, .error, request)
+                } else if failures < allowed {
                     say(UserText.noMatch(options, fallbackOffered: fallbackNow && request.mode == .terminal), .error, request)
                     if offersFallback && failures == options.fallbackAfter {
                         prompter.offerFallback(printableText(options.fallbackTitle))
@@ -428,6 +446,8 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         switch prompter.takeChoice() {
         case .cancel?: return .cancelled
         case .fallback?: return fallbackNow ? .fallback : .cancelled
+        case .typedPassword?: return .typed
+        case .passwordWanted?: return .passwordWanted
         case nil:
             if fallbackNow { sensor.consumeInterrupt() }
             return fallbackNow ? .fallback : .cancelled

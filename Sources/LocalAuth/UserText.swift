@@ -85,6 +85,17 @@ public enum UserText {
         return text
     }
 
+    /// Touch or type: the reason, and both ways on one line, while the
+    /// module reads the keys itself (terminal mode, policy owner).
+    public static func touchOrType(_ request: Request, options: Options, scanType: ScanType) -> String {
+        let action = scanType == .swipe ? "Swipe your finger across" : "Touch"
+        var text = reason(request, options: options)
+        if let last = text.utf8.last, last != 0x2E, last != 0x21, last != 0x3F, last != 0x3A { text += "." }
+        return text + " " + action + " the fingerprint reader or type your password:"
+    }
+
+    public static var noMatchTouchOrType: String { "Fingerprint not recognized. Try again, or type your password." }
+
     public static func noMatch(_ options: Options, fallbackOffered: Bool) -> String {
         var text = "Fingerprint not recognized. Try again."
         if fallbackOffered { text += " Press Ctrl-C to " + printableText(options.fallbackTitle) + "." }

@@ -363,7 +363,16 @@ func testCommand(_ arguments: Arguments) throws -> ExitCode {
     }
     let tty = Terminal.onStandardInput()
     let mode: InteractionMode = options.mode ?? (tty.isEmpty ? .prompt : .terminal)
-    var engine = makeSystemEngine(options, RequestFacts(mode: mode, tty: tty), prompter: TerminalConversation(),
+    // At a terminal: touch or type, as sudo's prompt.
+    let keyboard = TerminalKeyboard()
+    defer {
+        keyboard.end()
+        keyboard.discardLine()
+    }
+    var facts = RequestFacts(mode: mode, tty: tty)
+    if mode == .terminal { facts.keyboard = keyboard }
+    var engine = makeSystemEngine(options, facts, prompter: TouchOrTypePrompter(TerminalConversation(), keyboard: keyboard,
+                                                                                 answerTimeoutSeconds: options.answerTimeoutSeconds),
                                   log: StandardErrorLog(verbose: options.debug))
     let request = Request(scope: .inScope, userName: user.name, user: user, service: literalBytes("localauth-test"), tty: tty,
                           mode: mode, silent: false)

@@ -418,10 +418,28 @@ extension Syscalls {
     /// Blocks SIGINT for the calling thread and opens a signalfd for it;
     /// nil when either fails (the mask is then unchanged).
     public static func blockInterrupt() -> BlockedInterrupt? {
+        blockSignals([SIGINT])
+    }
+
+    /// The signals that end a program at its terminal besides Ctrl-C: a
+    /// kill's SIGTERM, a hang-up's SIGHUP, Ctrl-\'s SIGQUIT.
+    public static var terminationSignals: [Int32] { [SIGTERM, SIGHUP, SIGQUIT] }
+
+    /// Whether `signal` is pending for this thread or the process (blocked, not yet taken).
+    public static func isPending(_ signal: Int32) -> Bool {
+        var set = sigset_t()
+        guard sigpending(&set) == 0 else { return false }
+        return sigismember(&set, signal) == 1
+    }
+
+    /// Blocks `signals` for the calling thread and opens a signalfd for
+    /// them; nil when either fails (the mask is then unchanged). Blocks
+    /// nest: unblock in the reverse order.
+    public static func blockSignals(_ signals: [Int32]) -> BlockedInterrupt? {
         var set = sigset_t()
         var saved = sigset_t()
         sigemptyset(&set)
-        sigaddset(&set, SIGINT)
+        for signal in signals { sigaddset(&set, signal) }
         guard pthread_sigmask(SIG_BLOCK, &set, &saved) == 0 else { return nil }
         let fd = signalfd(-1, &set, Int32(SFD_CLOEXEC | SFD_NONBLOCK))
         guard fd >= 0 else {
@@ -431,13 +449,13 @@ extension Syscalls {
         return BlockedInterrupt(fd: fd, savedMask: saved)
     }
 
-    /// Takes one pending SIGINT from the signalfd (the fallback consumed it).
+    /// Takes one pending signal from the signalfd (the fallback consumed a SIGINT).
     public static func consumeInterrupt(_ blocked: BlockedInterrupt) {
         var info = signalfd_siginfo()
         _ = withUnsafeMutableBytes(of: &info) { CLibc.read(blocked.fd, $0.baseAddress!, $0.count) }
     }
 
-    /// Closes the signalfd and restores the mask; a SIGINT still pending is
+    /// Closes the signalfd and restores the mask; a signal still pending is
     /// then delivered to the application as usual.
     public static func unblockInterrupt(_ blocked: BlockedInterrupt) {
         close(blocked.fd)

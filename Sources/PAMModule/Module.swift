@@ -77,8 +77,18 @@ func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv:
                           mode: mode, silent: flags & PAMValue.silentFlag != 0)
     request.session = session.name
     request.callerActsForAName = Syscalls.realUserID() == 0
-    var engine = makeSystemEngine(options, RequestFacts(mode: mode, tty: tty, remoteHost: remoteHost, requestingUser: requestingUser),
-                                  prompter: PAMPrompter(handle: handle), log: log)
+    // A person at the program's own terminal: the module reads the keys
+    // while the reader waits (touch or type), and puts the terminal back.
+    let keyboard = TerminalKeyboard()
+    defer {
+        keyboard.end()
+        keyboard.discardLine()
+    }
+    var facts = RequestFacts(mode: mode, tty: tty, remoteHost: remoteHost, requestingUser: requestingUser)
+    if mode == .terminal { facts.keyboard = keyboard }
+    var engine = makeSystemEngine(options, facts, prompter: TouchOrTypePrompter(PAMPrompter(handle: handle), keyboard: keyboard,
+                                                                                 answerTimeoutSeconds: options.answerTimeoutSeconds),
+                                  log: log)
     let passcode = SecretBuffer()
     defer { passcode.wipe() }
     let result = engine.evaluate(request, policy: options.policy, passcode: passcode)

@@ -210,11 +210,11 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
             guard let busRequest = bus.pollRequest else { return settle(after: .deviceError, unread: handled) }
             var requests = [busRequest]
             // Once interrupted only the bus matters (the interrupt stays readable).
-            if !interrupted, let interruptRequest = interrupt.pollRequest { requests.append(interruptRequest) }
+            if !interrupted { requests += interrupt.pollRequests }
             guard let ready = Syscalls.poll(requests, timeoutMilliseconds: waitMilliseconds) else {
                 return settle(after: .deviceError, unread: handled)
             }
-            if !interrupted && ready.count > 1 && ready[1] != 0 {
+            if !interrupted && ready.dropFirst().contains(where: { $0 != 0 }) && interrupt.endsTheWait() {
                 interrupted = true
                 askGraceEnds = clock.bootNanoseconds() + FprintdSensor.askGraceNanoseconds
             }

@@ -21,11 +21,15 @@ public struct RequestFacts {
     public var requestingUser: [UInt8]
     /// The helper's channel: a CANCEL or a vanished client ends a wait.
     public var channel: Int32?
+    /// Terminal mode's keyboard (touch or type): Ctrl-C, and the keys the
+    /// conversation reads while the reader waits.
+    public var keyboard: TerminalKeyboard?
 
     public init(mode: InteractionMode, tty: [UInt8] = [], remoteHost: [UInt8] = [], requestingUser: [UInt8] = [],
-                channel: Int32? = nil) {
+                channel: Int32? = nil, keyboard: TerminalKeyboard? = nil) {
         self.mode = mode
         self.channel = channel
+        self.keyboard = keyboard
         self.tty = tty
         self.remoteHost = remoteHost
         self.requestingUser = requestingUser
@@ -39,8 +43,15 @@ public func makeSystemEngine<Conversation: Prompter, Store: StateStore, Log: Eve
 ) -> SystemEngine<Conversation, Store, Log> {
     // The reader and logind share the prompt's one system bus connection.
     let bus = SharedSystemBus()
-    return Engine(options: options, sensor: FprintdSensor(interruption: facts.channel.map { .channel($0) } ?? (facts.mode == .terminal ? .controlC : .none),
-                                                 clock: SystemClock(), bus: bus),
+    var interruption = WaitInterruption.none
+    if let channel = facts.channel {
+        interruption = .channel(channel)
+    } else if let keyboard = facts.keyboard {
+        interruption = .terminal(keyboard)
+    } else if facts.mode == .terminal {
+        interruption = .controlC
+    }
+    return Engine(options: options, sensor: FprintdSensor(interruption: interruption, clock: SystemClock(), bus: bus),
                   verifier: PAMPasscodeVerifier(service: options.passcodeService, tty: facts.tty, remoteHost: facts.remoteHost,
                                                 requestingUser: facts.requestingUser),
                   prompter: prompter, store: store, clock: SystemClock(), log: log, seat: LogindSeat(bus: bus))

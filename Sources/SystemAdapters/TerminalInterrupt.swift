@@ -1,5 +1,7 @@
 // What may end a fingerprint wait besides a verdict or the deadline: Ctrl-C
-// in terminal mode, or the helper's client (a CANCEL, or the client gone).
+// in terminal mode, and there, while keys are read (touch or type), Enter
+// or a signal that ends the program; or the helper's client (a CANCEL, or
+// the client gone).
 // SIGINT is blocked with pthread_sigmask and read from a signalfd, never
 // caught with sigaction, so the application's own handling is untouched
 // once the mask is restored.
@@ -7,10 +9,13 @@ import LocalAuth
 import LocalAuthSystem
 
 /// What ends a wait early.
-public enum WaitInterruption: Equatable {
+public enum WaitInterruption {
     case none
     /// Ctrl-C on the terminal (R16 terminal mode).
     case controlC
+    /// The caller's terminal (R16 terminal mode): Ctrl-C, and the keys
+    /// when the conversation reads them (touch or type).
+    case terminal(TerminalKeyboard)
     /// Anything arriving on, or the closing of, this descriptor (the
     /// helper's channel to its client).
     case channel(Int32)
@@ -27,6 +32,7 @@ struct TerminalInterrupt {
         switch source {
         case .none: return false
         case .channel: return true
+        case .terminal(let keyboard): return keyboard.blockInterrupt()
         case .controlC:
             if blocked == nil { blocked = Syscalls.blockInterrupt() }
             return blocked != nil
@@ -34,26 +40,48 @@ struct TerminalInterrupt {
     }
 
     /// What to poll, while watching.
-    var pollRequest: PollRequest? {
-        if case .channel(let fd) = source { return PollRequest(fd: fd, events: PollRequest.readable) }
-        return blocked.map { PollRequest(fd: $0.fd, events: PollRequest.readable) }
+    var pollRequests: [PollRequest] {
+        switch source {
+        case .none: return []
+        case .channel(let fd): return [PollRequest(fd: fd, events: PollRequest.readable)]
+        case .terminal(let keyboard): return keyboard.pollRequests
+        case .controlC: return blocked.map { [PollRequest(fd: $0.fd, events: PollRequest.readable)] } ?? []
+        }
     }
 
-    /// Whether something is waiting on what `pollRequest` watches.
+    /// After `pollRequests` showed something ready: whether the wait ends.
+    /// Keys are read into the line; only Enter (or a signal) ends it.
+    func endsTheWait() -> Bool {
+        guard case .terminal(let keyboard) = source else { return true }
+        keyboard.readKeys()
+        return keyboard.wantsTheWaitEnded
+    }
+
+    /// Whether something is waiting on what `pollRequests` watches (for
+    /// the terminal: a signal, or a line ended by the keys typed so far).
     var isPending: Bool {
-        guard let request = pollRequest, let ready = Syscalls.poll([request], timeoutMilliseconds: 0) else { return false }
-        return ready[0] != 0
+        if case .terminal(let keyboard) = source {
+            keyboard.readKeys()
+            return keyboard.wantsTheWaitEnded
+        }
+        let requests = pollRequests
+        guard !requests.isEmpty, let ready = Syscalls.poll(requests, timeoutMilliseconds: 0) else { return false }
+        return ready.contains { $0 != 0 }
     }
 
     /// Takes the pending Ctrl-C as the fallback choice (a channel's frame is
     /// left for the helper to read).
     func consume() {
         if let blocked { Syscalls.consumeInterrupt(blocked) }
+        if case .terminal(let keyboard) = source { keyboard.consumeInterrupt() }
     }
 
     /// Restores the mask: a Ctrl-C left pending reaches the application.
+    /// A password line begun while the reader waited and not yet ended
+    /// keeps the terminal as it is: the conversation finishes it.
     mutating func end() {
         if let blocked { Syscalls.unblockInterrupt(blocked) }
         blocked = nil
+        if case .terminal(let keyboard) = source, !keyboard.midLine { keyboard.end() }
     }
 }

@@ -188,9 +188,29 @@ final class FakePrompter: Prompter {
     /// empty: the conversation cannot tell (a terminal's Ctrl-C).
     var choices: [WaitChoice?]
 
-    init(_ answers: [Answer] = [], choices: [WaitChoice?] = []) {
+    /// Touch or type: the line the person types while the reader waits
+    /// (nil: this conversation reads no keys; empty: nothing typed).
+    var keys: String?
+    private(set) var keysWatched = 0
+    private(set) var typedTaken = 0
+
+    init(_ answers: [Answer] = [], choices: [WaitChoice?] = [], keys: String? = nil) {
         self.answers = answers
         self.choices = choices
+        self.keys = keys
+    }
+
+    func watchKeys() -> Bool {
+        keysWatched += 1
+        return keys != nil
+    }
+
+    func takeTypedPassword(into secret: SecretBuffer) -> Bool {
+        guard let typed = keys, !typed.isEmpty else { return false }
+        typedTaken += 1
+        secret.assign(bytes(typed))
+        keys = ""
+        return true
     }
 
     func takeChoice() -> WaitChoice? {
@@ -364,6 +384,8 @@ enum Text {
     static let noMatchTryAgain = "Fingerprint not recognized. Try again."
     static let notRecognized = "Fingerprint not recognized."
     static let ctrlC = "Press Ctrl-C to Enter Password."
+    static let touchOrType = "Touch the fingerprint reader or type your password:"
+    static let noMatchTouchOrType = "Fingerprint not recognized. Try again, or type your password."
     static let timedOut = "Timed out waiting for a fingerprint."
     static let disconnected = "The fingerprint reader was disconnected."
     static let stopped = "The fingerprint reader stopped working."

@@ -46,6 +46,9 @@ struct Scenario {
     var answers: [Answer] = []
     /// An app's button at each interrupted wait.
     var choices: [WaitChoice?] = []
+    /// Touch or type: the line typed while the reader waits (nil: the
+    /// conversation reads no keys).
+    var typed: String? = nil
     var verifierBegins = true
     var forcedVerdict: PasscodeVerdict? = nil
     // Expectations. Counts default to "did not happen"; outcome and code must be given.
@@ -332,6 +335,125 @@ func scenarios() -> [Scenario] {
         $0.passcodeBegins = 1; $0.passcodeChecks = 1
         $0.prompts = [Text.passcodePrompt]
         $0.saysError = [Text.locked]
+    }
+
+    // MARK: R16 touch or type (terminal mode, policy owner)
+    add("R16 touch or type: a touch wins", .owner) {
+        $0.typed = ""
+        $0.script = [.match]
+        $0.outcome = .success(.biometry); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.says = [Text.touchOrType]
+    }
+    add("R16 touch or type: the password typed while the reader waits is the attempt; the wait's is given back", .owner) {
+        $0.typed = "correct horse"
+        $0.script = [SensorStep(.interrupted)]
+        $0.choices = [.typedPassword]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.says = [Text.touchOrType]
+    }
+    add("R16 touch or type: a wrong typed password is charged, the wait's attempt given back", .owner) {
+        $0.typed = "hunter2"
+        $0.script = [SensorStep(.interrupted)]
+        $0.choices = [.typedPassword]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.f = 0; $0.p = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+    }
+    add("R16 touch or type: a miss before Enter counts, then the typed password", .owner) {
+        $0.typed = "hunter2"
+        $0.script = [.noMatch, SensorStep(.interrupted)]
+        $0.choices = [.typedPassword]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.f = 1; $0.p = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.saysError = [Text.noMatchTouchOrType]
+    }
+    add("R16 touch or type: Enter while a finger is judged: the miss counts, no next attempt", .owner) {
+        $0.typed = "hunter2"
+        $0.script = [.noMatch]
+        $0.interruptDuring = 1
+        $0.choices = [.typedPassword]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.f = 1; $0.p = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+    }
+    add("R16 touch or type: a stop that cannot prove no finger was judged keeps the attempt; the password is still checked", .owner) {
+        $0.typed = "hunter2"
+        $0.script = [SensorStep(.stoppedAfterPossibleScan(.interrupted))]
+        $0.choices = [.typedPassword]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.f = 1; $0.p = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+    }
+    add("R16 touch or type: Enter alone asks the password through the conversation", .owner) {
+        $0.typed = ""
+        $0.script = [SensorStep(.interrupted)]
+        $0.choices = [.passwordWanted]
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+    }
+    add("R16 touch or type: Ctrl-C after a miss cancels; the miss stays", .owner) {
+        $0.typed = ""
+        $0.script = [.noMatch, SensorStep(.interrupted)]
+        $0.choices = [.cancel]
+        $0.outcome = .failure(.userCancel); $0.code = .conversationError
+        $0.f = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+    }
+    add("R16 touch or type: at 4 failures a wrong typed password never locks the finger by itself", .owner) {
+        $0.typed = "hunter2"
+        $0.initial = .record(f: 4, p: 0)
+        $0.script = [SensorStep(.interrupted)]
+        $0.choices = [.typedPassword]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.f = 4; $0.p = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+    }
+    add("R16 touch or type: at 4 failures the right typed password resets everything", .owner) {
+        $0.typed = "correct horse"
+        $0.initial = .record(f: 4, p: 2)
+        $0.script = [SensorStep(.interrupted)]
+        $0.choices = [.typedPassword]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.pAtCheck = [3]
+    }
+    add("R16 touch or type: the reader's tries used up, nothing typed: the conversation asks", .owner) {
+        $0.typed = ""
+        $0.script = [.noMatch, .noMatch, .noMatch]
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 3
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+    }
+    add("R16 biometrics: keys are never read, whatever the conversation could", .biometrics) {
+        $0.typed = "hunter2"
+        $0.script = [.match]
+        $0.outcome = .success(.biometry); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.says = [Text.place]
+    }
+    add("R16 prompt mode: keys are never read", .owner) {
+        $0.mode = .prompt
+        $0.typed = "hunter2"
+        $0.answers = [.empty]
+        $0.script = [.match]
+        $0.outcome = .success(.biometry); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.prompts = [Text.firstPrompt]
     }
 
     // MARK: R6 fallback
@@ -1182,7 +1304,7 @@ final class ScenarioTests: XCTestCase {
         sensor.interruptDuringAttempt = s.interruptDuring
         let verifier = FakeVerifier(begin: s.verifierBegins)
         verifier.forcedVerdict = s.forcedVerdict
-        let prompter = FakePrompter(s.answers, choices: s.choices)
+        let prompter = FakePrompter(s.answers, choices: s.choices, keys: s.typed)
         let world = World(options: options, sensor: sensor, verifier: verifier, prompter: prompter, store: store, clock: clock)
 
         let result = world.prompt(s.user, policy: s.policy, mode: s.mode, silent: s.silent, scope: s.scope)
@@ -1271,6 +1393,18 @@ final class ScenarioTests: XCTestCase {
             XCTAssertFalse(prompter.saw(fragment), "\(label): unexpected message \"\(fragment)\" in \(prompter.told)")
         }
         if let offers = s.fallbackOffers { XCTAssertEqual(prompter.offered.map(\.title), offers, "\(label): fallback offers") }
+        // Touch or type: keys are read only at a person's terminal, under
+        // policy owner, in a prompt that waits for the reader; a typed
+        // password is always the password attempt (checked and charged).
+        if s.policy != .owner || s.mode != .terminal || s.scope != .inScope {
+            XCTAssertEqual(prompter.keysWatched, 0, "\(label): keys read outside terminal mode's policy owner")
+        }
+        XCTAssertLessThanOrEqual(prompter.keysWatched, s.sensorOpens, "\(label): keys read without the reader waiting")
+        if prompter.typedTaken > 0 {
+            XCTAssertEqual(verifier.verifyCalls, prompter.typedTaken, "\(label): a typed password not checked as the password")
+            XCTAssertTrue(s.prompts.isEmpty, "\(label): asked again after the password was typed")
+        }
+        if prompter.keysWatched > 0 && s.typed != nil { XCTAssertFalse(prompter.saw("Ctrl-C"), "\(label): Ctrl-C offered while keys are read") }
         if s.storeUntouched && s.scope != .unknownUser { XCTAssertEqual(prompter.told, [], "\(label): said something") }
         for (level, fragment) in s.logs {
             XCTAssertTrue(world.log.has(level, fragment), "\(label): missing log \(level) \"\(fragment)\" in \(world.log.entries)")

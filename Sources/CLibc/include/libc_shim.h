@@ -54,6 +54,9 @@ static inline int la_fd_flags(int fd) { return fcntl(fd, F_GETFD); }
 static inline int la_set_fd_flags(int fd, int flags) { return fcntl(fd, F_SETFD, flags); }
 static inline int la_fcntl_getfl(int fd) { return fcntl(fd, F_GETFL); }
 static inline int la_fcntl_setfl(int fd, int flags) { return fcntl(fd, F_SETFL, flags); }
+/* A terminal's control characters (c_cc is a C array). */
+static inline unsigned char la_termios_cc(const struct termios *t, int index) { return t->c_cc[index]; }
+static inline void la_termios_set_cc(struct termios *t, int index, unsigned char value) { t->c_cc[index] = value; }
 
 
 /* Where the setuid helper is installed; the module and the command-line
