@@ -56,7 +56,7 @@ from pathlib import Path
 
 import pytest
 
-from fprint_rig import BusMonitor, FprintRig, RigError
+from fprint_rig import BusMonitor, FprintRig, RigError, process_state
 from pamenv import MODULE, ROOT, SeededState, parse_record, password_entered
 
 USER, UID = "latest", 4242
@@ -662,7 +662,7 @@ def test_sudo_without_any_terminal_fails_cleanly(w):
 def sudo_pid(t):
     """The sudo process of a terminal's session."""
     from lockers import descendants
-    for pid in descendants(t.proc.pid):
+    for pid in [t.proc.pid, *descendants(t.proc.pid)]:
         try:
             if Path(f"/proc/{pid}/comm").read_text().strip() == "sudo":
                 return pid
@@ -729,6 +729,127 @@ def test_sudo_backspace_and_ctrl_u_edit_the_hidden_password(w, rig, term):
     assert t.finish(timeout=10) == 0
     assert t.text == transcript(INSTRUCTION, ID_ROOT)
     assert w.counts() == (0, 0)
+
+
+def test_keys_typed_after_enter_stay_for_the_next_program(w, rig, term):
+    """Type-ahead: what is typed after the password's Enter is not the
+    module's; the shell's next `read` gets it."""
+    t = term("sh", "-c", 'sudo -k /usr/bin/id; read -r next; echo "next got: [$next]"')
+    t.expect(INSTRUCTION)
+    t.type(PASSWORD + "\nahead\n")
+    t.expect("next got: [ahead]")
+    assert t.finish() == 0
+    assert w.counts() == (0, 0)
+
+
+def test_a_touch_while_typing_keeps_the_rest_of_the_password_from_the_next_program(w, rig, term):
+    """The finger wins while the password is half typed; the person goes
+    on typing its rest and Enter. None of it reaches the shell after sudo,
+    nor the terminal: the module swallows the rest of that line."""
+    with BusMonitor(rig) as monitor:
+        t = term("sh", "-c", 'sudo -k /usr/bin/id; read -r next; echo "next got: [$next]"')
+        t.expect(INSTRUCTION)
+        monitor.wait_for("VerifyStart")
+        t.type("hunt")
+        rig.send_vdev(MATCH, timeout=10)
+        monitor._read_until(lambda: any("verify-match" in line for line in monitor.lines))
+        t.type("er2\n")
+        t.expect(ID_ROOT)
+        t.type("after\n")
+        t.expect("next got: [after]")
+        assert t.finish() == 0
+    assert "hunt" not in t.text and "er2" not in t.text
+    assert w.counts() == (0, 0)
+
+
+def test_ctrl_z_does_not_stop_the_prompt_and_is_no_part_of_the_password(w, rig, term):
+    """util-linux su does not catch SIGTSTP: Ctrl-Z is off while the keys
+    are read, and its byte is dropped."""
+    t = term("su", USER, "-c", "/usr/bin/id -u")
+    t.expect("su needs to confirm your identity")
+    t.type("\x1a" + PASSWORD + "\n")
+    assert t.finish() == 0
+    assert t.text.endswith(f"{UID}\n")
+    assert w.counts() == (0, 0)
+
+
+def test_a_stop_and_continue_that_turned_echo_on_again_is_quieted(w, rig, term):
+    """SIGSTOP, then a job-control shell puts its own settings back (here
+    the test does, on the terminal's master side), then SIGCONT: the module
+    turns echo off again before anything more is typed."""
+    import termios
+    t = sudo_id(term)
+    t.expect(INSTRUCTION)
+    pid = sudo_pid(t)
+    os.kill(pid, signal.SIGSTOP)
+    settings = termios.tcgetattr(t.master)
+    settings[3] |= termios.ECHO | termios.ICANON
+    termios.tcsetattr(t.master, termios.TCSANOW, settings)
+    os.kill(pid, signal.SIGCONT)
+    deadline = time.monotonic() + STEP
+    while termios.tcgetattr(t.master)[3] & termios.ECHO:   # polling a condition, bounded
+        assert time.monotonic() < deadline, "echo stayed on after SIGCONT"
+        time.sleep(0.01)
+    t.type(PASSWORD + "\n")
+    assert t.finish() == 0
+    assert PASSWORD not in t.text
+    assert w.counts() == (0, 0)
+
+
+def test_sudo_in_a_background_job_never_takes_the_reader(w, rig, term):
+    """A job sent to the background is no person at the terminal: prompt
+    mode, whose question sudo's conversation cannot ask from the
+    background, so sudo ends with its own "a password is required", as
+    without the module; fprintd is never claimed."""
+    with BusMonitor(rig) as monitor:
+        t = term("sh", "-c", "set -m; sudo -k /usr/bin/id & wait $!; echo job-status=$?")
+        t.expect("job-status=1")
+        assert t.finish() == 0
+        assert reader_calls(monitor) == []
+    assert "sudo: a password is required" in t.text
+    assert "fingerprint" not in t.text
+
+
+@pytest.mark.stop_proof
+@pytest.mark.parametrize("offset_ms", [-3, 0, 3], ids=lambda offset: f"enter{offset:+d}ms")
+def test_a_miss_and_a_typed_password_racing_gain_no_attempt(w, rig, term, offset_ms):
+    """A wrong password's Enter a few milliseconds before, with, or after a
+    miss is judged. Whichever comes first, nothing is gained: the password
+    is charged (P 1), a miss fprintd judged before the prompt's VerifyStop
+    stays counted, and no more fingerprint attempts stay on record than
+    verifies fprintd started. sudo's next try is then cancelled (Ctrl-C),
+    which gives its wait's attempt back."""
+    def scan(must_arrive):
+        try:
+            rig.send_vdev(MISS, timeout=10 if must_arrive else 2)
+        except (OSError, TimeoutError):
+            assert not must_arrive
+    with BusMonitor(rig) as monitor:
+        t = sudo_id(term)
+        t.expect(INSTRUCTION)
+        monitor.wait_for("VerifyStart")     # a scan sent from here on is judged by this verify
+        if offset_ms < 0:
+            t.type("not-the-password\n")
+            time.sleep(-offset_ms / 1000)   # the race's offset, not a policy timer
+            scan(must_arrive=False)
+        else:
+            scan(must_arrive=True)
+            time.sleep(offset_ms / 1000)
+            t.type("not-the-password\n")
+        t.expect(SUDO_SORRY)
+        t.expect(INSTRUCTION)
+        t.ctrl_c()
+        assert t.finish() == 1
+        order = monitor.close()
+    rec = w.record()
+    stop = next((index for index, (member, _) in enumerate(order) if member == "VerifyStop"), len(order))
+    judged_before_stop = [argument for member, argument in order[:stop] if member == "VerifyStatus"]
+    verifies = sum(member == "VerifyStart" for member, _ in order)
+    assert rec.P == 1, (rec, order)
+    assert rec.F <= verifies - 1, (rec, order)     # the second try's wait was given back
+    if "verify-no-match" in judged_before_stop:
+        assert rec.F == 1, (rec, order)
+    assert "not-the-password" not in t.text
 
 
 @pytest.mark.parametrize("how", ["password", "touch", "ctrl-c", "SIGTERM", "SIGHUP"])

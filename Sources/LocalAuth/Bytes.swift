@@ -172,14 +172,15 @@ public final class SecretBuffer {
         storage[count] = 0
     }
 
-    /// Removes the last character typed (Backspace): its UTF-8 continuation
-    /// bytes and its first byte.
-    public func removeLastCharacter() {
+    /// Removes the last character typed (Backspace): one byte, or with
+    /// `utf8` (the terminal's IUTF8) its UTF-8 continuation bytes and its
+    /// first byte.
+    public func removeLastCharacter(utf8: Bool) {
         while count > 0 {
             count -= 1
             let byte = storage[count]
             storage[count] = 0
-            if byte & 0xC0 != 0x80 { break }
+            if !utf8 || byte & 0xC0 != 0x80 { break }
         }
     }
 

@@ -287,6 +287,10 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
     /// offers Ctrl-C as the way to the password.
     mutating func biometricPhase(_ request: Request, user: UserIdentity, record: StateRecord,
                                  touchOrType: Bool) -> BiometricPhaseEnd {
+        // Touch or type: the keys are taken from before the reader is
+        // claimed (nothing typed meanwhile is shown), and not while the
+        // password back-off would refuse a typed password unchecked.
+        let typing = touchOrType && ledger.backoffRemaining(user) == 0 && prompter.watchKeys()
         let scanType: ScanType
         switch sensor.open(userName: user.name) {
         case .opened(let type): scanType = type
@@ -312,7 +316,6 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         let deadline = ledger.clock.bootNanoseconds() + Int64(options.timeoutSeconds) * 1_000_000_000
         let offersFallback = !options.fallbackTitle.isEmpty
         var failures = 0
-        let typing = touchOrType && prompter.watchKeys()
         // With instruction_in_prompt the first prompt said it all: a message
         // now would hold the reader back until a key press (xscreensaver).
         if typing {

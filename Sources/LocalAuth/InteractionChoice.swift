@@ -10,6 +10,9 @@ public struct CallerFacts: Equatable {
     /// Standard input is that terminal: a person types there, not a pipe,
     /// a file or /dev/null.
     public var readsItsTerminal: Bool
+    /// The process's group is the terminal's foreground one (not a job
+    /// sent to the background).
+    public var inForeground: Bool
     /// The number of threads of the process.
     public var threads: Int
     /// The caller was told to take the password from elsewhere than the
@@ -17,15 +20,17 @@ public struct CallerFacts: Equatable {
     /// (standard input).
     public var passwordFromElsewhere: Bool
 
-    public init(ownsItsTerminal: Bool, readsItsTerminal: Bool, threads: Int, passwordFromElsewhere: Bool = false) {
+    public init(ownsItsTerminal: Bool, readsItsTerminal: Bool, inForeground: Bool = true, threads: Int,
+                passwordFromElsewhere: Bool = false) {
         self.ownsItsTerminal = ownsItsTerminal
         self.readsItsTerminal = readsItsTerminal
+        self.inForeground = inForeground
         self.threads = threads
         self.passwordFromElsewhere = passwordFromElsewhere
     }
 
     /// A person at the caller's own terminal answers it.
-    public var personAtTheTerminal: Bool { ownsItsTerminal && readsItsTerminal && !passwordFromElsewhere }
+    public var personAtTheTerminal: Bool { ownsItsTerminal && readsItsTerminal && inForeground && !passwordFromElsewhere }
 }
 
 extension InteractionMode {

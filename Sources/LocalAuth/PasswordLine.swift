@@ -9,12 +9,20 @@ public struct LineEditingKeys: Equatable {
     public var kill: UInt8
     public var wordErase: UInt8
     public var endOfFile: UInt8
+    /// The suspend character (Ctrl-Z): turned off while keys are read, so
+    /// it arrives as a byte, which is dropped (it is no part of a password).
+    public var suspend: UInt8
+    /// IUTF8: Backspace removes a whole UTF-8 character.
+    public var utf8: Bool
 
-    public init(erase: UInt8 = 0x7F, kill: UInt8 = 0x15, wordErase: UInt8 = 0x17, endOfFile: UInt8 = 0x04) {
+    public init(erase: UInt8 = 0x7F, kill: UInt8 = 0x15, wordErase: UInt8 = 0x17, endOfFile: UInt8 = 0x04,
+                suspend: UInt8 = 0x1A, utf8: Bool = true) {
         self.erase = erase
         self.kill = kill
         self.wordErase = wordErase
         self.endOfFile = endOfFile
+        self.suspend = suspend
+        self.utf8 = utf8
     }
 }
 
@@ -29,24 +37,23 @@ public enum LineKeyResult: Equatable {
 }
 
 public enum PasswordLine {
-    /// Applies one byte to `line`. Enter (CR or LF) ends it; Backspace (the
-    /// terminal's erase character, DEL or ^H) removes a character; the
-    /// kill and word-erase characters (Ctrl-U, Ctrl-W) clear the line, as
-    /// sudo's own prompt does; Ctrl-D on an empty line is the end of file;
-    /// other control bytes are dropped; everything else is typed.
+    /// Applies one byte to `line`, as a terminal's canonical mode would:
+    /// Enter (CR or LF) ends it; the erase character (Backspace) removes a
+    /// character; the kill and word-erase characters (Ctrl-U, Ctrl-W)
+    /// clear the line, as sudo's own prompt does; the end-of-file character
+    /// (Ctrl-D) on an empty line gives up and is otherwise ignored; NUL and
+    /// the suspend character are dropped; every other byte is typed. A
+    /// disabled character (0) edits nothing.
     public static func apply(_ byte: UInt8, to line: SecretBuffer, keys: LineEditingKeys) -> LineKeyResult {
-        switch byte {
-        case 0x0D, 0x0A:
-            return .entered
-        case keys.erase, 0x7F, 0x08:
-            line.removeLastCharacter()
-        case keys.kill, keys.wordErase:
+        if byte == 0x0D || byte == 0x0A { return .entered }
+        if byte == 0 || byte == keys.suspend { return .editing }
+        if byte == keys.erase {
+            line.removeLastCharacter(utf8: keys.utf8)
+        } else if byte == keys.kill || byte == keys.wordErase {
             line.wipe()
-        case keys.endOfFile:
+        } else if byte == keys.endOfFile {
             if line.isEmpty { return .endOfFile }
-        case 0x00..<0x20:
-            break
-        default:
+        } else {
             line.append(byte)
         }
         return .editing

@@ -365,10 +365,7 @@ func testCommand(_ arguments: Arguments) throws -> ExitCode {
     let mode: InteractionMode = options.mode ?? (tty.isEmpty ? .prompt : .terminal)
     // At a terminal: touch or type, as sudo's prompt.
     let keyboard = TerminalKeyboard()
-    defer {
-        keyboard.end()
-        keyboard.discardLine()
-    }
+    defer { keyboard.end() }
     var facts = RequestFacts(mode: mode, tty: tty)
     if mode == .terminal { facts.keyboard = keyboard }
     var engine = makeSystemEngine(options, facts, prompter: TouchOrTypePrompter(TerminalConversation(), keyboard: keyboard,

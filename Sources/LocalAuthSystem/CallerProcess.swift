@@ -27,6 +27,13 @@ extension Syscalls {
         return UInt64(info.st_rdev) == UInt64(controlling)
     }
 
+    /// Whether this process's group is the foreground one of the terminal
+    /// on standard input (false for a job in the background, or no terminal).
+    public static func standardInputIsForeground() -> Bool {
+        let foreground = tcgetpgrp(0)
+        return foreground > 0 && foreground == getpgrp()
+    }
+
     /// A numeric field of /proc/self/stat, numbered as in proc(5).
     static func procSelfStatField(_ number: Int) -> Int? {
         guard number >= 3, let fd = try? open(at: nil, literalBytes("/proc/self/stat"), flags: O_RDONLY) else { return nil }

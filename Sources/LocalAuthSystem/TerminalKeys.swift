@@ -5,9 +5,11 @@
 // see: the verdict, Enter, Ctrl-C, SIGTERM, SIGHUP, SIGQUIT and a hang-up.
 // Those signals are blocked while the terminal is changed and read from a
 // signalfd, so the terminal is restored before the program's own handling
-// of them runs (they stay pending until then). SIGKILL cannot be seen:
-// after it the terminal stays without echo until `stty sane` (sudo's own
-// prompt has the same limit).
+// of them runs (they stay pending until then). Ctrl-Z is off while keys are
+// read, and a stop and `fg` (SIGCONT, whose signalfd wakes the wait) finds
+// the settings put back as the shell left them and quiets them again.
+// SIGKILL cannot be seen: after it the terminal stays without echo until
+// `stty sane` (sudo's own prompt has the same limit).
 import CLibc
 import LocalAuth
 
@@ -25,9 +27,18 @@ public final class TerminalKeyboard {
     public private(set) var typing = false
     private var interrupt: BlockedInterrupt? = nil
     private var termination: BlockedInterrupt? = nil
+    private var resumed: BlockedInterrupt? = nil
     private var tty: Int32 = -1
     private var saved = termios()
+    private var quiet = termios()
     private var keys = LineEditingKeys()
+
+    /// At most this many bytes are read per wake-up (a flood cannot hold the wait).
+    static var readLimit: Int { 4096 }
+    /// A line cut short (a touch while typing) swallows the rest of its keys
+    /// until Enter, or this long without a key, at most `drainMilliseconds`.
+    static var quietMilliseconds: Int32 { 1000 }
+    static var drainMilliseconds: Int64 { 5000 }
 
     public init() {}
 
@@ -38,51 +49,56 @@ public final class TerminalKeyboard {
         return interrupt != nil
     }
 
-    /// Starts reading keys from the controlling terminal (which the caller
-    /// checked is PAM_TTY's and standard input's): SIGTERM, SIGHUP and
-    /// SIGQUIT are blocked first, then echo, line editing and the output
-    /// of typed keys are turned off (Ctrl-C and the other signal keys still
-    /// work). False, with nothing changed, when any step fails.
+    /// Starts reading keys from the controlling terminal, only when it is
+    /// standard input's and this process group is its foreground one (a
+    /// job sent to the background, or a `mode=terminal` forced on a script,
+    /// reads nothing): SIGTERM, SIGHUP, SIGQUIT and SIGCONT are blocked
+    /// first, then echo, line editing and Ctrl-Z are turned off (Ctrl-C and
+    /// Ctrl-\ still work). False, with nothing changed, when any step fails.
     public func beginTyping() -> Bool {
         if typing { return true }
-        guard blockInterrupt() else { return false }
+        guard Syscalls.standardInputIsControllingTerminal(), blockInterrupt() else { return false }
         guard let blocked = Syscalls.blockSignals(Syscalls.terminationSignals) else { return false }
-        guard let fd = try? Syscalls.open(at: nil, literalBytes("/dev/tty"), .terminal) else {
+        guard let continued = Syscalls.blockSignals([SIGCONT]) else {
             Syscalls.unblockInterrupt(blocked)
             return false
         }
+        func undo(_ fd: Int32?) -> Bool {
+            if let fd { Syscalls.close(fd) }
+            Syscalls.unblockInterrupt(continued)
+            Syscalls.unblockInterrupt(blocked)
+            return false
+        }
+        guard let fd = try? Syscalls.open(at: nil, literalBytes("/dev/tty"), .terminal) else { return undo(nil) }
         var settings = termios()
-        guard tcgetattr(fd, &settings) == 0 else {
-            Syscalls.close(fd)
-            Syscalls.unblockInterrupt(blocked)
-            return false
-        }
+        guard tcgetpgrp(fd) == getpgrp(), tcgetattr(fd, &settings) == 0 else { return undo(fd) }
         saved = settings
         settings.c_lflag &= ~tcflag_t(ECHO | ECHONL | ICANON)
         settings.c_lflag |= tcflag_t(ISIG)
         la_termios_set_cc(&settings, VMIN, 1)
         la_termios_set_cc(&settings, VTIME, 0)
+        la_termios_set_cc(&settings, VSUSP, 0)        // _POSIX_VDISABLE: no Ctrl-Z while keys are read
+        quiet = settings
         // TCSANOW: what was typed ahead stays, to be read as part of the line.
-        guard Syscalls.retryingInterrupted({ tcsetattr(fd, TCSANOW, &settings) }) == 0 else {
-            Syscalls.close(fd)
-            Syscalls.unblockInterrupt(blocked)
-            return false
-        }
+        guard Syscalls.retryingInterrupted({ tcsetattr(fd, TCSANOW, &settings) }) == 0 else { return undo(fd) }
         keys = LineEditingKeys(erase: la_termios_cc(&saved, VERASE), kill: la_termios_cc(&saved, VKILL),
-                               wordErase: la_termios_cc(&saved, VWERASE), endOfFile: la_termios_cc(&saved, VEOF))
+                               wordErase: la_termios_cc(&saved, VWERASE), endOfFile: la_termios_cc(&saved, VEOF),
+                               suspend: la_termios_cc(&saved, VSUSP), utf8: saved.c_iflag & tcflag_t(IUTF8) != 0)
         Syscalls.setNonBlocking(fd)
         tty = fd
         termination = blocked
+        resumed = continued
         typing = true
         return true
     }
 
     /// What the reader's wait polls: Ctrl-C's signalfd, the other
-    /// signals', and the terminal while a line is being typed.
+    /// signals', SIGCONT's, and the terminal while a line is being typed.
     public var pollRequests: [PollRequest] {
         var requests: [PollRequest] = []
-        if let interrupt { requests.append(PollRequest(fd: interrupt.fd, events: PollRequest.readable)) }
-        if let termination { requests.append(PollRequest(fd: termination.fd, events: PollRequest.readable)) }
+        for blocked in [interrupt, termination, resumed] {
+            if let blocked { requests.append(PollRequest(fd: blocked.fd, events: PollRequest.readable)) }
+        }
         if typing && !lineEnded { requests.append(PollRequest(fd: tty, events: PollRequest.readable)) }
         return requests
     }
@@ -104,26 +120,42 @@ public final class TerminalKeyboard {
     /// Whether the wait must end now: a signal waits, or the line ended.
     public var wantsTheWaitEnded: Bool { interruptPending || terminationPending || (typing && lineEnded) }
 
-    /// Reads the keys typed so far into the line, without waiting. True
-    /// when the line ended (Enter, Ctrl-D on an empty line, a hang-up).
+    /// After a stop and `fg` the shell has put its own settings back: the
+    /// SIGCONT is taken and echo and line editing are turned off again.
+    private func keepQuiet() {
+        guard typing else { return }
+        if let resumed, Syscalls.isPending(SIGCONT) { Syscalls.consumeInterrupt(resumed) }
+        var now = termios()
+        guard tcgetattr(tty, &now) == 0 else { return }
+        if now.c_lflag & tcflag_t(ECHO | ICANON) != 0 || la_termios_cc(&now, VSUSP) != 0 {
+            var settings = quiet
+            _ = Syscalls.retryingInterrupted { tcsetattr(tty, TCSANOW, &settings) }
+        }
+    }
+
+    /// Reads the keys typed so far into the line, a byte at a time and
+    /// without waiting, up to the end of the line: what is typed after
+    /// Enter stays for the program's next read. True when the line ended
+    /// (Enter, Ctrl-D on an empty line, a hang-up).
     @discardableResult
     public func readKeys() -> Bool {
         guard typing, !lineEnded else { return lineEnded }
-        var chunk = [UInt8](repeating: 0, count: 64)
-        defer { chunk.withUnsafeMutableBufferPointer { Syscalls.wipe($0.baseAddress!, count: $0.count) } }
-        while !lineEnded {
-            let got = Syscalls.retryingInterrupted { chunk.withUnsafeMutableBytes { CLibc.read(tty, $0.baseAddress!, $0.count) } }
+        keepQuiet()
+        var byte: UInt8 = 0
+        defer { byte = 0 }
+        var count = 0
+        while !lineEnded && count < TerminalKeyboard.readLimit {
+            let got = Syscalls.retryingInterrupted { CLibc.read(tty, &byte, 1) }
             if got == 0 || (got < 0 && la_errno() != EAGAIN) {
                 gaveUp = true              // hung up, or the terminal failed
                 break
             }
             if got < 0 { break }           // nothing more for now
-            for index in 0..<got where !lineEnded {
-                switch PasswordLine.apply(chunk[index], to: line, keys: keys) {
-                case .editing: break
-                case .entered: entered = true
-                case .endOfFile: gaveUp = true
-                }
+            count += 1
+            switch PasswordLine.apply(byte, to: line, keys: keys) {
+            case .editing: break
+            case .entered: entered = true
+            case .endOfFile: gaveUp = true
             }
         }
         return lineEnded
@@ -153,33 +185,42 @@ public final class TerminalKeyboard {
         return true
     }
 
+    /// An entered password waits to be taken (it keeps the signals that
+    /// would end the program blocked until then).
+    public var holdsAnEnteredPassword: Bool { entered && !line.isEmpty }
+
     /// Takes a pending Ctrl-C (the old terminal flow's fallback choice).
     public func consumeInterrupt() {
         if let interrupt { Syscalls.consumeInterrupt(interrupt) }
     }
 
-    /// Stops reading keys: the terminal as it was (TCSANOW: what is typed
-    /// after stays for the program's next read, and a line ended by Enter
-    /// leaves nothing behind), then SIGTERM, SIGHUP and SIGQUIT unblocked
-    /// (one that came meanwhile now acts). Ctrl-C stays blocked until
-    /// `end`; the line stays until it is taken or `discardLine`.
+    /// Stops reading keys and puts the terminal back as it was. A line cut
+    /// short by the prompt's end (a touch while typing) first swallows the
+    /// rest of its keys, quietly, until Enter or a second without a key,
+    /// and flushes what is left unread, so that no part of a password
+    /// reaches the next program. Otherwise TCSANOW: what is typed after an
+    /// Enter stays for the program's next read. The signals stay blocked
+    /// (`end` unblocks them); the line stays until taken or discarded.
     public func stopTyping() {
         guard typing else { return }
+        if midLine && !interruptPending && !terminationPending { swallowTheRestOfTheLine() }
+        if midLine || gaveUp { _ = tcflush(tty, TCIFLUSH) }
         var settings = saved
         _ = Syscalls.retryingInterrupted { tcsetattr(tty, TCSANOW, &settings) }
         Syscalls.close(tty)
         tty = -1
         typing = false
-        if let termination { Syscalls.unblockInterrupt(termination) }
-        termination = nil
     }
 
-    /// Puts everything back: the terminal, then the signal mask (a Ctrl-C
-    /// still pending reaches the program, as a cancel must).
-    public func end() {
-        stopTyping()
-        if let interrupt { Syscalls.unblockInterrupt(interrupt) }
-        interrupt = nil
+    private func swallowTheRestOfTheLine() {
+        let deadline = Syscalls.bootTimeNanoseconds() + TerminalKeyboard.drainMilliseconds * 1_000_000
+        while !lineEnded && !interruptPending && !terminationPending && Syscalls.bootTimeNanoseconds() < deadline {
+            guard let ready = Syscalls.poll([PollRequest(fd: tty, events: PollRequest.readable)],
+                                            timeoutMilliseconds: TerminalKeyboard.quietMilliseconds),
+                  ready[0] != 0 else { break }
+            readKeys()
+        }
+        line.wipe()
     }
 
     /// Wipes what was typed.
@@ -187,8 +228,20 @@ public final class TerminalKeyboard {
         line.wipe()
     }
 
-    deinit {
-        end()
+    /// Puts everything back: the terminal, then the signal mask in the
+    /// reverse order it was built (a Ctrl-C or another signal still pending
+    /// reaches the program, as a cancel must). A password not taken is
+    /// wiped first.
+    public func end() {
+        stopTyping()
         line.wipe()
+        if let resumed { Syscalls.unblockInterrupt(resumed) }
+        resumed = nil
+        if let termination { Syscalls.unblockInterrupt(termination) }
+        termination = nil
+        if let interrupt { Syscalls.unblockInterrupt(interrupt) }
+        interrupt = nil
     }
+
+    deinit { end() }
 }

@@ -57,7 +57,8 @@ func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv:
         return authenticateThroughHelper(handle, options: options, flags: flags, userName: userName, log: log)
     }
     let caller = CallerFacts(ownsItsTerminal: Syscalls.isControllingTerminal(tty),
-                             readsItsTerminal: Syscalls.standardInputIsControllingTerminal(), threads: Syscalls.threadCount(),
+                             readsItsTerminal: Syscalls.standardInputIsControllingTerminal(),
+                             inForeground: Syscalls.standardInputIsForeground(), threads: Syscalls.threadCount(),
                              passwordFromElsewhere: SudoCommandLine.takesThePasswordElsewhere(Syscalls.ownArguments()))
     let mode = InteractionMode.chosen(options, service: service, caller: caller)
     var user: UserIdentity? = nil
@@ -80,10 +81,7 @@ func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv:
     // A person at the program's own terminal: the module reads the keys
     // while the reader waits (touch or type), and puts the terminal back.
     let keyboard = TerminalKeyboard()
-    defer {
-        keyboard.end()
-        keyboard.discardLine()
-    }
+    defer { keyboard.end() }
     var facts = RequestFacts(mode: mode, tty: tty, remoteHost: remoteHost, requestingUser: requestingUser)
     if mode == .terminal { facts.keyboard = keyboard }
     var engine = makeSystemEngine(options, facts, prompter: TouchOrTypePrompter(PAMPrompter(handle: handle), keyboard: keyboard,

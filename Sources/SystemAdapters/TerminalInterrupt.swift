@@ -78,10 +78,17 @@ struct TerminalInterrupt {
 
     /// Restores the mask: a Ctrl-C left pending reaches the application.
     /// A password line begun while the reader waited and not yet ended
-    /// keeps the terminal as it is: the conversation finishes it.
+    /// keeps the terminal as it is: the conversation finishes it. A
+    /// password entered while the reader waited gets the terminal back but
+    /// keeps the signals blocked until it is taken out of the line.
     mutating func end() {
         if let blocked { Syscalls.unblockInterrupt(blocked) }
         blocked = nil
-        if case .terminal(let keyboard) = source, !keyboard.midLine { keyboard.end() }
+        guard case .terminal(let keyboard) = source, !keyboard.midLine else { return }
+        if keyboard.holdsAnEnteredPassword {
+            keyboard.stopTyping()
+        } else {
+            keyboard.end()
+        }
     }
 }

@@ -63,7 +63,9 @@ public struct TouchOrTypePrompter<Conversation: Prompter>: Prompter {
     }
 
     public mutating func takeTypedPassword(into secret: SecretBuffer) -> Bool {
-        keyboard.takeLine(into: secret)
+        let taken = keyboard.takeLine(into: secret)
+        keyboard.end()
+        return taken
     }
 
     public mutating func offerFallback(_ title: String) {

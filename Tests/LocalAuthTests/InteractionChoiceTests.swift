@@ -10,6 +10,7 @@ final class InteractionChoiceTests: XCTestCase {
     let askpass = CallerFacts(ownsItsTerminal: true, readsItsTerminal: true, threads: 1, passwordFromElsewhere: true)
     let noTerminal = CallerFacts(ownsItsTerminal: false, readsItsTerminal: false, threads: 1)
     let threaded = CallerFacts(ownsItsTerminal: true, readsItsTerminal: true, threads: 3)
+    let background = CallerFacts(ownsItsTerminal: true, readsItsTerminal: true, inForeground: false, threads: 1)
 
     func testTheTable() {
         var forced = Options()
@@ -26,6 +27,7 @@ final class InteractionChoiceTests: XCTestCase {
             ("doas fed by a pipe", Options(), "doas", pipedIn, .prompt),
             ("a terminal not its own", Options(), "sudo", CallerFacts(ownsItsTerminal: false, readsItsTerminal: true, threads: 1), .prompt),
             ("a threaded terminal program with a person", Options(), "sudo", threaded, .prompt),
+            ("sudo in a job sent to the background", Options(), "sudo", background, .prompt),
             ("polkit's helper (no terminal)", Options(), "polkit-1", noTerminal, .prompt),
             ("a display manager", Options(), "lightdm", noTerminal, .prompt),
             ("a console locker at its terminal", Options(), "vlock", person, .terminal),
