@@ -3,7 +3,8 @@
 against a real fprintd with libfprint's virtual fingerprint device, for the
 test user alice, printing each conversation as a terminal user sees it: the
 password first after a boot; a match; three misses then the password; the lockout after five misses and
-its unlock by the password; logind reporting the lid closed and the screen
+its unlock by the password; touch or type (the password typed while the
+reader waits); logind reporting the lid closed and the screen
 locked; then the password's own back-off; then two
 apps over the LocalAuthentication library (Examples/) and `localauth
 evaluate`, run as an unprivileged user through the setuid helper in a
@@ -17,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from fprint_rig import FprintRig  # noqa: E402
 from logind_mock import LogindMock, Session  # noqa: E402
-from pamenv import PASSWORDS, PamEnv, build, localauth_command, swift_bin  # noqa: E402
+from pamenv import PASSWORDS, PamEnv, build, localauth_command, parse_run, run_in_terminal, swift_bin  # noqa: E402
 from private_world import PrivateWorld  # noqa: E402
 from terminal import TerminalSession  # noqa: E402
 
@@ -44,13 +45,17 @@ def fingerprint_part(pam, rig):
     match, miss = "SCAN finger-alice", "SCAN some-other-finger"
 
     def prompt(title, answers, scans):
+        # On a terminal of its own, named as PAM_TTY, as sudo runs; the
+        # password prompts are answered by the harness's conversation.
         rig.feed(list(scans))
-        run = pam.run(answers=answers, env=rig.env())
+        _, output = run_in_terminal(lambda: pam.harness_args("sudo", "alice", answers, tty=os.ttyname(0)),
+                                    pam.env(rig.env()))
         rig.feed_wait(timeout=30)
+        run = parse_run(output)
         show(title, run, answers, [s.replace("SCAN ", "") for s in scans])
         return run
 
-    print("\n== fingerprint first (sudo in a terminal: mode=terminal) ==")
+    print("\n== fingerprint first (sudo in a terminal) ==")
     prompt("sudo -v   # restart: the first prompt of a boot asks the password first", [good], [])
     prompt("sudo -v   # alice's finger", [], [match])
     prompt("sudo -v   # three misses, then the password", [good], [miss] * 3)
@@ -62,6 +67,28 @@ def fingerprint_part(pam, rig):
     record = pam.record()
     print(f"\n  on disk: F={record.F} P={record.P}")
     prompt("sudo -v   # the finger works again", [], [match])
+
+
+def touch_or_type_part(pam, rig):
+    """The harness as the session leader of a terminal of its own, naming
+    it as PAM_TTY, as sudo does: the module reads the keys while the reader
+    waits."""
+    good = PASSWORDS["alice"]
+
+    def on_terminal(title, typed, scans):
+        if scans:
+            rig.feed(list(scans))
+        _, output = run_in_terminal(lambda: pam.harness_args("sudo", "alice", [], tty=os.ttyname(0)),
+                                    pam.env(rig.env()), typed)
+        if scans:
+            rig.feed_wait(timeout=30)
+        show(title, parse_run(output), [], [scan.replace("SCAN ", "") for scan in scans])
+        if typed:
+            print(f"  (typed while the reader waited, nothing shown: {'*' * len(typed[0])} and Enter)")
+
+    print("\n== touch or type (sudo on its own terminal) ==")
+    on_terminal("sudo -v   # the password typed at once, while the reader waits", [good], [])
+    on_terminal("sudo -v   # a touch", [], ["SCAN finger-alice"])
 
 
 def lid_part(pam, rig):
@@ -179,6 +206,7 @@ def main():
         print("localauth demonstration: service sudo, user alice, policy owner,")
         print("a real fprintd with libfprint's virtual device, the password checked by pam_matrix")
         fingerprint_part(pam, rig)
+        touch_or_type_part(pam, rig)
         lid_part(pam, rig)
         rig.stop_fprintd()
         print("\n== the password's back-off (fprintd stopped; shortened to 3 s for the demonstration) ==")
