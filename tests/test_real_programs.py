@@ -731,6 +731,40 @@ def test_sudo_backspace_and_ctrl_u_edit_the_hidden_password(w, rig, term):
     assert w.counts() == (0, 0)
 
 
+def test_keys_typed_after_an_empty_enter_are_not_taken_for_the_password(w, rig, term):
+    """Enter alone, and keys at once after it, before sudo's prompt shows:
+    they are dropped, not handed to the prompt as a (wrong, charged)
+    password; the password typed at the prompt is."""
+    t = sudo_id(term)
+    t.expect(INSTRUCTION)
+    t.type("\nearly-keys\n")
+    t.expect(PASSCODE_PROMPT)
+    t.type(PASSWORD + "\n")
+    assert t.finish() == 0
+    assert SUDO_SORRY not in t.text and "early-keys" not in t.text
+    assert w.counts() == (0, 0)
+
+
+def test_a_password_typed_while_the_reader_is_claimed_elsewhere_is_edited_and_taken(w, rig, term):
+    """The reader is busy (another prompt holds it): the password typed
+    while the terminal was quiet is the answer to the password prompt, with
+    its Backspace applied, not raw bytes."""
+    import termios
+    rig.claim_elsewhere(USER)
+    try:
+        t = sudo_id(term)
+        deadline = time.monotonic() + STEP
+        while termios.tcgetattr(t.master)[3] & termios.ECHO:   # the terminal went quiet: polled, bounded
+            assert time.monotonic() < deadline, f"the terminal never went quiet; terminal:\n{t.text}"
+            time.sleep(0.002)
+        t.type(PASSWORD + "x\x7f\n")
+        assert t.finish() == 0, t.text
+    finally:
+        rig.release_elsewhere()
+    assert SUDO_SORRY not in t.text and PASSWORD not in t.text
+    assert w.counts() == (0, 0)
+
+
 def test_keys_typed_after_enter_stay_for_the_next_program(w, rig, term):
     """Type-ahead: what is typed after the password's Enter is not the
     module's; the shell's next `read` gets it."""

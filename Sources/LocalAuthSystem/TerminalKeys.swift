@@ -31,7 +31,7 @@ public final class TerminalKeyboard {
     private var tty: Int32 = -1
     private var saved = termios()
     private var quiet = termios()
-    private var keys = LineEditingKeys()
+    private var editor = PasswordLine(keys: LineEditingKeys())
 
     /// At most this many bytes are read per wake-up (a flood cannot hold the wait).
     static var readLimit: Int { 4096 }
@@ -56,7 +56,7 @@ public final class TerminalKeyboard {
     /// first, then echo, line editing and Ctrl-Z are turned off (Ctrl-C and
     /// Ctrl-\ still work). False, with nothing changed, when any step fails.
     public func beginTyping() -> Bool {
-        if typing { return true }
+        if typing || termination != nil { return typing }
         guard Syscalls.standardInputIsControllingTerminal(), blockInterrupt() else { return false }
         guard let blocked = Syscalls.blockSignals(Syscalls.terminationSignals) else { return false }
         guard let continued = Syscalls.blockSignals([SIGCONT]) else {
@@ -81,9 +81,10 @@ public final class TerminalKeyboard {
         quiet = settings
         // TCSANOW: what was typed ahead stays, to be read as part of the line.
         guard Syscalls.retryingInterrupted({ tcsetattr(fd, TCSANOW, &settings) }) == 0 else { return undo(fd) }
-        keys = LineEditingKeys(erase: la_termios_cc(&saved, VERASE), kill: la_termios_cc(&saved, VKILL),
-                               wordErase: la_termios_cc(&saved, VWERASE), endOfFile: la_termios_cc(&saved, VEOF),
-                               suspend: la_termios_cc(&saved, VSUSP), utf8: saved.c_iflag & tcflag_t(IUTF8) != 0)
+        editor = PasswordLine(keys: LineEditingKeys(erase: la_termios_cc(&saved, VERASE), kill: la_termios_cc(&saved, VKILL),
+                                                    wordErase: la_termios_cc(&saved, VWERASE), endOfFile: la_termios_cc(&saved, VEOF),
+                                                    suspend: la_termios_cc(&saved, VSUSP), literalNext: la_termios_cc(&saved, VLNEXT),
+                                                    utf8: saved.c_iflag & tcflag_t(IUTF8) != 0))
         Syscalls.setNonBlocking(fd)
         tty = fd
         termination = blocked
@@ -142,7 +143,7 @@ public final class TerminalKeyboard {
         guard typing, !lineEnded else { return lineEnded }
         keepQuiet()
         var byte: UInt8 = 0
-        defer { byte = 0 }
+        defer { withUnsafeMutablePointer(to: &byte) { Syscalls.wipe($0, count: 1) } }
         var count = 0
         while !lineEnded && count < TerminalKeyboard.readLimit {
             let got = Syscalls.retryingInterrupted { CLibc.read(tty, &byte, 1) }
@@ -152,7 +153,7 @@ public final class TerminalKeyboard {
             }
             if got < 0 { break }           // nothing more for now
             count += 1
-            switch PasswordLine.apply(byte, to: line, keys: keys) {
+            switch editor.apply(byte, to: line) {
             case .editing: break
             case .entered: entered = true
             case .endOfFile: gaveUp = true
@@ -185,8 +186,7 @@ public final class TerminalKeyboard {
         return true
     }
 
-    /// An entered password waits to be taken (it keeps the signals that
-    /// would end the program blocked until then).
+    /// A password was entered and waits to be taken.
     public var holdsAnEnteredPassword: Bool { entered && !line.isEmpty }
 
     /// Takes a pending Ctrl-C (the old terminal flow's fallback choice).
@@ -194,17 +194,23 @@ public final class TerminalKeyboard {
         if let interrupt { Syscalls.consumeInterrupt(interrupt) }
     }
 
-    /// Stops reading keys and puts the terminal back as it was. A line cut
-    /// short by the prompt's end (a touch while typing) first swallows the
-    /// rest of its keys, quietly, until Enter or a second without a key,
-    /// and flushes what is left unread, so that no part of a password
-    /// reaches the next program. Otherwise TCSANOW: what is typed after an
+    /// Stops reading keys and puts the terminal back as it was. Keys typed
+    /// while the terminal was quiet and not yet read are read first, so
+    /// that they are edited as typed (raw, Backspace would reach the next
+    /// program as a byte). A line cut short by the prompt's end (a touch
+    /// while typing) swallows the rest of its keys, quietly, until Enter or
+    /// a second without a key, and what is left unread is flushed, so that
+    /// no part of a password reaches the next program; so is what follows
+    /// an Enter on an empty line (typed before the next prompt shows) and a
+    /// line given up. Otherwise TCSANOW: what is typed after a password's
     /// Enter stays for the program's next read. The signals stay blocked
     /// (`end` unblocks them); the line stays until taken or discarded.
     public func stopTyping() {
         guard typing else { return }
-        if midLine && !interruptPending && !terminationPending { swallowTheRestOfTheLine() }
-        if midLine || gaveUp { _ = tcflush(tty, TCIFLUSH) }
+        readKeys()
+        let cutShort = midLine
+        if cutShort && !interruptPending && !terminationPending { swallowTheRestOfTheLine() }
+        if cutShort || gaveUp || (entered && line.isEmpty) { _ = tcflush(tty, TCIFLUSH) }
         var settings = saved
         _ = Syscalls.retryingInterrupted { tcsetattr(tty, TCSANOW, &settings) }
         Syscalls.close(tty)
@@ -212,13 +218,25 @@ public final class TerminalKeyboard {
         typing = false
     }
 
+    /// Reads, quietly, until Enter, a second without a key, a signal, or
+    /// `drainMilliseconds`; the signals' descriptors are watched too, so a
+    /// Ctrl-C is not held back, and a SIGCONT quiets the terminal again.
     private func swallowTheRestOfTheLine() {
-        let deadline = Syscalls.bootTimeNanoseconds() + TerminalKeyboard.drainMilliseconds * 1_000_000
-        while !lineEnded && !interruptPending && !terminationPending && Syscalls.bootTimeNanoseconds() < deadline {
-            guard let ready = Syscalls.poll([PollRequest(fd: tty, events: PollRequest.readable)],
-                                            timeoutMilliseconds: TerminalKeyboard.quietMilliseconds),
-                  ready[0] != 0 else { break }
-            readKeys()
+        let start = Syscalls.bootTimeNanoseconds()
+        var lastKey = start
+        let quietNanoseconds = Int64(TerminalKeyboard.quietMilliseconds) * 1_000_000
+        while !lineEnded && !interruptPending && !terminationPending {
+            let now = Syscalls.bootTimeNanoseconds()
+            let left = min(lastKey + quietNanoseconds, start + TerminalKeyboard.drainMilliseconds * 1_000_000) - now
+            if left <= 0 { break }
+            let requests = pollRequests
+            guard let ready = Syscalls.poll(requests, timeoutMilliseconds: Int32(left / 1_000_000 + 1)) else { break }
+            if let keysReady = ready.last, requests.last?.fd == tty, keysReady != 0 {
+                readKeys()
+                lastKey = Syscalls.bootTimeNanoseconds()
+            } else {
+                keepQuiet()                // a SIGCONT, or nothing (EINTR, the time is up): looked at above
+            }
         }
         line.wipe()
     }

@@ -77,14 +77,16 @@ struct TerminalInterrupt {
     }
 
     /// Restores the mask: a Ctrl-C left pending reaches the application.
-    /// A password line begun while the reader waited and not yet ended
-    /// keeps the terminal as it is: the conversation finishes it. A
-    /// password entered while the reader waited gets the terminal back but
-    /// keeps the signals blocked until it is taken out of the line.
+    /// For the terminal, the keys not read yet are read first (edited as
+    /// typed). A password line begun and not yet ended keeps the terminal
+    /// as it is: the conversation finishes it. A password entered gets the
+    /// terminal back and keeps the signals blocked until it is taken.
     mutating func end() {
         if let blocked { Syscalls.unblockInterrupt(blocked) }
         blocked = nil
-        guard case .terminal(let keyboard) = source, !keyboard.midLine else { return }
+        guard case .terminal(let keyboard) = source else { return }
+        keyboard.readKeys()
+        if keyboard.midLine { return }
         if keyboard.holdsAnEnteredPassword {
             keyboard.stopTyping()
         } else {

@@ -28,6 +28,14 @@ public struct TouchOrTypePrompter<Conversation: Prompter>: Prompter {
     /// otherwise the terminal is put back and the program's own
     /// conversation asks (sudo's prompt, with its own timeout).
     public mutating func ask(_ text: String, into secret: SecretBuffer) -> PromptAnswer {
+        // A password typed and entered before this question (while the
+        // reader was being claimed, or waited) is its answer.
+        keyboard.readKeys()
+        if keyboard.holdsAnEnteredPassword {
+            let taken = keyboard.takeLine(into: secret)
+            keyboard.end()
+            return taken ? .entered : .failed
+        }
         if keyboard.midLine {
             let entered = keyboard.finishLine(milliseconds: answerMilliseconds, clock: { Syscalls.bootTimeNanoseconds() })
             if entered && keyboard.takeLine(into: secret) {

@@ -6,9 +6,10 @@ import LocalAuth
 final class PasswordLineTests: XCTestCase {
     func typed(_ keys: [UInt8], editing: LineEditingKeys = LineEditingKeys()) -> (line: [UInt8], result: LineKeyResult, overflowed: Bool) {
         let line = SecretBuffer()
+        var editor = PasswordLine(keys: editing)
         var result = LineKeyResult.editing
         for key in keys {
-            result = PasswordLine.apply(key, to: line, keys: editing)
+            result = editor.apply(key, to: line)
             if result != .editing { break }
         }
         let bytes = line.withBytes { Array(UnsafeBufferPointer(start: $0, count: $1)) }
@@ -37,6 +38,9 @@ final class PasswordLineTests: XCTestCase {
             ("TAB and other control bytes are typed, as canonical mode keeps them", [0x61, 0x09, 0x1B], LineEditingKeys(),
              [0x61, 0x09, 0x1B], .editing),
             ("a disabled editing character edits nothing", [0x61, 0x15], LineEditingKeys(kill: 0), [0x61, 0x15], .editing),
+            ("Ctrl-V types the next key as it is", [0x16, 0x7F, 0x16, 0x0A, 0x62, 0x0A], LineEditingKeys(), [0x7F, 0x0A, 0x62],
+             .entered),
+            ("Ctrl-V then NUL types nothing", [0x16, 0x00, 0x61], LineEditingKeys(), [0x61], .editing),
         ]
         for (name, keys, editing, line, result) in rows {
             let got = typed(keys, editing: editing)
