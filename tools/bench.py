@@ -35,9 +35,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from fprint_rig import FprintRig  # noqa: E402
-from pamenv import (HARNESS, MODULE, OFFSET_CHECKSUM, parse_run, OFFSET_NAME, OFFSET_NAME_LENGTH, OFFSET_UID, PAM_FPRINTD,  # noqa: E402
+from pamenv import (HARNESS, MODULE, OFFSET_CHECKSUM, parse_run, run_in_terminal, OFFSET_NAME, OFFSET_NAME_LENGTH, OFFSET_UID, PAM_FPRINTD,  # noqa: E402
                     PAM_MATRIX, PAM_MODULE_DIR, PASSWORDS, SLOT_SIZE, PamEnv, current_slot, fnv1a64, prompt_timings,
                     reseal_record, sync_mark)
+
+import test_real_programs as real_programs  # noqa: E402  (the real sudo's private world)
 
 MATCH = "SCAN finger-alice"
 ALICE = PASSWORDS["alice"]
@@ -147,6 +149,37 @@ def password_once(pam, service, env, answer=ALICE, expect_success=True, reset=No
     if (run.code == 0) != expect_success or len(run.prompts()) != 1:
         raise BenchError(f"{service}: unexpected result: code {run.code}, messages {run.messages}")
     return elapsed
+
+
+def sudo_script_once(world, stack, how):
+    """A script's real sudo in a terminal (the pseudo-terminal is its
+    controlling one), the password from a pipe (`-S`) or an askpass
+    program (`-A`): spawn to exit, in microseconds. `stack` is written as
+    the private /etc/pam.d/sudo first (ours, or sudo without localauth)."""
+    (world.pamd / "sudo").write_text(stack)
+    if how == "-S":
+        command = f"echo {real_programs.PASSWORD} | sudo -S -k /usr/bin/id"
+    else:
+        command = f"SUDO_ASKPASS={world.base / 'askpass'} sudo -A -k /usr/bin/id"
+    started = time.monotonic()
+    argv = world.argv("sh", "-c", command)
+    code, output = run_in_terminal([shutil.which(argv[0]), *argv[1:]], world.env())
+    elapsed = time.monotonic() - started
+    if code != 0 or real_programs.ID_ROOT not in output:
+        raise BenchError(f"sudo {how} failed ({code}): {output}")
+    return elapsed * 1_000_000
+
+
+def script_sides(world, rig):
+    """Ours (the shipped sudo stack with the module, fprintd running with a
+    finger enrolled) and sudo without localauth (the distribution's own
+    stack), for a script's `sudo -S` and `sudo -A`."""
+    ours = real_programs.stack_with_module("sudo", world.state, world.base / "localauth.conf")
+    plain = Path("/etc/pam.d/sudo").read_text()
+    askpass = world.base / "askpass"
+    askpass.write_text(f"#!/bin/sh\necho {real_programs.PASSWORD}\n")
+    askpass.chmod(0o755)
+    return ours, plain
 
 
 def interleaved(n, warmup, sides):
@@ -359,6 +392,7 @@ def main():
         sys.exit("bench: run as root (the state directory must be root-owned)")
 
     base = Path(tempfile.mkdtemp(prefix="localauth-bench-"))
+    base.chmod(0o755)   # the real sudo's test user runs the askpass program below it
     state_fs = subprocess.run(["df", "--output=fstype,source", str(base)], capture_output=True,
                               text=True).stdout.splitlines()[-1].split()
     try:
@@ -388,6 +422,16 @@ def main():
             if not opts.quick:
                 instructions["match ours"] = callgrind_instructions(pam, "bench-ours", [], rig.env(), rig)
                 instructions["match fprintd"] = callgrind_instructions(pam, "bench-fprintd", [], rig.env(), rig)
+            # A script's sudo, against sudo without localauth: fprintd
+            # runs and the user has a finger, yet nothing waits for it.
+            (base / "sudo-world").mkdir(mode=0o755)
+            sudo_world = real_programs.World(base / "sudo-world", rig)
+            sudo_world.password_entered()
+            ours_stack, plain_stack = script_sides(sudo_world, rig)
+            scripts = {how: interleaved(max(5, n // 3), 1, [
+                ("ours", lambda how=how: sudo_script_once(sudo_world, ours_stack, how)),
+                ("ref", lambda how=how: sudo_script_once(sudo_world, plain_stack, how)),
+            ]) for how in ("-S", "-A")}
             rig.stop_fprintd()
             env = rig.env()  # a system bus without fprintd, as on a machine without a reader
             faillock_tally = faillock_dir / "alice"
@@ -458,6 +502,10 @@ def main():
     ratio_row("wrong password (durable)", wrong["ours"], wrong["ref"], "pam_faillock ×3 + pam_matrix (no fsync)")
     ratio_row("wrong password, benchmark build without sync", wrong["nosync"], wrong["ref"],
               "pam_faillock ×3 + pam_matrix")
+    ratio_row("a script's `sudo -S` (password piped, in a terminal), whole run", scripts["-S"]["ours"], scripts["-S"]["ref"],
+              "the real sudo without localauth (pam_unix)")
+    ratio_row("a script's `sudo -A` (an askpass program), whole run", scripts["-A"]["ours"], scripts["-A"]["ref"],
+              "the real sudo without localauth (pam_unix)")
     durability = statistics.median(right["ours"]) - statistics.median(right["nosync"])
     out()
     if batches:
