@@ -366,11 +366,8 @@ func testCommand(_ arguments: Arguments) throws -> ExitCode {
     // At a terminal: touch or type, as sudo's prompt.
     let keyboard = TerminalKeyboard()
     defer { keyboard.end() }
-    var facts = RequestFacts(mode: mode, tty: tty)
-    if mode == .terminal { facts.keyboard = keyboard }
-    var engine = makeSystemEngine(options, facts, prompter: TouchOrTypePrompter(TerminalConversation(), keyboard: keyboard,
-                                                                                 answerTimeoutSeconds: options.answerTimeoutSeconds),
-                                  log: StandardErrorLog(verbose: options.debug))
+    var engine = makeTerminalEngine(options, RequestFacts(mode: mode, tty: tty), conversation: TerminalConversation(),
+                                    keyboard: keyboard, log: StandardErrorLog(verbose: options.debug))
     let request = Request(scope: .inScope, userName: user.name, user: user, service: literalBytes("localauth-test"), tty: tty,
                           mode: mode, silent: false)
     let passcode = SecretBuffer()

@@ -23,7 +23,8 @@ public final class TerminalKeyboard {
     public private(set) var entered = false
     /// The person gave up: Ctrl-D on an empty line, or the terminal hung up.
     public private(set) var gaveUp = false
-    /// Keys are being read (the terminal is changed).
+    /// Keys are being read (the terminal is changed). Without keys, the
+    /// keyboard still takes Ctrl-C from a signalfd while the reader waits.
     public private(set) var typing = false
     private var interrupt: BlockedInterrupt? = nil
     private var termination: BlockedInterrupt? = nil
@@ -238,11 +239,6 @@ public final class TerminalKeyboard {
                 keepQuiet()                // a SIGCONT, or nothing (EINTR, the time is up): looked at above
             }
         }
-        line.wipe()
-    }
-
-    /// Wipes what was typed.
-    public func discardLine() {
         line.wipe()
     }
 

@@ -56,10 +56,12 @@ func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv:
         guard scope == .inScope else { return ResultTable.stepAside.rawValue }
         return authenticateThroughHelper(handle, options: options, flags: flags, userName: userName, log: log)
     }
-    let caller = CallerFacts(ownsItsTerminal: Syscalls.isControllingTerminal(tty),
-                             readsItsTerminal: Syscalls.standardInputIsControllingTerminal(),
-                             inForeground: Syscalls.standardInputIsForeground(), threads: Syscalls.threadCount(),
-                             passwordFromElsewhere: SudoCommandLine.takesThePasswordElsewhere(Syscalls.ownArguments()))
+    // sudo's own arguments are read only where a person could be at the terminal.
+    let owns = Syscalls.isControllingTerminal(tty)
+    let reads = owns && Syscalls.standardInputIsControllingTerminal()
+    let caller = CallerFacts(ownsItsTerminal: owns, readsItsTerminal: reads,
+                             inForeground: reads && Syscalls.standardInputIsForeground(), threads: Syscalls.threadCount(),
+                             passwordFromElsewhere: reads && SudoCommandLine.takesThePasswordElsewhere(Syscalls.ownArguments()))
     let mode = InteractionMode.chosen(options, service: service, caller: caller)
     var user: UserIdentity? = nil
     if scope == .inScope, let target {
@@ -82,11 +84,8 @@ func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv:
     // while the reader waits (touch or type), and puts the terminal back.
     let keyboard = TerminalKeyboard()
     defer { keyboard.end() }
-    var facts = RequestFacts(mode: mode, tty: tty, remoteHost: remoteHost, requestingUser: requestingUser)
-    if mode == .terminal { facts.keyboard = keyboard }
-    var engine = makeSystemEngine(options, facts, prompter: TouchOrTypePrompter(PAMPrompter(handle: handle), keyboard: keyboard,
-                                                                                 answerTimeoutSeconds: options.answerTimeoutSeconds),
-                                  log: log)
+    var engine = makeTerminalEngine(options, RequestFacts(mode: mode, tty: tty, remoteHost: remoteHost, requestingUser: requestingUser),
+                                    conversation: PAMPrompter(handle: handle), keyboard: keyboard, log: log)
     let passcode = SecretBuffer()
     defer { passcode.wipe() }
     let result = engine.evaluate(request, policy: options.policy, passcode: passcode)

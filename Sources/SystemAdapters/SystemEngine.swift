@@ -46,10 +46,9 @@ public func makeSystemEngine<Conversation: Prompter, Store: StateStore, Log: Eve
     var interruption = WaitInterruption.none
     if let channel = facts.channel {
         interruption = .channel(channel)
-    } else if let keyboard = facts.keyboard {
-        interruption = .terminal(keyboard)
     } else if facts.mode == .terminal {
-        interruption = .controlC
+        // Ctrl-C always; the keys too when the conversation reads them.
+        interruption = .terminal(facts.keyboard ?? TerminalKeyboard())
     }
     return Engine(options: options, sensor: FprintdSensor(interruption: interruption, clock: SystemClock(), bus: bus),
                   verifier: PAMPasscodeVerifier(service: options.passcodeService, tty: facts.tty, remoteHost: facts.remoteHost,
@@ -61,6 +60,20 @@ public func makeSystemEngine<Conversation: Prompter, Log: EventLog>(
     _ options: Options, _ facts: RequestFacts, prompter: Conversation, log: Log
 ) -> SystemEngine<Conversation, FileStateStore, Log> {
     makeSystemEngine(options, facts, prompter: prompter, store: FileStateStore(directoryPath: options.stateDir), log: log)
+}
+
+/// The engine of a program that may talk to a person at its own terminal
+/// (the module, `localauth test`): in terminal mode `keyboard` takes
+/// Ctrl-C and, while the reader waits, the keys (touch or type). The
+/// caller ends the keyboard when the evaluation is over.
+public func makeTerminalEngine<Conversation: Prompter, Log: EventLog>(
+    _ options: Options, _ facts: RequestFacts, conversation: Conversation, keyboard: TerminalKeyboard, log: Log
+) -> SystemEngine<TouchOrTypePrompter<Conversation>, FileStateStore, Log> {
+    var facts = facts
+    if facts.mode == .terminal { facts.keyboard = keyboard }
+    return makeSystemEngine(options, facts, prompter: TouchOrTypePrompter(conversation, keyboard: keyboard,
+                                                                          answerTimeoutSeconds: options.answerTimeoutSeconds),
+                            log: log)
 }
 
 /// The ledger alone, for what only reads or resets counts (authsucc, reset, status).

@@ -2,17 +2,15 @@
 // in terminal mode, and there, while keys are read (touch or type), Enter
 // or a signal that ends the program; or the helper's client (a CANCEL, or
 // the client gone).
-// SIGINT is blocked with pthread_sigmask and read from a signalfd, never
-// caught with sigaction, so the application's own handling is untouched
-// once the mask is restored.
+// The terminal's signals are blocked with pthread_sigmask and read from
+// signalfds (TerminalKeyboard), never caught with sigaction, so the
+// application's own handling is untouched once the mask is restored.
 import LocalAuth
 import LocalAuthSystem
 
 /// What ends a wait early.
 public enum WaitInterruption {
     case none
-    /// Ctrl-C on the terminal (R16 terminal mode).
-    case controlC
     /// The caller's terminal (R16 terminal mode): Ctrl-C, and the keys
     /// when the conversation reads them (touch or type).
     case terminal(TerminalKeyboard)
@@ -23,19 +21,15 @@ public enum WaitInterruption {
 
 struct TerminalInterrupt {
     let source: WaitInterruption
-    private var blocked: BlockedInterrupt? = nil
 
     init(_ source: WaitInterruption) { self.source = source }
 
     /// Starts watching; false when it cannot (the wait is then not interruptible).
-    mutating func begin() -> Bool {
+    func begin() -> Bool {
         switch source {
         case .none: return false
         case .channel: return true
         case .terminal(let keyboard): return keyboard.blockInterrupt()
-        case .controlC:
-            if blocked == nil { blocked = Syscalls.blockInterrupt() }
-            return blocked != nil
         }
     }
 
@@ -45,7 +39,6 @@ struct TerminalInterrupt {
         case .none: return []
         case .channel(let fd): return [PollRequest(fd: fd, events: PollRequest.readable)]
         case .terminal(let keyboard): return keyboard.pollRequests
-        case .controlC: return blocked.map { [PollRequest(fd: $0.fd, events: PollRequest.readable)] } ?? []
         }
     }
 
@@ -60,10 +53,7 @@ struct TerminalInterrupt {
     /// Whether something is waiting on what `pollRequests` watches (for
     /// the terminal: a signal, or a line ended by the keys typed so far).
     var isPending: Bool {
-        if case .terminal(let keyboard) = source {
-            keyboard.readKeys()
-            return keyboard.wantsTheWaitEnded
-        }
+        if case .terminal = source { return endsTheWait() }
         let requests = pollRequests
         guard !requests.isEmpty, let ready = Syscalls.poll(requests, timeoutMilliseconds: 0) else { return false }
         return ready.contains { $0 != 0 }
@@ -72,7 +62,6 @@ struct TerminalInterrupt {
     /// Takes the pending Ctrl-C as the fallback choice (a channel's frame is
     /// left for the helper to read).
     func consume() {
-        if let blocked { Syscalls.consumeInterrupt(blocked) }
         if case .terminal(let keyboard) = source { keyboard.consumeInterrupt() }
     }
 
@@ -81,9 +70,7 @@ struct TerminalInterrupt {
     /// typed). A password line begun and not yet ended keeps the terminal
     /// as it is: the conversation finishes it. A password entered gets the
     /// terminal back and keeps the signals blocked until it is taken.
-    mutating func end() {
-        if let blocked { Syscalls.unblockInterrupt(blocked) }
-        blocked = nil
+    func end() {
         guard case .terminal(let keyboard) = source else { return }
         keyboard.readKeys()
         if keyboard.midLine { return }

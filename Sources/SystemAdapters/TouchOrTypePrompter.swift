@@ -43,14 +43,13 @@ public struct TouchOrTypePrompter<Conversation: Prompter>: Prompter {
                 return .entered
             }
             // Erased back to nothing before Enter: asked as usual below.
-            // Ctrl-C, a signal, Ctrl-D, a hang-up or the answer timeout: no answer.
+            // Ctrl-C, a signal, Ctrl-D, a hang-up or the answer timeout: no
+            // answer (`end` swallows and flushes the rest, and wipes).
             if !entered {
-                keyboard.discardLine()
                 keyboard.end()
                 return .failed
             }
         }
-        keyboard.discardLine()
         keyboard.end()
         return conversation.ask(text, into: secret)
     }
