@@ -51,6 +51,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import termios
 import time
 from pathlib import Path
 
@@ -671,6 +672,15 @@ def sudo_pid(t):
     raise AssertionError(f"no sudo in the session; terminal:\n{t.text}")
 
 
+def wait_for_echo(t, on):
+    """Waits (polled, bounded) until the terminal's echo is on or off, as
+    the program behind it set it (read on the master side)."""
+    deadline = time.monotonic() + STEP
+    while bool(termios.tcgetattr(t.master)[3] & termios.ECHO) != on:
+        assert time.monotonic() < deadline, f"echo never went {'on' if on else 'off'}; terminal:\n{t.text}"
+        time.sleep(0.002)
+
+
 def test_sudo_password_typed_while_the_reader_waits_is_checked_at_once(w, rig, term):
     with BusMonitor(rig) as monitor:
         t = sudo_id(term)
@@ -701,10 +711,14 @@ def test_sudo_wrong_password_typed_while_waiting_is_one_password_attempt(w, rig,
     assert w.counts() == (0, 1)
 
 
-def test_sudo_enter_alone_asks_the_password(w, rig, term):
+@pytest.mark.parametrize("early", ["", "early-keys\n"], ids=["enter", "enter-then-keys"])
+def test_sudo_enter_alone_asks_the_password(w, rig, term, early):
+    """Enter alone asks the password. Keys typed at once after it, before
+    sudo's prompt shows, are dropped, not handed to the prompt as a (wrong,
+    charged) password; the password typed at the prompt is."""
     t = sudo_id(term)
     t.expect(INSTRUCTION)
-    t.type("\n")
+    t.type("\n" + early)
     t.expect(PASSCODE_PROMPT)
     t.type(PASSWORD + "\n")
     assert t.finish() == 0
@@ -731,32 +745,14 @@ def test_sudo_backspace_and_ctrl_u_edit_the_hidden_password(w, rig, term):
     assert w.counts() == (0, 0)
 
 
-def test_keys_typed_after_an_empty_enter_are_not_taken_for_the_password(w, rig, term):
-    """Enter alone, and keys at once after it, before sudo's prompt shows:
-    they are dropped, not handed to the prompt as a (wrong, charged)
-    password; the password typed at the prompt is."""
-    t = sudo_id(term)
-    t.expect(INSTRUCTION)
-    t.type("\nearly-keys\n")
-    t.expect(PASSCODE_PROMPT)
-    t.type(PASSWORD + "\n")
-    assert t.finish() == 0
-    assert SUDO_SORRY not in t.text and "early-keys" not in t.text
-    assert w.counts() == (0, 0)
-
-
 def test_a_password_typed_while_the_reader_is_claimed_elsewhere_is_edited_and_taken(w, rig, term):
     """The reader is busy (another prompt holds it): the password typed
     while the terminal was quiet is the answer to the password prompt, with
     its Backspace applied, not raw bytes."""
-    import termios
     rig.claim_elsewhere(USER)
     try:
         t = sudo_id(term)
-        deadline = time.monotonic() + STEP
-        while termios.tcgetattr(t.master)[3] & termios.ECHO:   # the terminal went quiet: polled, bounded
-            assert time.monotonic() < deadline, f"the terminal never went quiet; terminal:\n{t.text}"
-            time.sleep(0.002)
+        wait_for_echo(t, on=False)
         t.type(PASSWORD + "x\x7f\n")
         assert t.finish() == 0, t.text
     finally:
@@ -811,7 +807,6 @@ def test_a_stop_and_continue_that_turned_echo_on_again_is_quieted(w, rig, term):
     """SIGSTOP, then a job-control shell puts its own settings back (here
     the test does, on the terminal's master side), then SIGCONT: the module
     turns echo off again before anything more is typed."""
-    import termios
     t = sudo_id(term)
     t.expect(INSTRUCTION)
     pid = sudo_pid(t)
@@ -820,10 +815,7 @@ def test_a_stop_and_continue_that_turned_echo_on_again_is_quieted(w, rig, term):
     settings[3] |= termios.ECHO | termios.ICANON
     termios.tcsetattr(t.master, termios.TCSANOW, settings)
     os.kill(pid, signal.SIGCONT)
-    deadline = time.monotonic() + STEP
-    while termios.tcgetattr(t.master)[3] & termios.ECHO:   # polling a condition, bounded
-        assert time.monotonic() < deadline, "echo stayed on after SIGCONT"
-        time.sleep(0.01)
+    wait_for_echo(t, on=False)
     t.type(PASSWORD + "\n")
     assert t.finish() == 0
     assert PASSWORD not in t.text

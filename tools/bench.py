@@ -170,7 +170,7 @@ def sudo_script_once(world, stack, how):
     return elapsed * 1_000_000
 
 
-def script_sides(world, rig):
+def script_sides(world):
     """Ours (the shipped sudo stack with the module, fprintd running with a
     finger enrolled) and sudo without localauth (the distribution's own
     stack), for a script's `sudo -S` and `sudo -A`."""
@@ -427,7 +427,7 @@ def main():
             (base / "sudo-world").mkdir(mode=0o755)
             sudo_world = real_programs.World(base / "sudo-world", rig)
             sudo_world.password_entered()
-            ours_stack, plain_stack = script_sides(sudo_world, rig)
+            ours_stack, plain_stack = script_sides(sudo_world)
             scripts = {how: interleaved(max(5, n // 3), 1, [
                 ("ours", lambda how=how: sudo_script_once(sudo_world, ours_stack, how)),
                 ("ref", lambda how=how: sudo_script_once(sudo_world, plain_stack, how)),

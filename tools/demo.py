@@ -40,18 +40,26 @@ def show(title, run, answers, scans=()):
     print(f"  -> {NAMES.get(run.code, run.code)}")
 
 
+def on_terminal(pam, rig, answers=(), typed=(), scans=()):
+    """One sudo prompt, the harness on a terminal of its own named as
+    PAM_TTY, as sudo runs: `answers` go to its conversation's prompts,
+    `typed` is typed on the terminal when a line ends with ":" (while the
+    reader waits), `scans` are fed to the reader."""
+    if scans:
+        rig.feed(list(scans))
+    _, output = run_in_terminal(lambda: pam.harness_args("sudo", "alice", answers, tty=os.ttyname(0)),
+                                pam.env(rig.env()), typed)
+    if scans:
+        rig.feed_wait(timeout=30)
+    return parse_run(output)
+
+
 def fingerprint_part(pam, rig):
     good = PASSWORDS["alice"]
     match, miss = "SCAN finger-alice", "SCAN some-other-finger"
 
     def prompt(title, answers, scans):
-        # On a terminal of its own, named as PAM_TTY, as sudo runs; the
-        # password prompts are answered by the harness's conversation.
-        rig.feed(list(scans))
-        _, output = run_in_terminal(lambda: pam.harness_args("sudo", "alice", answers, tty=os.ttyname(0)),
-                                    pam.env(rig.env()))
-        rig.feed_wait(timeout=30)
-        run = parse_run(output)
+        run = on_terminal(pam, rig, answers=answers, scans=scans)
         show(title, run, answers, [s.replace("SCAN ", "") for s in scans])
         return run
 
@@ -75,20 +83,14 @@ def touch_or_type_part(pam, rig):
     waits."""
     good = PASSWORDS["alice"]
 
-    def on_terminal(title, typed, scans):
-        if scans:
-            rig.feed(list(scans))
-        _, output = run_in_terminal(lambda: pam.harness_args("sudo", "alice", [], tty=os.ttyname(0)),
-                                    pam.env(rig.env()), typed)
-        if scans:
-            rig.feed_wait(timeout=30)
-        show(title, parse_run(output), [], [scan.replace("SCAN ", "") for scan in scans])
+    def prompt(title, typed, scans):
+        show(title, on_terminal(pam, rig, typed=typed, scans=scans), [], [scan.replace("SCAN ", "") for scan in scans])
         if typed:
             print(f"  (typed while the reader waited, nothing shown: {'*' * len(typed[0])} and Enter)")
 
     print("\n== touch or type (sudo on its own terminal) ==")
-    on_terminal("sudo -v   # the password typed at once, while the reader waits", [good], [])
-    on_terminal("sudo -v   # a touch", [], ["SCAN finger-alice"])
+    prompt("sudo -v   # the password typed at once, while the reader waits", [good], [])
+    prompt("sudo -v   # a touch", [], ["SCAN finger-alice"])
 
 
 def lid_part(pam, rig):
