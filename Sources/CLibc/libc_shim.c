@@ -2,6 +2,7 @@
    res*id calls are declared only with _GNU_SOURCE, set here alone. */
 #define _GNU_SOURCE
 #include "libc_shim.h"
+#include <dlfcn.h>
 
 int la_errno(void) { return errno; }
 int la_setresuid(unsigned real, unsigned effective, unsigned saved) { return setresuid(real, effective, saved); }
@@ -16,4 +17,11 @@ int la_mount_id(const char *path, unsigned long long *id) {
     if (!(info.stx_mask & STATX_MNT_ID)) { errno = ENOSYS; return -1; }
     *id = info.stx_mnt_id;
     return 0;
+}
+/* Marks the shared object holding this function as never to be unloaded
+   (dladdr needs _GNU_SOURCE); 0 on success. In a program, a no-op. */
+int la_keep_this_object_loaded(void) {
+    Dl_info info;
+    if (dladdr((void *)la_keep_this_object_loaded, &info) == 0 || info.dli_fname == NULL) return -1;
+    return dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) == NULL ? -1 : 0;
 }

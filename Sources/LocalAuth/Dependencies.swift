@@ -279,6 +279,12 @@ public protocol Prompter {
     /// Moves the password typed while the reader waited into `secret`;
     /// false when there is none.
     mutating func takeTypedPassword(into secret: SecretBuffer) -> Bool
+    /// Touch or type in a dialog (prompt mode, policy owner, an agent that
+    /// takes the verdict while prompting): asks `text` with echo off and
+    /// leaves the question open while the reader waits; its answer ends
+    /// the wait. Until it is answered nothing else is said. False when this
+    /// conversation cannot.
+    mutating func leavePromptOpen(_ text: String) -> Bool
 }
 
 extension Prompter {
@@ -286,6 +292,7 @@ extension Prompter {
     public mutating func offerFallback(_ title: String) {}
     public mutating func watchKeys() -> Bool { false }
     public mutating func takeTypedPassword(into secret: SecretBuffer) -> Bool { false }
+    public mutating func leavePromptOpen(_ text: String) -> Bool { false }
 }
 
 public enum LogLevel: Equatable {

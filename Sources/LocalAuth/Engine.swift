@@ -34,6 +34,10 @@ public struct Request: Equatable {
     /// told nothing about the account's reader, whose state would tell an
     /// enrolled name from an unknown one (R14).
     public var callerActsForAName = false
+    /// Prompt mode in polkit's agent helper for an agent that takes the
+    /// verdict while its prompt is up (AdministratorDialog): the password
+    /// prompt stays open while the reader waits (touch or type).
+    public var promptStaysOpen = false
 
     public init(scope: ScopeDecision, userName: [UInt8], user: UserIdentity?, service: [UInt8], tty: [UInt8] = [],
                 remoteHost: [UInt8] = [], mode: InteractionMode, silent: Bool = false) {
@@ -203,7 +207,10 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         var passcodeEntered = false
         var passcodeChosen = false
         if biometryError == nil {
-            if request.mode == .prompt {
+            // A prompt left open while the reader waits asks for the password
+            // and the finger at once; no first prompt comes before it.
+            let openPrompt = request.mode == .prompt && request.promptStaysOpen
+            if request.mode == .prompt && !openPrompt {
                 switch prompter.ask(UserText.firstPrompt(request, options: options), into: passcode) {
                 case .entered: passcodeEntered = true
                 case .fallback: passcodeChosen = true
@@ -212,7 +219,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 }
             }
             if !passcodeEntered && !passcodeChosen {
-                switch biometricPhase(request, user: user, record: record, touchOrType: request.mode == .terminal) {
+                switch biometricPhase(request, user: user, record: record, touchOrType: request.mode == .terminal || openPrompt) {
                 case .success: return EvaluationResult(.success(.biometry))
                 case .cancelled: return EvaluationResult(.failure(.userCancel))
                 case .personLeft: return EvaluationResult(.failure(.systemCancel))

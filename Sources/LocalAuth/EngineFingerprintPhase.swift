@@ -23,16 +23,18 @@ extension Engine {
         case passwordWanted
     }
 
-    /// The reader's wait. With `touchOrType` (terminal mode, policy owner)
-    /// the prompter also reads the person's keys, when it can: Enter after
-    /// a password ends the wait with it, Ctrl-C cancels, and no message
+    /// The reader's wait. With `touchOrType` (policy owner; terminal mode,
+    /// or a dialog whose prompt stays open) the password can be typed while
+    /// the reader waits, when the prompter can take it: Enter after a
+    /// password ends the wait with it, Ctrl-C cancels, and no message
     /// offers Ctrl-C as the way to the password.
     mutating func biometricPhase(_ request: Request, user: UserIdentity, record: StateRecord,
                                  touchOrType: Bool) -> BiometricPhaseEnd {
-        // Touch or type: the keys are taken from before the reader is
-        // claimed (nothing typed meanwhile is shown), and not while the
-        // password back-off would refuse a typed password unchecked.
-        let typing = touchOrType && ledger.backoffRemaining(user) == 0 && prompter.watchKeys()
+        // Not while the password back-off would refuse a typed password unchecked.
+        let typable = touchOrType && ledger.backoffRemaining(user) == 0
+        // A terminal's keys are taken from before the reader is claimed
+        // (nothing typed meanwhile is shown).
+        var typing = typable && request.mode == .terminal && prompter.watchKeys()
         let scanType: ScanType
         switch sensor.open(userName: user.name) {
         case .opened(let type): scanType = type
@@ -43,6 +45,11 @@ extension Engine {
             return .ended(.biometryNotAvailable)
         }
         defer { sensor.close() }
+        // A dialog's prompt opens once the reader is claimed, and says both
+        // ways itself: while it is open nothing else can be said.
+        if typable && request.mode == .prompt {
+            typing = prompter.leavePromptOpen(UserText.dialogTouchOrType(scanType: scanType))
+        }
 
         // How many attempts this prompt may make: first from the record read
         // at the start, then from what each charge found under the lock
@@ -61,7 +68,7 @@ extension Engine {
         // With instruction_in_prompt the first prompt said it all: a message
         // now would hold the reader back until a key press (xscreensaver).
         if typing {
-            say(UserText.touchOrType(request, options: options, scanType: scanType), .info, request)
+            if request.mode == .terminal { say(UserText.touchOrType(request, options: options, scanType: scanType), .info, request) }
         } else if !(request.mode == .prompt && options.wantsInstructionInPrompt(service: request.service)) {
             say(UserText.instruction(request, options: options, scanType: scanType,
                                      fallbackOffered: offersFallback && options.fallbackAfter == 0), .info, request)

@@ -94,6 +94,13 @@ public enum UserText {
         return text + " " + action + " the fingerprint reader or type your password:"
     }
 
+    /// Touch or type in an administrator dialog: the prompt itself, short
+    /// (GNOME Shell shows it inside the entry; Plasma's agent translates
+    /// the words "Password or swipe finger:").
+    public static func dialogTouchOrType(scanType: ScanType) -> String {
+        scanType == .swipe ? "Password or swipe finger:" : "Password or touch the fingerprint reader:"
+    }
+
     public static var noMatchTouchOrType: String { "Fingerprint not recognized. Try again, or type your password." }
 
     public static func noMatch(_ options: Options, fallbackOffered: Bool) -> String {

@@ -61,3 +61,26 @@ extension Syscalls {
         return arguments
     }
 }
+
+// MARK: - Programs (polkit's agent helper and its agent)
+extension Syscalls {
+    /// The executable of this process, as /proc/self/exe names it.
+    public static func ownProgram() -> [UInt8] {
+        programLink(literalBytes("/proc/self/exe"))
+    }
+
+    /// The executable of this process's parent (for polkit's agent helper,
+    /// the agent that started it); empty when it cannot be read.
+    public static func parentProgram() -> [UInt8] {
+        programLink(Array("/proc/\(getppid())/exe".utf8))
+    }
+
+    static func programLink(_ path: [UInt8]) -> [UInt8] {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let length = withCString(path) { pointer in
+            buffer.withUnsafeMutableBufferPointer { readlink(pointer, $0.baseAddress!, $0.count) }
+        }
+        guard length > 0, length < buffer.count else { return [] }
+        return buffer[0..<length].map { UInt8(bitPattern: $0) }
+    }
+}

@@ -80,15 +80,25 @@ func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv:
                           mode: mode, silent: flags & PAMValue.silentFlag != 0)
     request.session = session.name
     request.callerActsForAName = Syscalls.realUserID() == 0
+    // polkit's dialogs whose agent takes the verdict while prompting: the
+    // password prompt stays open while the reader waits (touch or type).
+    request.promptStaysOpen = mode == .prompt
+        && AdministratorDialog.promptStaysOpen(service: service, mode: mode, ownProgram: Syscalls.ownProgram(),
+                                               agentProgram: Syscalls.parentProgram())
     // A person at the program's own terminal: the module reads the keys
     // while the reader waits (touch or type), and puts the terminal back.
     let keyboard = TerminalKeyboard()
     defer { keyboard.end() }
+    let openPrompt = request.promptStaysOpen ? OpenPrompt(handle: handle) : OpenPrompt()
     var engine = makeTerminalEngine(options, RequestFacts(mode: mode, tty: tty, remoteHost: remoteHost, requestingUser: requestingUser),
-                                    conversation: PAMPrompter(handle: handle), keyboard: keyboard, log: log)
+                                    conversation: PAMPrompter(handle: handle), keyboard: keyboard, openPrompt: openPrompt,
+                                    promptStaysOpen: request.promptStaysOpen, log: log)
     let passcode = SecretBuffer()
     defer { passcode.wipe() }
     let result = engine.evaluate(request, policy: options.policy, passcode: passcode)
+    // Nothing is said between a match and the answer: the agent helper
+    // writes its verdict next, and the prompt left open is left to its exit.
+    openPrompt.end(succeeded: result.pamCode == .success)
     if case .success(.passcode) = result.outcome { handle.setAuthToken(passcode) }
     if result.failDelay { handle.requestFailDelay() }
     log.log(.debug, "result \(result.pamCode.rawValue) for service \(printableText(service))")

@@ -60,29 +60,25 @@ struct LibPAMHandle {
     /// Sends one message; for a prompt, copies the reply into `secret`, and
     /// always wipes and frees the application's copy.
     func converse(_ style: PAMMessageStyle, _ text: String, into secret: SecretBuffer?) -> PromptAnswer {
+        guard let conversation = conversation() else { return .failed }
+        var answer = PromptAnswer.failed
+        let replied = text.withCString { cText in
+            conversation.send(style.raw, cText) { reply, length in
+                guard let secret else { return }
+                secret.assign(from: reply, length: length)
+                answer = length == 0 ? .empty : .entered
+            }
+        }
+        guard replied else { return .failed }
+        return secret == nil ? .entered : answer
+    }
+
+    /// The application's conversation, copied out of the handle.
+    func conversation() -> PAMConversationFunction? {
         var item: UnsafeRawPointer? = nil
         guard pam_get_item(raw, PAM_CONV, &item) == PAM_SUCCESS, let conversation = item?.assumingMemoryBound(to: pam_conv.self),
-              let function = conversation.pointee.conv else { return .failed }
-        var responses: UnsafeMutablePointer<pam_response>? = nil
-        let status = text.withCString { cText -> Int32 in
-            var message = pam_message(msg_style: style.raw, msg: cText)
-            return withUnsafePointer(to: &message) { messagePointer -> Int32 in
-                var messages: UnsafePointer<pam_message>? = messagePointer
-                return function(1, &messages, &responses, conversation.pointee.appdata_ptr)
-            }
-        }
-        defer {
-            if let responses {
-                if let reply = responses.pointee.resp { Syscalls.wipeAndRelease(reply, limit: 1 << 20) }
-                Syscalls.release(responses)
-            }
-        }
-        guard status == PAM_SUCCESS else { return .failed }
-        guard let secret else { return .entered }
-        guard let reply = responses?.pointee.resp else { return .failed }
-        let length = Syscalls.length(of: reply, limit: SecretBuffer.capacity + 1)
-        reply.withMemoryRebound(to: UInt8.self, capacity: length + 1) { secret.assign(from: $0, length: length) }
-        return length == 0 ? .empty : .entered
+              conversation.pointee.conv != nil else { return nil }
+        return PAMConversationFunction(conversation: conversation.pointee)
     }
 
     /// `PAM_AUTHTOK`, for later modules (keyrings).
@@ -254,4 +250,38 @@ private func innerConverse(_ count: Int32, _ messages: UnsafeMutablePointer<Unsa
     }
     responses.pointee = replies
     return PAM_SUCCESS
+}
+
+/// The application's conversation function and its data, copied from
+/// `PAM_CONV`: callable without the handle (the open prompt's thread never
+/// touches the handle, which pam_end frees). Plain values only: calling it
+/// touches no reference counts.
+struct PAMConversationFunction {
+    let conversation: pam_conv
+
+    /// Sends one message of `style`. A prompt's reply is given to `take`
+    /// (its bytes and length, at most SecretBuffer.capacity + 1 read), then
+    /// wiped and freed. False when the conversation failed, or a prompt got
+    /// no reply.
+    func send(_ style: Int32, _ text: UnsafePointer<CChar>, take: (UnsafePointer<UInt8>, Int) -> Void) -> Bool {
+        guard let function = conversation.conv else { return false }
+        var responses: UnsafeMutablePointer<pam_response>? = nil
+        var message = pam_message(msg_style: style, msg: text)
+        let status = withUnsafePointer(to: &message) { messagePointer -> Int32 in
+            var messages: UnsafePointer<pam_message>? = messagePointer
+            return function(1, &messages, &responses, conversation.appdata_ptr)
+        }
+        defer {
+            if let responses {
+                if let reply = responses.pointee.resp { Syscalls.wipeAndRelease(reply, limit: 1 << 20) }
+                Syscalls.release(responses)
+            }
+        }
+        guard status == PAM_SUCCESS else { return false }
+        guard style == PAM_PROMPT_ECHO_OFF else { return true }
+        guard let reply = responses?.pointee.resp else { return false }
+        let length = Syscalls.length(of: reply, limit: SecretBuffer.capacity + 1)
+        reply.withMemoryRebound(to: UInt8.self, capacity: length + 1) { take($0, length) }
+        return true
+    }
 }

@@ -24,6 +24,9 @@ public struct RequestFacts {
     /// Terminal mode's keyboard (touch or type): Ctrl-C, and the keys the
     /// conversation reads while the reader waits.
     public var keyboard: TerminalKeyboard?
+    /// polkit's agent helper: the dialog's prompt left open while the reader
+    /// waits (touch or type); its answer ends the wait.
+    public var openPrompt: OpenPrompt?
 
     public init(mode: InteractionMode, tty: [UInt8] = [], remoteHost: [UInt8] = [], requestingUser: [UInt8] = [],
                 channel: Int32? = nil, keyboard: TerminalKeyboard? = nil) {
@@ -46,6 +49,8 @@ public func makeSystemEngine<Conversation: Prompter, Store: StateStore, Log: Eve
     var interruption = WaitInterruption.none
     if let channel = facts.channel {
         interruption = .channel(channel)
+    } else if let openPrompt = facts.openPrompt {
+        interruption = .openPrompt(openPrompt)
     } else if facts.mode == .terminal {
         // Ctrl-C always; the keys too when the conversation reads them.
         interruption = .terminal(facts.keyboard ?? TerminalKeyboard())
@@ -63,15 +68,19 @@ public func makeSystemEngine<Conversation: Prompter, Log: EventLog>(
 }
 
 /// The engine of a program that may talk to a person at its own terminal
-/// (the module, `localauth test`): in terminal mode `keyboard` takes
-/// Ctrl-C and, while the reader waits, the keys (touch or type). The
-/// caller ends the keyboard when the evaluation is over.
+/// or through polkit's dialogs (the module, `localauth test`): in terminal
+/// mode `keyboard` takes Ctrl-C and, while the reader waits, the keys; in
+/// a dialog whose prompt stays open, `openPrompt` asks the password while
+/// the reader waits (touch or type). The caller ends both when the
+/// evaluation is over.
 public func makeTerminalEngine<Conversation: Prompter, Log: EventLog>(
-    _ options: Options, _ facts: RequestFacts, conversation: Conversation, keyboard: TerminalKeyboard, log: Log
+    _ options: Options, _ facts: RequestFacts, conversation: Conversation, keyboard: TerminalKeyboard,
+    openPrompt: OpenPrompt = OpenPrompt(), promptStaysOpen: Bool = false, log: Log
 ) -> SystemEngine<TouchOrTypePrompter<Conversation>, FileStateStore, Log> {
     var facts = facts
     if facts.mode == .terminal { facts.keyboard = keyboard }
-    return makeSystemEngine(options, facts, prompter: TouchOrTypePrompter(conversation, keyboard: keyboard,
+    if promptStaysOpen { facts.openPrompt = openPrompt }
+    return makeSystemEngine(options, facts, prompter: TouchOrTypePrompter(conversation, keyboard: keyboard, openPrompt: openPrompt,
                                                                           answerTimeoutSeconds: options.answerTimeoutSeconds),
                             log: log)
 }

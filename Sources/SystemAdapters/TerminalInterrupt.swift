@@ -17,6 +17,9 @@ public enum WaitInterruption {
     /// Anything arriving on, or the closing of, this descriptor (the
     /// helper's channel to its client).
     case channel(Int32)
+    /// The answer to a dialog's prompt left open while the reader waits
+    /// (polkit's agent helper): a password, an empty answer, or a cancel.
+    case openPrompt(OpenPrompt)
 }
 
 struct TerminalInterrupt {
@@ -28,7 +31,7 @@ struct TerminalInterrupt {
     func begin() -> Bool {
         switch source {
         case .none: return false
-        case .channel: return true
+        case .channel, .openPrompt: return true
         case .terminal(let keyboard): return keyboard.blockInterrupt()
         }
     }
@@ -38,6 +41,7 @@ struct TerminalInterrupt {
         switch source {
         case .none: return []
         case .channel(let fd): return [PollRequest(fd: fd, events: PollRequest.readable)]
+        case .openPrompt(let prompt): return prompt.pollRequests
         case .terminal(let keyboard): return keyboard.pollRequests
         }
     }

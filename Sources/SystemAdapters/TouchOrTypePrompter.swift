@@ -1,21 +1,30 @@
-// Touch or type, for a program at its own terminal (sudo, su, login, doas):
+// Touch or type. For a program at its own terminal (sudo, su, login, doas):
 // the conversation says everything, and while the reader waits the module
 // reads the person's keys itself, on the same thread (TerminalKeyboard).
 // Enter after a password ends the wait with it, Enter alone asks the
-// password through the conversation, Ctrl-C cancels.
+// password through the conversation, Ctrl-C cancels. In polkit's
+// administrator dialogs: the password prompt is left open on a second
+// thread while the reader waits (OpenPrompt), and nothing else is said
+// until it is answered.
 import LocalAuth
 import LocalAuthSystem
 
 public struct TouchOrTypePrompter<Conversation: Prompter>: Prompter {
     var conversation: Conversation
     let keyboard: TerminalKeyboard
+    /// A dialog's prompt left open while the reader waits.
+    let openPrompt: OpenPrompt
+    /// The open prompt's answer, taken when it ended the wait.
+    let typedInTheDialog = SecretBuffer()
     /// How long a password begun while the reader waited may take to finish
     /// once the reader stopped (`answer_timeout`).
     let answerMilliseconds: Int64
 
-    public init(_ conversation: Conversation, keyboard: TerminalKeyboard, answerTimeoutSeconds: Int) {
+    public init(_ conversation: Conversation, keyboard: TerminalKeyboard, openPrompt: OpenPrompt = OpenPrompt(),
+                answerTimeoutSeconds: Int) {
         self.conversation = conversation
         self.keyboard = keyboard
+        self.openPrompt = openPrompt
         self.answerMilliseconds = Int64(answerTimeoutSeconds) * 1000
     }
 
@@ -23,11 +32,24 @@ public struct TouchOrTypePrompter<Conversation: Prompter>: Prompter {
         keyboard.beginTyping()
     }
 
+    public mutating func leavePromptOpen(_ text: String) -> Bool {
+        openPrompt.open(text)
+    }
+
     /// The password prompt. A line begun while the reader waited is
     /// finished first, without a new prompt (the person is typing it);
     /// otherwise the terminal is put back and the program's own
     /// conversation asks (sudo's prompt, with its own timeout).
     public mutating func ask(_ text: String, into secret: SecretBuffer) -> PromptAnswer {
+        // A dialog's prompt still open is this question: its answer is
+        // waited for. Left empty, the password is asked again.
+        if openPrompt.isOpen {
+            switch openPrompt.take(into: secret) {
+            case .entered: return .entered
+            case .failed: return .failed
+            case .empty: return conversation.ask(text, into: secret)
+            }
+        }
         // A password typed and entered before this question (while the
         // reader was being claimed, or waited) is its answer.
         keyboard.readKeys()
@@ -54,7 +76,12 @@ public struct TouchOrTypePrompter<Conversation: Prompter>: Prompter {
         return conversation.ask(text, into: secret)
     }
 
+    /// Nothing is said while a dialog's prompt is open: the conversation
+    /// is never called from two threads at once, and the agents that take
+    /// the verdict while prompting clear the typed text (GNOME Shell) or
+    /// stop at a message box (lxpolkit) on a message.
     public mutating func tell(_ text: String, _ kind: MessageKind) {
+        if openPrompt.isOpen { return }
         conversation.tell(text, kind)
     }
 
@@ -63,6 +90,16 @@ public struct TouchOrTypePrompter<Conversation: Prompter>: Prompter {
     /// password, Enter alone asks for it. Without keys, the engine's own
     /// rule for Ctrl-C holds.
     public mutating func takeChoice() -> WaitChoice? {
+        // A dialog's answer: a password, an empty answer (the password is
+        // asked), or a cancelled dialog.
+        if openPrompt.isOpen {
+            guard openPrompt.answered else { return .cancel }
+            switch openPrompt.take(into: typedInTheDialog) {
+            case .entered: return .typedPassword
+            case .empty: return .passwordWanted
+            case .failed: return .cancel
+            }
+        }
         guard keyboard.typing else { return conversation.takeChoice() }
         if keyboard.interruptPending || keyboard.terminationPending || keyboard.gaveUp { return .cancel }
         if keyboard.entered { return keyboard.line.isEmpty ? .passwordWanted : .typedPassword }
@@ -70,6 +107,10 @@ public struct TouchOrTypePrompter<Conversation: Prompter>: Prompter {
     }
 
     public mutating func takeTypedPassword(into secret: SecretBuffer) -> Bool {
+        if !typedInTheDialog.isEmpty {
+            typedInTheDialog.move(into: secret)
+            return true
+        }
         let taken = keyboard.takeLine(into: secret)
         keyboard.end()
         return taken

@@ -205,6 +205,20 @@ final class FakePrompter: Prompter {
         return keys != nil
     }
 
+    /// A dialog's prompts left open while the reader waited, and what was
+    /// said while one was (dropped, as the real prompter drops it).
+    private(set) var leftOpen: [String] = []
+    private(set) var droppedWhileOpen: [String] = []
+    private(set) var promptOpen = false
+
+    /// Opens when the person can type (`keys` set), as watchKeys does.
+    func leavePromptOpen(_ text: String) -> Bool {
+        guard keys != nil else { return false }
+        leftOpen.append(text)
+        promptOpen = true
+        return true
+    }
+
     func takeTypedPassword(into secret: SecretBuffer) -> Bool {
         guard let typed = keys, !typed.isEmpty else { return false }
         typedTaken += 1
@@ -214,11 +228,30 @@ final class FakePrompter: Prompter {
     }
 
     func takeChoice() -> WaitChoice? {
-        choices.isEmpty ? nil : choices.removeFirst()
+        promptOpen = false
+        return choices.isEmpty ? nil : choices.removeFirst()
     }
 
     func ask(_ text: String, into secret: SecretBuffer) -> PromptAnswer {
+        // A dialog's prompt still open is this question (not asked again);
+        // left empty, the password is asked as usual.
+        if promptOpen {
+            promptOpen = false
+            guard !answers.isEmpty else {
+                answersExhausted = true
+                return .failed
+            }
+            if answers.first == .empty {
+                answers.removeFirst()
+            } else {
+                return answer(into: secret)
+            }
+        }
         asked.append(text)
+        return answer(into: secret)
+    }
+
+    private func answer(into secret: SecretBuffer) -> PromptAnswer {
         guard !answers.isEmpty else {
             answersExhausted = true
             return .failed
@@ -241,6 +274,7 @@ final class FakePrompter: Prompter {
     }
 
     func tell(_ text: String, _ kind: MessageKind) {
+        if promptOpen { return droppedWhileOpen.append(text) }
         told.append(Told(text: text, kind: kind))
     }
 
@@ -385,6 +419,7 @@ enum Text {
     static let notRecognized = "Fingerprint not recognized."
     static let ctrlC = "Press Ctrl-C to Enter Password."
     static let touchOrType = "Touch the fingerprint reader or type your password:"
+    static let dialogTouchOrType = "Password or touch the fingerprint reader:"
     static let noMatchTouchOrType = "Fingerprint not recognized. Try again, or type your password."
     static let timedOut = "Timed out waiting for a fingerprint."
     static let disconnected = "The fingerprint reader was disconnected."
@@ -437,11 +472,12 @@ final class World {
 
     func request(_ user: UserIdentity = alice, mode: InteractionMode = .terminal, silent: Bool = false,
                  scope: ScopeDecision = .inScope, service: String = "sudo", session: String = "",
-                 actsForAName: Bool = false) -> Request {
+                 actsForAName: Bool = false, promptStaysOpen: Bool = false) -> Request {
         var request = Request(scope: scope, userName: user.name, user: scope == .inScope ? user : nil, service: bytes(service),
                               tty: bytes("/dev/pts/3"), remoteHost: [], mode: mode, silent: silent)
         request.session = bytes(session)
         request.callerActsForAName = actsForAName
+        request.promptStaysOpen = promptStaysOpen
         return request
     }
 
@@ -449,12 +485,13 @@ final class World {
     @discardableResult
     func prompt(_ user: UserIdentity = alice, policy: LAPolicy = .owner, mode: InteractionMode = .terminal, silent: Bool = false,
                 scope: ScopeDecision = .inScope, service: String = "sudo", answers: [Answer] = [], script: [SensorStep] = [],
-                passcode: SecretBuffer = SecretBuffer(), session: String = "", actsForAName: Bool = false) -> EvaluationResult {
+                passcode: SecretBuffer = SecretBuffer(), session: String = "", actsForAName: Bool = false,
+                promptStaysOpen: Bool = false) -> EvaluationResult {
         prompter.answers.append(contentsOf: answers)
         sensor.script.append(contentsOf: script)
         var engine = engine()
         return engine.evaluate(request(user, mode: mode, silent: silent, scope: scope, service: service, session: session,
-                                       actsForAName: actsForAName),
+                                       actsForAName: actsForAName, promptStaysOpen: promptStaysOpen),
                                policy: policy, passcode: passcode)
     }
 }

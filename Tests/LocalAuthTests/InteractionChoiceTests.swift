@@ -91,4 +91,37 @@ final class InteractionChoiceTests: XCTestCase {
         XCTAssertEqual(KnownServices.shownName(Array("su-l".utf8)), Array("su -".utf8))
         XCTAssertEqual(KnownServices.shownName(Array("sudo".utf8)), Array("sudo".utf8))
     }
+
+    /// polkit's dialogs: the prompt stays open while the reader waits only
+    /// inside polkit's agent helper, in prompt mode, for an agent measured
+    /// to take the verdict while its prompt is up.
+    func testAPromptStaysOpenOnlyInPolkitsHelperForAnAgentThatTakesTheVerdict() {
+        let helper = "/usr/lib/polkit-1/polkit-agent-helper-1"
+        let rows: [(String, String, InteractionMode, String, String, Bool)] = [
+            ("GNOME Shell", "polkit-1", .prompt, helper, "/usr/bin/gnome-shell", true),
+            ("Plasma's agent", "polkit-1", .prompt, helper, "/usr/lib/x86_64-linux-gnu/libexec/polkit-kde-authentication-agent-1", true),
+            ("lxpolkit", "polkit-1", .prompt, helper, "/usr/bin/lxpolkit", true),
+            ("MATE's agent waits in its prompt", "polkit-1", .prompt, helper,
+             "/usr/libexec/polkit-mate-authentication-agent-1", false),
+            ("polkit-gnome's agent waits in its prompt", "polkit-1", .prompt, helper,
+             "/usr/libexec/polkit-gnome-authentication-agent-1", false),
+            ("pkttyagent reads until Enter", "polkit-1", .prompt, helper, "/usr/bin/pkttyagent", false),
+            ("pkexec's own agent", "polkit-1", .prompt, helper, "/usr/bin/pkexec", false),
+            ("an agent nobody measured", "polkit-1", .prompt, helper, "/usr/bin/some-agent", false),
+            ("an agent that could not be read", "polkit-1", .prompt, helper, "", false),
+            ("not polkit's helper", "polkit-1", .prompt, "/usr/bin/sudo", "/usr/bin/gnome-shell", false),
+            ("a program named like the helper's directory", "polkit-1", .prompt, "/usr/lib/polkit-agent-helper-1/x",
+             "/usr/bin/gnome-shell", false),
+            ("another service in the helper", "sudo", .prompt, helper, "/usr/bin/gnome-shell", false),
+            ("mode= scan", "polkit-1", .scan, helper, "/usr/bin/gnome-shell", false),
+            ("mode= password", "polkit-1", .password, helper, "/usr/bin/gnome-shell", false),
+            ("mode= terminal", "polkit-1", .terminal, helper, "/usr/bin/gnome-shell", false),
+        ]
+        for (name, service, mode, own, agent, open) in rows {
+            XCTAssertEqual(AdministratorDialog.promptStaysOpen(service: Array(service.utf8), mode: mode, ownProgram: Array(own.utf8),
+                                                               agentProgram: Array(agent.utf8)), open, name)
+        }
+        let names = AdministratorDialog.agents.map { "\($0.program)" }
+        XCTAssertEqual(Set(names).count, names.count, "an agent listed twice")
+    }
 }

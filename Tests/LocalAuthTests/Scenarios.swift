@@ -49,6 +49,9 @@ struct Scenario {
     /// Touch or type: the line typed while the reader waits (nil: the
     /// conversation reads no keys).
     var typed: String? = nil
+    /// polkit's dialog whose agent takes the verdict while prompting
+    /// (prompt mode): the password prompt may stay open while the reader waits.
+    var dialog = false
     var verifierBegins = true
     var forcedVerdict: PasscodeVerdict? = nil
     // Expectations. Counts default to "did not happen"; outcome and code must be given.
@@ -68,6 +71,8 @@ struct Scenario {
     var pAtCheck: [Int]? = nil
     /// Exactly the prompts asked, in order.
     var prompts: [String] = []
+    /// Exactly the prompts left open while the reader waited (dialogs).
+    var leftOpen: [String] = []
     var says: [String] = []
     var saysError: [String] = []
     var saysNot: [String] = []
@@ -449,6 +454,111 @@ func scenarios() -> [Scenario] {
     add("R16 prompt mode: keys are never read", .owner) {
         $0.mode = .prompt
         $0.typed = "hunter2"
+        $0.answers = [.empty]
+        $0.script = [.match]
+        $0.outcome = .success(.biometry); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.prompts = [Text.firstPrompt]
+    }
+
+    // MARK: R16 touch or type in a dialog (polkit's agent helper, an agent that takes the verdict while prompting)
+    add("R16 dialog: a touch wins with the prompt open; nothing is said", .owner) {
+        $0.dialog = true; $0.typed = ""
+        $0.script = [.match]
+        $0.outcome = .success(.biometry); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.leftOpen = [Text.dialogTouchOrType]
+        $0.saysNot = [Text.place, Text.touchOrType, Text.firstPrompt]
+    }
+    add("R16 dialog: the password typed while the reader waits is the attempt; the wait's is given back", .owner) {
+        $0.dialog = true; $0.typed = "correct horse"
+        $0.script = [SensorStep(.interrupted)]
+        $0.choices = [.typedPassword]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.leftOpen = [Text.dialogTouchOrType]
+    }
+    add("R16 dialog: a wrong typed password is charged; misses before it count", .owner) {
+        $0.dialog = true; $0.typed = "hunter2"
+        $0.script = [.noMatch, SensorStep(.interrupted)]
+        $0.choices = [.typedPassword]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.f = 1; $0.p = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.leftOpen = [Text.dialogTouchOrType]
+        $0.saysNot = [Text.noMatchTouchOrType, Text.noMatchTryAgain]
+    }
+    add("R16 dialog: the reader's tries used up, the open prompt's answer is the password (no second prompt)", .owner) {
+        $0.dialog = true; $0.typed = ""
+        $0.script = [.noMatch, .noMatch, .noMatch]
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 3
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.leftOpen = [Text.dialogTouchOrType]
+        $0.saysNot = [Text.notRecognized]
+    }
+    add("R16 dialog: an empty answer while the reader waits asks the password", .owner) {
+        $0.dialog = true; $0.typed = ""
+        $0.script = [SensorStep(.interrupted)]
+        $0.choices = [.passwordWanted]
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.leftOpen = [Text.dialogTouchOrType]
+        $0.prompts = [Text.passcodePrompt]
+    }
+    add("R16 dialog: cancelled while the reader waits: nothing charged", .owner) {
+        $0.dialog = true; $0.typed = ""
+        $0.script = [SensorStep(.interrupted)]
+        $0.choices = [.cancel]
+        $0.outcome = .failure(.userCancel); $0.code = .conversationError
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.leftOpen = [Text.dialogTouchOrType]
+    }
+    add("R16 dialog: at 4 failures a wrong typed password never locks the finger by itself", .owner) {
+        $0.dialog = true; $0.typed = "hunter2"
+        $0.initial = .record(f: 4, p: 0)
+        $0.script = [SensorStep(.interrupted)]
+        $0.choices = [.typedPassword]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError; $0.failDelay = true
+        $0.f = 4; $0.p = 1
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.leftOpen = [Text.dialogTouchOrType]
+    }
+    add("R16 dialog: a prompt that cannot stay open: the reader with its message, then the password", .owner) {
+        $0.dialog = true
+        $0.script = [.noMatch, .noMatch, .noMatch]
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 3
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.says = [Text.place]
+    }
+    add("R16 dialog: during the password back-off no prompt stays open; the finger still works", .owner) {
+        $0.dialog = true; $0.typed = ""
+        $0.initial = .record(f: 0, p: 5, backoffMilliseconds: 30_000)
+        $0.script = [.match]
+        $0.outcome = .success(.biometry); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.says = [Text.place]
+    }
+    add("R16 dialog: locked finger: the password prompt alone", .owner) {
+        $0.dialog = true; $0.typed = ""
+        $0.initial = .record(f: 5, p: 0)
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+        $0.saysError = [Text.locked]
+    }
+    add("R16 dialog under biometrics: never left open", .biometrics) {
+        $0.dialog = true; $0.typed = ""
         $0.answers = [.empty]
         $0.script = [.match]
         $0.outcome = .success(.biometry); $0.code = .success
@@ -1307,7 +1417,8 @@ final class ScenarioTests: XCTestCase {
         let prompter = FakePrompter(s.answers, choices: s.choices, keys: s.typed)
         let world = World(options: options, sensor: sensor, verifier: verifier, prompter: prompter, store: store, clock: clock)
 
-        let result = world.prompt(s.user, policy: s.policy, mode: s.mode, silent: s.silent, scope: s.scope)
+        let result = world.prompt(s.user, policy: s.policy, mode: s.dialog ? .prompt : s.mode, silent: s.silent, scope: s.scope,
+                                  service: s.dialog ? "polkit-1" : "sudo", promptStaysOpen: s.dialog)
 
         XCTAssertEqual(result.outcome, expectedOutcome, "\(label): outcome")
         XCTAssertEqual(result.pamCode, expectedCode, "\(label): PAM code")
@@ -1405,6 +1516,17 @@ final class ScenarioTests: XCTestCase {
             XCTAssertTrue(s.prompts.isEmpty, "\(label): asked again after the password was typed")
         }
         if prompter.keysWatched > 0 && s.typed != nil { XCTAssertFalse(prompter.saw("Ctrl-C"), "\(label): Ctrl-C offered while keys are read") }
+        // A dialog's prompt stays open only in a dialog, under policy owner,
+        // once per claimed reader, and replaces the first prompt.
+        XCTAssertEqual(prompter.leftOpen, s.leftOpen, "\(label): prompts left open")
+        if !s.dialog || s.policy != .owner || s.scope != .inScope {
+            XCTAssertEqual(prompter.leftOpen, [], "\(label): a prompt left open outside a dialog's policy owner")
+        }
+        XCTAssertLessThanOrEqual(prompter.leftOpen.count, s.sensorOpens, "\(label): a prompt left open without the reader waiting")
+        if !prompter.leftOpen.isEmpty {
+            XCTAssertFalse(prompter.asked.contains(Text.firstPrompt), "\(label): a first prompt beside the open one")
+            XCTAssertEqual(prompter.keysWatched, 0, "\(label): a terminal's keys read in a dialog")
+        }
         if s.storeUntouched && s.scope != .unknownUser { XCTAssertEqual(prompter.told, [], "\(label): said something") }
         for (level, fragment) in s.logs {
             XCTAssertTrue(world.log.has(level, fragment), "\(label): missing log \(level) \"\(fragment)\" in \(world.log.entries)")

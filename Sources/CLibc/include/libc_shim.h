@@ -41,6 +41,8 @@ int la_errno(void);
    module that includes the system headers must see them alike): they are
    wrapped in libc_shim.c. */
 int la_setresuid(unsigned real, unsigned effective, unsigned saved);
+/* Keeps the shared object this code is in loaded until exit (libc_shim.c). */
+int la_keep_this_object_loaded(void);
 /* pipe2(fds, O_CLOEXEC). */
 int la_pipe_cloexec(int fds[2]);
 int la_setresgid(unsigned real, unsigned effective, unsigned saved);

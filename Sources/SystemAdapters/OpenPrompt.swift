@@ -1,0 +1,219 @@
+// Touch or type in polkit's administrator dialogs: the password prompt is
+// asked on a second thread and left open while the reader waits on the
+// module's own thread. The agent shows the prompt; a touch ends the
+// evaluation with the prompt still open (the helper writes its verdict and
+// exits, and the agent closes the dialog), a typed password ends the wait
+// with that password. Only inside polkit's agent helper
+// (AdministratorDialog.promptStaysOpen): nowhere else may a conversation
+// call be left waiting.
+//
+// The conversation is called by one thread at a time: while the prompt is
+// open the module says nothing (the prompter drops its messages), and after
+// it is answered the prompt's thread has returned.
+//
+// What the two threads share lives in memory of its own, never in Swift
+// objects, so that the prompt's thread touches no reference counts; a mutex
+// guards it, and whichever side is last frees it: the module when it takes
+// the answer, the thread when the module left without it.
+import CLibc
+import CSystemLibraries
+import LocalAuth
+import LocalAuthSystem
+
+/// What the module and the prompt's thread share.
+struct OpenPromptShared {
+    enum State { case open, answered, abandoned }
+    let lock: UnsafeMutablePointer<pthread_mutex_t>
+    var state: State = .open
+    /// The conversation replied (false: it failed, e.g. the agent went away).
+    var replied = false
+    var answerLength = 0
+    /// SecretBuffer.capacity + 1 bytes, wiped when taken or abandoned.
+    let answer: UnsafeMutablePointer<UInt8>
+    /// The prompt's text, a C string of its own.
+    let text: UnsafeMutablePointer<CChar>
+    let conversation: PAMConversationFunction
+    /// Written once when the answer is in (the module polls the read end).
+    let notifyWrite: Int32
+
+    /// Frees everything; the caller holds no lock and no one else refers to it.
+    static func free(_ shared: UnsafeMutablePointer<OpenPromptShared>) {
+        Syscalls.wipe(shared.pointee.answer, count: SecretBuffer.capacity + 1)
+        shared.pointee.answer.deallocate()
+        shared.pointee.text.deallocate()
+        Syscalls.close(shared.pointee.notifyWrite)
+        Syscalls.destroyMutex(shared.pointee.lock)
+        shared.deinitialize(count: 1)
+        shared.deallocate()
+    }
+}
+
+/// The prompt's thread: one conversation call, its answer handed over
+/// under the lock, or wiped when the module no longer waits for it.
+private let openPromptThread: Syscalls.ThreadBody = { argument in
+    guard let argument else { return nil }
+    let shared = argument.assumingMemoryBound(to: OpenPromptShared.self)
+    let answer = UnsafeMutablePointer<UInt8>.allocate(capacity: SecretBuffer.capacity + 1)
+    var length = 0
+    let replied = shared.pointee.conversation.send(PAM_PROMPT_ECHO_OFF, shared.pointee.text) { reply, replyLength in
+        length = replyLength
+        if replyLength <= SecretBuffer.capacity { answer.update(from: reply, count: replyLength) }
+    }
+    Syscalls.lock(shared.pointee.lock)
+    if shared.pointee.state == .abandoned {
+        Syscalls.unlock(shared.pointee.lock)
+        Syscalls.wipe(answer, count: SecretBuffer.capacity + 1)
+        answer.deallocate()
+        OpenPromptShared.free(shared)
+        return nil
+    }
+    if replied && length <= SecretBuffer.capacity { shared.pointee.answer.update(from: answer, count: length) }
+    shared.pointee.answerLength = length
+    shared.pointee.replied = replied
+    shared.pointee.state = .answered
+    _ = Syscalls.writeByte(shared.pointee.notifyWrite, 1)
+    Syscalls.unlock(shared.pointee.lock)
+    // Nothing of the shared memory is touched after the lock is released:
+    // the module may free it from now on.
+    Syscalls.wipe(answer, count: SecretBuffer.capacity + 1)
+    answer.deallocate()
+    return nil
+}
+
+/// The module's side of an open prompt (its own thread only).
+public final class OpenPrompt {
+    /// What the prompt's answer was.
+    public enum Answer: Equatable {
+        /// Text, now in the secret buffer.
+        case entered
+        /// An empty answer.
+        case empty
+        /// The conversation failed (the dialog was cancelled, the agent went
+        /// away) or the answer did not fit.
+        case failed
+    }
+
+    private let conversation: PAMConversationFunction?
+    private var shared: UnsafeMutablePointer<OpenPromptShared>? = nil
+    private var thread: pthread_t? = nil
+    private var notifyRead: Int32 = -1
+
+    /// `conversation` nil: the prompt can never be opened.
+    init(conversation: PAMConversationFunction?) {
+        self.conversation = conversation
+    }
+
+    /// An open prompt over the application's conversation.
+    public convenience init(handle: PAMHandle) {
+        self.init(conversation: handle.handle.conversation())
+    }
+
+    /// An open prompt that never opens (every caller but polkit's agent helper).
+    public convenience init() {
+        self.init(conversation: nil)
+    }
+
+    /// A prompt is open and not yet answered (or answered and not yet taken).
+    public var isOpen: Bool { shared != nil }
+
+    /// What the reader's wait polls: readable once the answer is in.
+    public var pollRequests: [PollRequest] {
+        shared == nil ? [] : [PollRequest(fd: notifyRead, events: PollRequest.readable)]
+    }
+
+    /// Whether the answer is in (without waiting).
+    public var answered: Bool {
+        guard shared != nil, let ready = Syscalls.poll(pollRequests, timeoutMilliseconds: 0) else { return false }
+        return ready.contains { $0 != 0 }
+    }
+
+    /// Asks `text` on a thread of its own; false when it cannot (no
+    /// conversation, no thread, the module could not be kept loaded).
+    public func open(_ text: String) -> Bool {
+        guard shared == nil, let conversation, Syscalls.keepThisObjectLoaded(), let pipe = Syscalls.pipe() else { return false }
+        guard let lock = Syscalls.makeMutex() else {
+            Syscalls.close(pipe.read)
+            Syscalls.close(pipe.write)
+            return false
+        }
+        let utf8 = Array(text.utf8)
+        let copy = UnsafeMutablePointer<CChar>.allocate(capacity: utf8.count + 1)
+        for (index, byte) in utf8.enumerated() { copy[index] = CChar(bitPattern: byte) }
+        copy[utf8.count] = 0
+        let answer = UnsafeMutablePointer<UInt8>.allocate(capacity: SecretBuffer.capacity + 1)
+        answer.initialize(repeating: 0, count: SecretBuffer.capacity + 1)
+        let memory = UnsafeMutablePointer<OpenPromptShared>.allocate(capacity: 1)
+        memory.initialize(to: OpenPromptShared(lock: lock, answer: answer, text: copy, conversation: conversation,
+                                               notifyWrite: pipe.write))
+        guard let started = Syscalls.startThread(openPromptThread, UnsafeMutableRawPointer(memory)) else {
+            OpenPromptShared.free(memory)
+            Syscalls.close(pipe.read)
+            return false
+        }
+        shared = memory
+        thread = started
+        notifyRead = pipe.read
+        return true
+    }
+
+    /// Waits for the answer (as long as the person takes: the dialog has no
+    /// timeout of its own) and moves it into `secret`; the prompt is then
+    /// closed. `.failed` when none is open.
+    public func take(into secret: SecretBuffer) -> Answer {
+        guard let memory = shared else { return .failed }
+        // A signal wakes poll early; only its failure ends the wait (the
+        // prompt then stays open, and `end` leaves it).
+        while !answered {
+            guard Syscalls.poll(pollRequests, timeoutMilliseconds: -1) != nil else { return .failed }
+        }
+        Syscalls.lock(memory.pointee.lock)
+        var answer = Answer.failed
+        if memory.pointee.replied && memory.pointee.answerLength <= SecretBuffer.capacity {
+            secret.assign(from: memory.pointee.answer, length: memory.pointee.answerLength)
+            answer = memory.pointee.answerLength == 0 ? .empty : .entered
+        }
+        Syscalls.unlock(memory.pointee.lock)
+        closeAnswered()
+        return answer
+    }
+
+    /// Ends the prompt. Answered: the thread is joined and everything
+    /// wiped and freed. Still open after a success (the finger won): the
+    /// thread is left waiting in the conversation, which the agent helper's
+    /// exit ends, and frees the shared memory itself if an answer ever
+    /// comes. Still open after anything else: the answer is waited for and
+    /// wiped, so that the next line of the stack, which may ask a password
+    /// of its own, never converses while this prompt still does.
+    public func end(succeeded: Bool) {
+        guard let memory = shared else { return }
+        if !succeeded {
+            let discarded = SecretBuffer()
+            _ = take(into: discarded)
+            discarded.wipe()
+            guard shared != nil else { return }
+        }
+        Syscalls.lock(memory.pointee.lock)
+        if memory.pointee.state == .answered {
+            Syscalls.unlock(memory.pointee.lock)
+            closeAnswered()
+            return
+        }
+        memory.pointee.state = .abandoned
+        Syscalls.unlock(memory.pointee.lock)
+        if let thread { Syscalls.detachThread(thread) }
+        Syscalls.close(notifyRead)
+        shared = nil
+        thread = nil
+        notifyRead = -1
+    }
+
+    private func closeAnswered() {
+        guard let memory = shared else { return }
+        if let thread { Syscalls.joinThread(thread) }
+        OpenPromptShared.free(memory)
+        Syscalls.close(notifyRead)
+        shared = nil
+        thread = nil
+        notifyRead = -1
+    }
+}
