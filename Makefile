@@ -162,8 +162,14 @@ $(BUILD)/fakehelper: tests/fakehelper.c
 	@mkdir -p $(BUILD)
 	$(CC) -O1 -Wall -Wextra -Werror -o $@ $<
 
+# A polkit agent that behaves as GNOME Shell's dialog does, under its
+# program name (tests/test_polkit_dialogs.py).
+$(BUILD)/dialogagent/gnome-shell: tests/dialogagent.c
+	@mkdir -p $(BUILD)/dialogagent
+	$(CC) -O1 -Wall -Wextra -Werror -o $@ $< $$(pkg-config --cflags --libs polkit-agent-1)
+
 test-artifacts: module $(BUILD)/pamharness $(BUILD)/claimdelay.so $(BUILD)/crashlog.so $(BUILD)/faultinject.so $(BUILD)/fakehelper \
-	$(BUILD)/pam_keeptok.so $(BUILD)/gdmworker
+	$(BUILD)/pam_keeptok.so $(BUILD)/gdmworker $(BUILD)/dialogagent/gnome-shell
 	swift build
 
 tools: test-artifacts

@@ -69,8 +69,11 @@ class TmuxDesk:
         return sum(text in line for line in self.pane(window))
 
     def wait_text(self, window, text, occurrence=1, timeout=STEP):
-        wait_for(lambda: self.count(window, text) >= occurrence, timeout=timeout,
-                 what=f"{text!r} #{occurrence} in window {window}")
+        try:
+            wait_for(lambda: self.count(window, text) >= occurrence, timeout=timeout,
+                     what=f"{text!r} #{occurrence} in window {window}")
+        except AssertionError as error:
+            raise AssertionError(f"{error}; the window shows: {self.pane(window)[-15:]}") from None
 
     def keys(self, window, text, enter=True):
         if text:

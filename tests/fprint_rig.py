@@ -893,9 +893,11 @@ class BusMonitor:
 
     def __init__(self, rig):
         rules = [f"type='signal',interface='{DEVICE_IFACE}'", f"type='method_call',interface='{DEVICE_IFACE}'"]
+        # Unbuffered: select() sees only what no reader buffer took yet.
         self.proc = subprocess.Popen(DIE_WITH_TESTS + ["dbus-monitor", "--address", rig.bus_address] + rules, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True)
+                                     stderr=subprocess.DEVNULL, bufsize=0)
         self.lines = []
+        self.partial = b""
         self.wait_for("NameAcquired", interface=False)
 
     def _read_until(self, predicate, timeout=20):
@@ -905,9 +907,10 @@ class BusMonitor:
             assert left > 0, f"dbus-monitor never showed it: {self.lines}"
             ready, _, _ = select.select([self.proc.stdout], [], [], left)
             if ready:
-                line = self.proc.stdout.readline()
-                assert line, "dbus-monitor ended"
-                self.lines.append(line)
+                chunk = os.read(self.proc.stdout.fileno(), 65536)
+                assert chunk, "dbus-monitor ended"
+                *complete, self.partial = (self.partial + chunk).split(b"\n")
+                self.lines += [line.decode(errors="replace") + "\n" for line in complete]
 
     def wait_for(self, member, interface=True):
         self._read_until(lambda: any(f"member={member}" in line for line in self.lines))
@@ -923,7 +926,8 @@ class BusMonitor:
         """Stops the monitor. -> [(member, first string argument or None)]"""
         self.proc.terminate()
         rest, _ = self.proc.communicate(timeout=10)
-        self.lines += rest.splitlines(keepends=True)
+        self.lines += (self.partial + rest).decode(errors="replace").splitlines(keepends=True)
+        self.partial = b""
         events = []
         for index, line in enumerate(self.lines):
             if f"interface={DEVICE_IFACE}" in line and "member=" in line:

@@ -22,6 +22,17 @@ polkit-agent-helper-1 runs PAM with effective uid 0 and no PAM_TTY: the
 module runs in-process in prompt mode. pkttyagent reads the answer to a
 prompt synchronously from the terminal, so a touch cannot end its prompt:
 the user presses Enter to use the reader (docs/DESIGN.md, "polkit").
+
+An agent that takes the helper's verdict while its prompt is up gets touch
+or type: the password prompt stays open while the reader waits. GNOME
+Shell's dialog is such an agent, and it cannot run in the suite: its part
+is played by tests/dialogagent.c, an agent on libpolkit-agent-1 that
+behaves as GNOME Shell 43's dialog does (OK needs text, so an empty answer
+is never sent; a message clears the entry; a failed session starts a new
+one), built under GNOME Shell's program name, which is all the module sees
+of its agent. It registers for the user's shell as pkttyagent does. The
+real lxpolkit, a graphical agent of Debian 12, is driven under Xvfb in
+tests/test_polkit_lxpolkit.py.
 """
 import os
 import re
@@ -30,8 +41,9 @@ import subprocess
 
 import pytest
 
-from fprint_rig import FprintRig, RigError
+from fprint_rig import BusMonitor, FprintRig, RigError
 from desktop import TmuxDesk
+from pamenv import BUILD
 from lockers import process_description, user_processes, wait_for
 from private_world import PrivateWorld
 
@@ -48,6 +60,9 @@ PROMPT = "Password, or press Enter to use your fingerprint:"
 PASSWORD_PROMPT = "Enter Password:"
 LOCKED = "Too many failed fingerprint attempts. Fingerprint is locked until you enter your password."
 POLKITD = "/usr/lib/polkit-1/polkitd"
+# tests/dialogagent.c: GNOME Shell's dialog, as the module sees it.
+GNOME_LIKE_AGENT = BUILD / "dialogagent" / "gnome-shell"
+DIALOG_PROMPT = "REQUEST Password or swipe finger:"   # the virtual reader is a swipe sensor
 
 
 @pytest.fixture(scope="module")
@@ -88,12 +103,13 @@ class Desktop(TmuxDesk):
     """The user's shell (window 0) and polkit's text agent for it (window
     "agent")."""
 
-    def start(self, remote_session=None):
+    def start(self, remote_session=None, agent="pkttyagent"):
+        self.agent_program = str(agent)
         mark = self.world.syslog.mark()
         self.open(0, self.command("sh", "-c", "echo SHELL=$$; exec sh", session=remote_session))
         wait_for(lambda: any(line.startswith("SHELL=") for line in self.pane(0)), what="the user's shell")
         pid = next(line for line in self.pane(0) if line.startswith("SHELL=")).split("=")[1]
-        self.open("agent", self.command("pkttyagent", "--process", pid, session=remote_session)
+        self.open("agent", self.command(str(agent), "--process", pid, session=remote_session)
                   + "; echo AGENT-EXIT=$?; sleep 600")
         wait_for(lambda: any("Registered Authentication Agent" in line for line in self.world.syslog.since(mark)),
                  what="pkttyagent registered with polkitd")
@@ -104,7 +120,7 @@ class Desktop(TmuxDesk):
 
     def pkexec(self):
         """Starts `pkexec id -u` and waits for the agent's request."""
-        request = "==== AUTHENTICATING FOR org.freedesktop.policykit.exec"
+        request = ("==== AUTHENTICATING FOR " if self.agent_program == "pkttyagent" else "DIALOG ") + "org.freedesktop.policykit.exec"
         before = self.count("agent", request)
         run = self.run("pkexec --disable-internal-agent /usr/bin/id -u")
         self.wait_text("agent", request, before + 1)
@@ -117,6 +133,13 @@ class Desktop(TmuxDesk):
     def answer(self, text):
         self.keys("agent", text)
 
+    def type(self, text, ok=True):
+        """The GNOME-like agent: `text` typed into the entry, then OK."""
+        if text:
+            self.keys("agent", f"type {text}")
+        if ok:
+            self.keys("agent", "ok")
+
 
 @pytest.fixture
 def desktop(world, rig):
@@ -124,9 +147,9 @@ def desktop(world, rig):
     world.password_entered(USER)   # the first password of this boot: the finger is enough now
     started = []
 
-    def start(uid=UID, user=USER, remote_session=None):
+    def start(uid=UID, user=USER, remote_session=None, agent="pkttyagent"):
         started.append(Desktop(world, uid, user))
-        return started[-1].start(remote_session)
+        return started[-1].start(remote_session, agent)
     yield start
     for desk in started:
         desk.close()
@@ -277,3 +300,152 @@ def test_remote_session_gets_the_password_only(desktop, world, rig, logind):
     desk.answer(PASSWORD)
     assert desk.exit_status(run) == 0
     assert world.counts(UID) == (0, 0)
+
+
+# ---- touch or type: an agent that takes the verdict while its prompt is up --
+
+@pytest.fixture
+def dialog(desktop):
+    """The user's shell and the GNOME-like agent (tests/dialogagent.c)."""
+    if not GNOME_LIKE_AGENT.exists():
+        pytest.skip("the stand-in agent is not built: run make test-artifacts")
+    return desktop(agent=GNOME_LIKE_AGENT)
+
+
+def dialog_lines(desk, since=0):
+    """What the GNOME-like agent showed, from its `since`-th line."""
+    return [line for line in desk.agent() if line.split(" ")[0].isupper()][since:]
+
+
+def helpers_gone():
+    return not any(process_description(pid).startswith("polkit-agent-helper-1") for pid in user_processes(0))
+
+
+def test_dialog_a_touch_completes_it_with_nothing_typed(dialog, world, rig):
+    """GNOME Shell's OK needs text, so a prompt that waits for an empty
+    answer never reaches the reader there. The prompt stays open while the
+    reader waits, a touch completes the dialog, and nothing but the prompt
+    is shown (a message would clear what the person is typing)."""
+    rig.feed([MATCH])
+    with BusMonitor(rig) as bus:
+        run = dialog.pkexec()
+        dialog.wait_text("agent", DIALOG_PROMPT)
+        bus.wait_for("VerifyStart")            # the reader waits while the prompt is up
+        fed(rig)
+    dialog.wait_text("agent", "COMPLETED TRUE")
+    assert dialog.exit_status(run) == 0
+    assert world.counts(UID) == (0, 0)
+    shown = dialog_lines(dialog)
+    assert [line.split(" ")[0] for line in shown] == ["REGISTERED", "DIALOG", "MESSAGE", "REQUEST", "COMPLETED", "DIALOG-CLOSED"], shown
+    wait_for(helpers_gone, what="the agent helper gone")
+
+
+def test_dialog_a_password_typed_while_the_reader_waits(dialog, world, rig):
+    with BusMonitor(rig) as bus:
+        run = dialog.pkexec()
+        dialog.wait_text("agent", DIALOG_PROMPT)
+        bus.wait_for("VerifyStart")
+        dialog.type(PASSWORD)
+        dialog.wait_text("agent", "COMPLETED TRUE")
+        assert dialog.exit_status(run) == 0
+        calls = [member for member, _ in bus.close() if member in ("Claim", "VerifyStart", "VerifyStop", "Release")]
+    assert calls == ["Claim", "VerifyStart", "VerifyStop", "Release"]
+    # The password is the attempt; the reader's, which judged no finger, is given back.
+    assert world.counts(UID) == (0, 0)
+    rig.wait_until_claimable(USER, timeout=10)
+
+
+def test_dialog_an_empty_ok_is_ignored_and_the_reader_still_waits(dialog, world, rig):
+    with BusMonitor(rig) as bus:
+        run = dialog.pkexec()
+        dialog.wait_text("agent", DIALOG_PROMPT)
+        bus.wait_for("VerifyStart")
+        dialog.type("")
+        dialog.wait_text("agent", "OK-IGNORED the entry is empty")
+        rig.feed([MATCH], on_cue=False)
+        fed(rig)
+    assert dialog.exit_status(run) == 0
+    assert world.counts(UID) == (0, 0)
+
+
+def test_dialog_a_miss_says_nothing_and_keeps_what_is_typed(dialog, world, rig):
+    """A miss while the person types: no message reaches the dialog (GNOME
+    Shell would clear the entry), the miss counts, and the password typed
+    around it completes the dialog."""
+    with BusMonitor(rig) as bus:
+        run = dialog.pkexec()
+        dialog.wait_text("agent", DIALOG_PROMPT)
+        bus.wait_for("VerifyStart")
+        dialog.type(PASSWORD[:4], ok=False)
+        rig.feed([MISS], on_cue=False)
+        fed(rig)
+    # The miss counted, and the next attempt charged before it is judged.
+    wait_for(lambda: world.counts(UID) == (2, 0), what="the miss counted")
+    dialog.type(PASSWORD[4:])
+    dialog.wait_text("agent", "COMPLETED TRUE")
+    assert dialog.exit_status(run) == 0
+    assert world.counts(UID) == (0, 0)
+    shown = dialog_lines(dialog)
+    assert not any(line.startswith(("INFO", "ERROR", "ENTRY-CLEARED")) for line in shown), shown
+
+
+def test_dialog_a_wrong_password_fails_that_session_and_the_next_takes_a_touch(dialog, world, rig):
+    """A wrong password is charged and fails the helper's session; the
+    agent starts another (as GNOME Shell does), whose prompt again stays
+    open while the reader waits."""
+    mark = world.syslog.mark()
+    with BusMonitor(rig) as bus:
+        run = dialog.pkexec()
+        dialog.wait_text("agent", DIALOG_PROMPT)
+        bus.wait_for("VerifyStart")
+    rig.feed([MATCH])                            # for the next session's reader
+    dialog.type("wrong-password")
+    dialog.wait_text("agent", "COMPLETED FALSE")
+    dialog.wait_text("agent", DIALOG_PROMPT, 2)
+    fed(rig)
+    assert any("wrong passcode for pkuser" in line for line in world.syslog.since(mark))
+    dialog.wait_text("agent", "COMPLETED TRUE")
+    assert dialog.exit_status(run) == 0
+    assert world.counts(UID) == (0, 0)
+
+
+def test_dialog_the_readers_tries_used_up_the_open_prompt_takes_the_password(dialog, world, rig):
+    rig.feed([MISS] * 3)
+    run = dialog.pkexec()
+    dialog.wait_text("agent", DIALOG_PROMPT)
+    fed(rig)
+    wait_for(lambda: world.counts(UID) == (3, 0), what="three misses counted")
+    rig.wait_until_claimable(USER, timeout=10)     # the reader was let go; the prompt is still up
+    assert dialog.count("agent", "REQUEST") == 1
+    dialog.type(PASSWORD)
+    dialog.wait_text("agent", "COMPLETED TRUE")
+    assert dialog.exit_status(run) == 0
+    assert world.counts(UID) == (0, 0)
+    assert not any(line.startswith(("INFO", "ERROR")) for line in dialog_lines(dialog))
+
+
+def test_dialog_cancel_while_the_reader_waits(dialog, world, rig):
+    """Cancel dismisses the dialog: pkexec is refused, nothing is charged,
+    the reader is let go and the helper is gone at once."""
+    run = dialog.pkexec()
+    dialog.wait_text("agent", DIALOG_PROMPT)
+    dialog.keys("agent", "cancel")
+    dialog.wait_text("agent", "DIALOG-CLOSED")
+    assert dialog.exit_status(run) != 0
+    wait_for(helpers_gone, what="the agent helper gone")
+    rig.wait_until_claimable(USER, timeout=10)
+    assert world.counts(UID) == (0, 0)
+
+
+def test_pkttyagent_keeps_the_prompt_mode(desktop, world, rig):
+    """pkttyagent reads its prompt's answer until Enter and reads the
+    verdict only after it: its prompt asks the password or Enter, and the
+    reader does not wait until Enter."""
+    desk = desktop()
+    with BusMonitor(rig) as bus:
+        run = desk.pkexec()
+        desk.wait_prompt(PROMPT, 1)
+        desk.answer(PASSWORD)
+        assert desk.exit_status(run) == 0
+        calls = [member for member, _ in bus.close() if member in ("Claim", "VerifyStart")]
+    assert calls == []

@@ -26,6 +26,7 @@ packages=(
     libkscreenlocker5 plasma-workspace qml-module-org-kde-kquickcontrolsaddons
     cinnamon-screensaver cinnamon-common gir1.2-cvc-1.0 gir1.2-caribou-1.0 gir1.2-accountsservice-1.0
     polkitd pkexec                       # the real polkit end to end (polkitd, its agent helper, pkttyagent)
+    lxpolkit libpolkit-agent-1-dev       # a real graphical agent, and the library of the GNOME-like stand-in agent
     opendoas                             # the real doas end to end
     xvfb xdotool x11-utils tmux          # driving them headless
     lintian                              # the package's check

@@ -97,6 +97,11 @@ public final class OpenPrompt {
     private var shared: UnsafeMutablePointer<OpenPromptShared>? = nil
     private var thread: pthread_t? = nil
     private var notifyRead: Int32 = -1
+    /// SIGTERM, blocked while the prompt is open (in this thread and the
+    /// prompt's): the agent ends the helper with it when the person
+    /// cancels, and the wait then ends as a cancel that gives back the
+    /// attempt no finger reached, before the signal is let through.
+    private var termination: BlockedInterrupt? = nil
 
     /// `conversation` nil: the prompt can never be opened.
     init(conversation: PAMConversationFunction?) {
@@ -117,15 +122,24 @@ public final class OpenPrompt {
     public var isOpen: Bool { shared != nil }
 
     /// What the reader's wait polls: readable once the answer is in.
+    /// What the reader's wait polls: readable once the answer is in, or
+    /// the agent sent SIGTERM (the dialog was cancelled).
     public var pollRequests: [PollRequest] {
-        shared == nil ? [] : [PollRequest(fd: notifyRead, events: PollRequest.readable)]
+        guard shared != nil else { return [] }
+        var requests = [PollRequest(fd: notifyRead, events: PollRequest.readable)]
+        if let termination { requests.append(PollRequest(fd: termination.fd, events: PollRequest.readable)) }
+        return requests
     }
 
     /// Whether the answer is in (without waiting).
     public var answered: Bool {
-        guard shared != nil, let ready = Syscalls.poll(pollRequests, timeoutMilliseconds: 0) else { return false }
+        guard shared != nil,
+              let ready = Syscalls.poll([PollRequest(fd: notifyRead, events: PollRequest.readable)], timeoutMilliseconds: 0) else { return false }
         return ready.contains { $0 != 0 }
     }
+
+    /// The agent asked the helper to end (SIGTERM pending).
+    public var terminationPending: Bool { termination != nil && Syscalls.isPending(SIGTERM) }
 
     /// Asks `text` on a thread of its own; false when it cannot (no
     /// conversation, no thread, the module could not be kept loaded).
@@ -145,9 +159,12 @@ public final class OpenPrompt {
         let memory = UnsafeMutablePointer<OpenPromptShared>.allocate(capacity: 1)
         memory.initialize(to: OpenPromptShared(lock: lock, answer: answer, text: copy, conversation: conversation,
                                                notifyWrite: pipe.write))
-        guard let started = Syscalls.startThread(openPromptThread, UnsafeMutableRawPointer(memory)) else {
+        // Blocked before the thread starts, which inherits the mask.
+        termination = Syscalls.blockSignals([SIGTERM])
+        guard termination != nil, let started = Syscalls.startThread(openPromptThread, UnsafeMutableRawPointer(memory)) else {
             OpenPromptShared.free(memory)
             Syscalls.close(pipe.read)
+            letTerminationThrough()
             return false
         }
         shared = memory
@@ -161,9 +178,11 @@ public final class OpenPrompt {
     /// closed. `.failed` when none is open.
     public func take(into secret: SecretBuffer) -> Answer {
         guard let memory = shared else { return .failed }
-        // A signal wakes poll early; only its failure ends the wait (the
-        // prompt then stays open, and `end` leaves it).
+        // A signal wakes poll early; only its failure or the agent's
+        // SIGTERM ends the wait (the prompt then stays open, and `end`
+        // leaves it).
         while !answered {
+            if terminationPending { return .failed }
             guard Syscalls.poll(pollRequests, timeoutMilliseconds: -1) != nil else { return .failed }
         }
         Syscalls.lock(memory.pointee.lock)
@@ -185,8 +204,11 @@ public final class OpenPrompt {
     /// wiped, so that the next line of the stack, which may ask a password
     /// of its own, never converses while this prompt still does.
     public func end(succeeded: Bool) {
+        defer { letTerminationThrough() }
         guard let memory = shared else { return }
-        if !succeeded {
+        // After the agent's SIGTERM nobody answers: the agent waits for
+        // this process to end.
+        if !succeeded && !terminationPending {
             let discarded = SecretBuffer()
             _ = take(into: discarded)
             discarded.wipe()
@@ -215,5 +237,13 @@ public final class OpenPrompt {
         shared = nil
         thread = nil
         notifyRead = -1
+        letTerminationThrough()
+    }
+
+    /// Restores the signal mask: a SIGTERM that came meanwhile now ends the
+    /// helper, as the agent asked.
+    private func letTerminationThrough() {
+        if let termination { Syscalls.unblockInterrupt(termination) }
+        termination = nil
     }
 }
