@@ -100,7 +100,8 @@ class PrivateWorld(SeededState):
     """users: {name: (uid, password)}. config: lines of localauth.conf
     (state_dir is always this world's)."""
 
-    def __init__(self, base: Path, rig=None, users=None, config=(), helper=HELPER, helper_mode=0o4755, etc_files=None):
+    def __init__(self, base: Path, rig=None, users=None, config=(), helper=HELPER, helper_mode=0o4755, etc_files=None,
+                 sessions=False):
         self.base = base
         self.rig = rig
         self.users = dict(users or {})
@@ -147,6 +148,13 @@ class PrivateWorld(SeededState):
                  (self.shadow, "/etc/shadow"), (self.security, "/etc/security")]
         if rig is not None:
             binds.append((rig.dir, "/run/dbus"))
+        # sd-login's session files (sessions=True): a directory of this
+        # world's over /run/systemd/sessions, for add_session.
+        self.sessions = None
+        if sessions:
+            self.sessions = base / "sessions"
+            self.sessions.mkdir(mode=0o755)
+            binds.append((self.sessions, "/run/systemd/sessions"))
         self.syslog = SystemLog(base / "log.sock")
         host_dev = base / "host-dev"
         host_dev.mkdir()
@@ -175,6 +183,13 @@ class PrivateWorld(SeededState):
                               + 'exec "$@"\n')
 
     read_only_state = False
+
+    def add_session(self, name, uid, user):
+        """sd-login's file of a local, active graphical session `name` on
+        seat0 (the world was made with sessions=True); its processes are
+        those of the cgroup session-NAME.scope (tests/logind_mock.py)."""
+        (self.sessions / name).write_text(f"UID={uid}\nUSER={user}\nACTIVE=1\nSTATE=active\nREMOTE=0\nTYPE=x11\n"
+                                          f"CLASS=user\nSEAT=seat0\nSCOPE=session-{name}.scope\n")
 
     def close(self):
         self.syslog.close()

@@ -31,8 +31,9 @@ behaves as GNOME Shell 43's dialog does (OK needs text, so an empty answer
 is never sent; a message clears the entry; a failed session starts a new
 one), built under GNOME Shell's program name, which is all the module sees
 of its agent. It registers for the user's shell as pkttyagent does. The
-real lxpolkit, a graphical agent of Debian 12, is driven under Xvfb in
-tests/test_polkit_lxpolkit.py.
+real lxpolkit, a graphical agent of Debian 12, is driven under Xvfb with
+xdotool, in a logind session (it registers for its session), with
+POLKIT_DEBUG showing what its session read from the helper.
 """
 import os
 import re
@@ -44,7 +45,7 @@ import pytest
 from fprint_rig import BusMonitor, FprintRig, RigError
 from desktop import TmuxDesk
 from pamenv import BUILD
-from lockers import process_description, user_processes, wait_for
+from lockers import Xvfb, process_description, user_processes, wait_for
 from private_world import PrivateWorld
 
 pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mount namespaces, setuid programs)"),
@@ -75,7 +76,7 @@ def rig():
 def world(rig, tmp_path_factory):
     base = tmp_path_factory.mktemp("polkit")
     os.chmod(base, 0o755)
-    world = PrivateWorld(base, rig, users={USER: (UID, PASSWORD), OTHER: (OTHER_UID, OTHER_PASSWORD)})
+    world = PrivateWorld(base, rig, users={USER: (UID, PASSWORD), OTHER: (OTHER_UID, OTHER_PASSWORD)}, sessions=True)
     # The user is an administrator (group sudo); the other user is not, so
     # polkit asks the other user for an administrator's password.
     world.group.write_text("".join(line + ("," if not line.endswith(":") else "") + USER + "\n"
@@ -104,15 +105,21 @@ class Desktop(TmuxDesk):
     "agent")."""
 
     def start(self, remote_session=None, agent="pkttyagent"):
-        self.agent_program = str(agent)
+        self.agent_program = str(agent) if isinstance(agent, (str, os.PathLike)) else agent[-1]
         mark = self.world.syslog.mark()
         self.open(0, self.command("sh", "-c", "echo SHELL=$$; exec sh", session=remote_session))
         wait_for(lambda: any(line.startswith("SHELL=") for line in self.pane(0)), what="the user's shell")
         pid = next(line for line in self.pane(0) if line.startswith("SHELL=")).split("=")[1]
-        self.open("agent", self.command(str(agent), "--process", pid, session=remote_session)
+        # A program registers for the shell (--process); an argv as given,
+        # for its session.
+        argv = [str(agent), "--process", pid] if isinstance(agent, (str, os.PathLike)) else list(agent)
+        self.open("agent", self.command(*argv, session=remote_session)
                   + "; echo AGENT-EXIT=$?; sleep 600")
-        wait_for(lambda: any("Registered Authentication Agent" in line for line in self.world.syslog.since(mark)),
-                 what="pkttyagent registered with polkitd")
+        try:
+            wait_for(lambda: any("Registered Authentication Agent" in line for line in self.world.syslog.since(mark)),
+                     what="the agent registered with polkitd")
+        except AssertionError as error:
+            raise AssertionError(f"{error}; the agent shows: {self.agent()[-10:]}; syslog: {self.world.syslog.since(mark)[-8:]}") from None
         return self
 
     def agent(self):
@@ -120,7 +127,8 @@ class Desktop(TmuxDesk):
 
     def pkexec(self):
         """Starts `pkexec id -u` and waits for the agent's request."""
-        request = ("==== AUTHENTICATING FOR " if self.agent_program == "pkttyagent" else "DIALOG ") + "org.freedesktop.policykit.exec"
+        request = {"pkttyagent": "==== AUTHENTICATING FOR org.freedesktop.policykit.exec",
+                   str(GNOME_LIKE_AGENT): "DIALOG org.freedesktop.policykit.exec"}.get(self.agent_program, "emitting ::request")
         before = self.count("agent", request)
         run = self.run("pkexec --disable-internal-agent /usr/bin/id -u")
         self.wait_text("agent", request, before + 1)
@@ -449,3 +457,59 @@ def test_pkttyagent_keeps_the_prompt_mode(desktop, world, rig):
         assert desk.exit_status(run) == 0
         calls = [member for member, _ in bus.close() if member in ("Claim", "VerifyStart")]
     assert calls == []
+
+
+# ---- lxpolkit, a real graphical agent of Debian 12 ---------------------------
+
+@pytest.fixture
+def lxpolkit(desktop, logind, world, rig):
+    """lxpolkit on Xvfb in the user's logind session, with the user's shell
+    in the same session (polkitd finds the agent by the session)."""
+    if not shutil.which("lxpolkit"):
+        pytest.skip("lxpolkit is not installed: run make deps")
+    x = Xvfb(":58")
+    try:
+        session = logind.add_session("pk2", uid=UID, name=USER)
+        world.add_session("pk2", UID, USER)      # polkitd asks sd-login whose session an agent's is
+        desk = desktop(remote_session=session,
+                       agent=("env", f"DISPLAY={x.display}", "NO_AT_BRIDGE=1", "POLKIT_DEBUG=1", "lxpolkit"))
+        desk.x = x
+        yield desk
+    finally:
+        x.close()
+
+
+def lxpolkit_dialog_up(desk):
+    """lxpolkit's dialog is mapped (its other windows never are)."""
+    return desk.x.xdotool("search", "--onlyvisible", "--class", "lxpolkit").returncode == 0
+
+
+def test_lxpolkit_a_touch_closes_the_dialog(lxpolkit, world, rig):
+    with BusMonitor(rig) as bus:
+        run = lxpolkit.pkexec()
+        lxpolkit.wait_text("agent", "Password or swipe finger:")
+        wait_for(lambda: lxpolkit_dialog_up(lxpolkit), what="lxpolkit's dialog")
+        bus.wait_for("VerifyStart")
+        rig.feed([MATCH], on_cue=False)
+        fed(rig)
+    lxpolkit.wait_text("agent", "emitting ::completed(TRUE)")
+    assert lxpolkit.exit_status(run) == 0
+    wait_for(lambda: not lxpolkit_dialog_up(lxpolkit), what="the dialog closed")
+    assert world.counts(UID) == (0, 0)
+    assert not any("show-info" in line or "show-error" in line for line in lxpolkit.agent())
+
+
+def test_lxpolkit_a_password_typed_while_the_reader_waits(lxpolkit, world, rig):
+    with BusMonitor(rig) as bus:
+        run = lxpolkit.pkexec()
+        lxpolkit.wait_text("agent", "Password or swipe finger:")
+        wait_for(lambda: lxpolkit_dialog_up(lxpolkit), what="lxpolkit's dialog")
+        bus.wait_for("VerifyStart")
+        window = lxpolkit.x.xdotool("search", "--onlyvisible", "--class", "lxpolkit").stdout.split()[-1]
+        lxpolkit.x.xdotool("windowfocus", "--sync", window)
+        lxpolkit.x.type(PASSWORD)
+        lxpolkit.wait_text("agent", "emitting ::completed(TRUE)")
+        assert lxpolkit.exit_status(run) == 0
+    wait_for(lambda: not lxpolkit_dialog_up(lxpolkit), what="the dialog closed")
+    assert world.counts(UID) == (0, 0)
+    rig.wait_until_claimable(USER, timeout=10)
