@@ -655,6 +655,78 @@ def test_evaluate_on_a_terminal_match_and_json(w, rig):
                       "exit_code": 0}
 
 
+TOUCH_OR_TYPE = "Swipe your finger across the fingerprint reader or type your password:"   # the virtual reader swipes
+
+
+def evaluate_with_the_reader_waiting(w, rig, *args):
+    """`localauth evaluate` (policy owner) at a terminal, once its touch or
+    type line is shown and fprintd waits for a finger. -> the session."""
+    listener, seen = watcher(rig)
+    session = terminal(w, localauth_command(), "evaluate", *args)
+    try:
+        session.expect(TOUCH_OR_TYPE)
+        reader_waiting(listener, seen, 1)
+    except BaseException:
+        session.close()
+        raise
+    finally:
+        listener.close()
+    return session
+
+
+def test_evaluate_owner_a_password_typed_while_the_reader_waits(w, rig):
+    """Touch or type: keys typed while the reader waits are the password,
+    never shown; backspace edits them; Enter sends them; the attempt of the
+    wait is given back and the password's charged and checked."""
+    session = evaluate_with_the_reader_waiting(w, rig)
+    try:
+        session.send(PASSWORD[:3] + "x\x7f" + PASSWORD[3:] + "\r")
+        session.expect("authenticated: password")
+        assert session.wait() == 0
+    finally:
+        session.close()
+    assert PASSWORD not in session.text and PASSWORD[3:] not in session.text, session.text
+    assert "Enter Password" not in session.text, session.text          # no second prompt
+    assert w.counts(UID) == (0, 0)
+    rig.wait_until_claimable(USER, timeout=10)
+
+
+def test_evaluate_owner_a_wrong_password_typed_is_charged(w, rig):
+    session = evaluate_with_the_reader_waiting(w, rig)
+    try:
+        session.send("not-the-password\r")
+        session.expect("not authenticated: authenticationFailed (-1)")
+        session.wait()
+    finally:
+        session.close()
+    assert w.counts(UID) == (0, 1)
+
+
+def test_evaluate_owner_enter_alone_asks_the_password(w, rig):
+    session = evaluate_with_the_reader_waiting(w, rig)
+    try:
+        session.send("\r")
+        session.expect("Enter Password: ")
+        session.send(PASSWORD + "\r")
+        session.expect("authenticated: password")
+        assert session.wait() == 0
+    finally:
+        session.close()
+    assert w.counts(UID) == (0, 0)
+
+
+def test_evaluate_owner_ctrl_c_while_the_reader_waits_cancels(w, rig):
+    session = evaluate_with_the_reader_waiting(w, rig)
+    try:
+        session.send("pk\x03")
+        session.expect("not authenticated: userCancel (-2)")
+        session.wait()
+    finally:
+        session.close()
+    rig.wait_until_claimable(USER, timeout=10)
+    assert w.counts(UID) in ((0, 0), (1, 0)), w.counts(UID)    # given back unless the stop could not prove it
+
+
 def test_evaluate_biometrics_fallback_exits_16(w, rig):
     session = miss_then_fallback(rig, terminal(w, localauth_command(), "evaluate", "--policy", "biometrics"), "Enter Password")
     try:

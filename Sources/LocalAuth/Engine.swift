@@ -38,6 +38,9 @@ public struct Request: Equatable {
     /// verdict while its prompt is up (AdministratorDialog): the password
     /// prompt stays open while the reader waits (touch or type).
     public var promptStaysOpen = false
+    /// The helper's client reads the person's keys while the reader waits
+    /// (`localauth evaluate` at a terminal): touch or type through it.
+    public var clientReadsKeys = false
 
     public init(scope: ScopeDecision, userName: [UInt8], user: UserIdentity?, service: [UInt8], tty: [UInt8] = [],
                 remoteHost: [UInt8] = [], mode: InteractionMode, silent: Bool = false) {
@@ -219,7 +222,8 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 }
             }
             if !passcodeEntered && !passcodeChosen {
-                switch biometricPhase(request, user: user, record: record, touchOrType: request.mode == .terminal || openPrompt) {
+                switch biometricPhase(request, user: user, record: record,
+                                      touchOrType: request.mode == .terminal || openPrompt || request.clientReadsKeys) {
                 case .success: return EvaluationResult(.success(.biometry))
                 case .cancelled: return EvaluationResult(.failure(.userCancel))
                 case .personLeft: return EvaluationResult(.failure(.systemCancel))

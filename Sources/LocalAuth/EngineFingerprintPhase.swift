@@ -33,8 +33,10 @@ extension Engine {
         // Not while the password back-off would refuse a typed password unchecked.
         let typable = touchOrType && ledger.backoffRemaining(user) == 0
         // A terminal's keys are taken from before the reader is claimed
-        // (nothing typed meanwhile is shown).
-        var typing = typable && request.mode == .terminal && prompter.watchKeys()
+        // (nothing typed meanwhile is shown); so are those a helper's
+        // client reads.
+        let keysRead = request.mode == .terminal || request.clientReadsKeys
+        var typing = typable && keysRead && prompter.watchKeys()
         let scanType: ScanType
         switch sensor.open(userName: user.name) {
         case .opened(let type): scanType = type
@@ -47,7 +49,7 @@ extension Engine {
         defer { sensor.close() }
         // A dialog's prompt opens once the reader is claimed, and says both
         // ways itself: while it is open nothing else can be said.
-        if typable && request.mode == .prompt {
+        if typable && request.mode == .prompt && request.promptStaysOpen {
             typing = prompter.leavePromptOpen(UserText.dialogTouchOrType(scanType: scanType))
         }
 
@@ -68,7 +70,7 @@ extension Engine {
         // With instruction_in_prompt the first prompt said it all: a message
         // now would hold the reader back until a key press (xscreensaver).
         if typing {
-            if request.mode == .terminal { say(UserText.touchOrType(request, options: options, scanType: scanType), .info, request) }
+            if keysRead { say(UserText.touchOrType(request, options: options, scanType: scanType), .info, request) }
         } else if !(request.mode == .prompt && options.wantsInstructionInPrompt(service: request.service)) {
             say(UserText.instruction(request, options: options, scanType: scanType,
                                      fallbackOffered: offersFallback && options.fallbackAfter == 0), .info, request)

@@ -113,7 +113,7 @@ public enum HelperPolicy {
     public static func lateFrame(_ type: FrameType) -> LateFrame {
         switch type {
         case .cancel: return .appCancel
-        case .userCancel, .userFallback: return .ignored
+        case .userCancel, .userFallback, .passwordTyped: return .ignored
         default: return .violation
         }
     }

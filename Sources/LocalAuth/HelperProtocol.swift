@@ -30,6 +30,11 @@ public enum FrameType: UInt8, Equatable, CaseIterable, Sendable {
     /// The person's fallback button while the reader waits, or instead of
     /// answering a prompt.
     case userFallback = 0x24
+    /// Client to helper, from version 3, only after a REQUEST with
+    /// `keys=client`: the person pressed Enter while the reader waited
+    /// (touch or type); the password prompt follows, which the client
+    /// answers with what was typed.
+    case passwordTyped = 0x25
     /// Helper to client, last: the verdict.
     case result = 0x30
 }
@@ -38,7 +43,8 @@ public enum FrameType: UInt8, Equatable, CaseIterable, Sendable {
 public enum HelperWire {
     /// The newest version spoken. 2 added FALLBACK_OFFERED; a helper
     /// answers a version-1 client in version 1, without it.
-    public static let version: UInt8 = 2
+    /// 3 added PASSWORD_TYPED and the request key `keys`.
+    public static let version: UInt8 = 3
     /// The oldest version still spoken.
     public static let oldestVersion: UInt8 = 1
     /// Type byte and a 32-bit big-endian length.
@@ -164,6 +170,10 @@ public struct HelperRequest: Equatable {
     /// False: never prompt (an app's `interactionNotAllowed`): succeed by
     /// the reuse window or fail with what is missing, else notInteractive.
     public var interactive = true
+    /// The client reads the person's keys while the reader waits and sends
+    /// PASSWORD_TYPED on Enter (touch or type: `localauth evaluate` at a
+    /// terminal, policy owner). Version 3.
+    public var clientReadsKeys = false
 
     public static let maxReuseSeconds = 300
 
@@ -174,6 +184,7 @@ public struct HelperRequest: Equatable {
             && left.presentation.count == right.presentation.count
             && zip(left.presentation, right.presentation).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
             && left.reuseSeconds == right.reuseSeconds && left.interactive == right.interactive
+            && left.clientReadsKeys == right.clientReadsKeys
     }
 
     /// The keys a caller may use to change how the prompt looks.
@@ -188,6 +199,7 @@ public struct HelperRequest: Equatable {
         if !tty.isEmpty { fields.append(literalBytes("tty=") + tty) }
         if reuseSeconds > 0 { fields.append(literalBytes("reuse=") + utf8Bytes(String(reuseSeconds))) }
         if !interactive { fields.append(literalBytes("interactive=no")) }
+        if clientReadsKeys { fields.append(literalBytes("keys=client")) }
         for (key, value) in presentation { fields.append(key + [0x3D] + value) }
         var payload: [UInt8] = []
         for (index, field) in fields.enumerated() {
@@ -235,6 +247,9 @@ public struct HelperRequest: Equatable {
                 if bytesEqual(value, "yes") { request.interactive = true }
                 else if bytesEqual(value, "no") { request.interactive = false }
                 else { return .failure(.malformed) }
+            } else if bytesEqual(key, "keys") {
+                guard bytesEqual(value, "client") else { return .failure(.malformed) }
+                request.clientReadsKeys = true
             } else if isPresentationKey(key) {
                 guard request.presentation.count < 32 else { return .failure(.malformed) }
                 request.presentation.append((Array(key), value))

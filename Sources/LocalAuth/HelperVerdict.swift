@@ -136,12 +136,16 @@ public enum ClientChoice: UInt8, CaseIterable {
     case userFallback = 0x66
     /// The application cancelled (appCancel).
     case appCancel = 0x61
+    /// Touch or type: the person pressed Enter on the password typed while
+    /// the reader waited.
+    case passwordTyped = 0x70
 
     public var frame: FrameType {
         switch self {
         case .userCancel: return .userCancel
         case .userFallback: return .userFallback
         case .appCancel: return .cancel
+        case .passwordTyped: return .passwordTyped
         }
     }
 }

@@ -25,3 +25,54 @@ public enum SheetKeys {
         "[Enter: " + title + "]"
     }
 }
+
+/// `localauth evaluate`'s touch or type (policy owner, a person at the
+/// terminal): while the reader waits, the keys edit a password line that
+/// nothing shows, as sudo's prompt does; Enter sends PASSWORD_TYPED (the
+/// helper then asks the password, answered with this line; an empty line
+/// gets the prompt), Ctrl-C, and Ctrl-D on an empty line, cancel.
+public final class TypedWhileWaiting {
+    private var editor: PasswordLine
+    /// The line typed so far; wiped when taken, on a cancel and on deinit.
+    public let line = SecretBuffer()
+    /// Enter was pressed: the line waits for the helper's password prompt.
+    public private(set) var entered = false
+
+    public init(keys: LineEditingKeys = LineEditingKeys()) {
+        editor = PasswordLine(keys: keys)
+    }
+
+    /// Keys were typed and Enter not yet pressed.
+    public var midLine: Bool { !entered && !line.isEmpty }
+
+    /// One key; the choice it makes, if any. Keys after Enter wait for the
+    /// prompt and are dropped.
+    public func key(_ byte: UInt8) -> ClientChoice? {
+        if entered { return nil }
+        if byte == 0x03 {
+            line.wipe()
+            return .userCancel
+        }
+        switch editor.apply(byte, to: line) {
+        case .editing: return nil
+        case .entered:
+            entered = true
+            return .passwordTyped
+        case .endOfFile:
+            line.wipe()
+            return .userCancel
+        }
+    }
+
+    /// Moves an entered line into `secret`; false (and nothing moved) when
+    /// none was entered or it is empty. Either way typing starts over.
+    public func take(into secret: SecretBuffer) -> Bool {
+        defer { entered = false }
+        guard entered, !line.isEmpty else {
+            line.wipe()
+            return false
+        }
+        line.move(into: secret)
+        return true
+    }
+}

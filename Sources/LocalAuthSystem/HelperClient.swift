@@ -59,6 +59,9 @@ public struct HelperClient<Conversation: Prompter> {
         // A helper that refused at once (too many prompts) has written its
         // answer and gone: the request then finds no reader, and the
         // frames already sent are still read.
+        // A helper older than version 3 neither reads PASSWORD_TYPED nor the key that announces it.
+        var request = request
+        if helperVersion < 3 { request.clientReadsKeys = false }
         let requestTaken = channel.send(.request, request.encoded(), deadline: Syscalls.bootTimeNanoseconds() + silence)
         while true {
             let frame: ReceivedFrame
@@ -74,7 +77,7 @@ public struct HelperClient<Conversation: Prompter> {
                     control = nil
                     break
                 }
-                if let chosen = choice(byte),
+                if let chosen = choice(byte), chosen != .passwordTyped || request.clientReadsKeys,
                    !channel.send(chosen.frame, [], deadline: Syscalls.bootTimeNanoseconds() + silence) {
                     return .failed("the helper stopped reading")
                 }
@@ -110,7 +113,7 @@ public struct HelperClient<Conversation: Prompter> {
                 guard let result = HelperResult.decode(frame.payload) else { return .failed("helper: malformed RESULT") }
                 if result.method != .passcode { lastAnswer.wipe() }
                 return .answered(result)
-            case .hello, .request, .reply, .noAnswer, .cancel, .userCancel, .userFallback:
+            case .hello, .request, .reply, .noAnswer, .cancel, .userCancel, .userFallback, .passwordTyped:
                 return .failed("helper: \(ProtocolViolation.outOfOrder(frame.type).text)")
             }
         }

@@ -182,7 +182,7 @@ public final class TerminalPresenter: LAPresenter, @unchecked Sendable {
             switch SheetKeys.choice(byte, fallbackOffered: control?.isFallbackOffered ?? false) {
             case .userCancel?: control?.cancel()
             case .userFallback?: control?.fallback()
-            case .appCancel?, nil: break
+            case .appCancel?, .passwordTyped?, nil: break
             }
         }
     }

@@ -68,6 +68,9 @@ final class ClientState {
     var violation: ProtocolViolation? = nil
     /// The protocol version the client spoke in its HELLO.
     var version: UInt8 = HelperWire.oldestVersion
+    /// The client reads the person's keys while the reader waits (touch or
+    /// type), as its request said: PASSWORD_TYPED may end the wait.
+    var readsKeys = false
 }
 
 /// The engine's prompter over the channel: every message and prompt goes to
@@ -112,22 +115,30 @@ struct ChannelPrompter: Prompter {
         }
     }
 
+    /// Touch or type through a client that reads the keys: the wait ends
+    /// on its PASSWORD_TYPED.
+    mutating func watchKeys() -> Bool { state.readsKeys }
+
     /// The frame that interrupted a wait for a finger: the person's cancel
-    /// or fallback, or the app's cancel. The end of the channel and any
-    /// other frame break the conversation.
+    /// or fallback, the password typed (a client that reads the keys), or
+    /// the app's cancel. The end of the channel and any other frame break
+    /// the conversation.
     mutating func takeChoice() -> WaitChoice? {
         guard state.violation == nil, !state.cancelled else { return nil }
         // The wait ended because the channel was readable: a whole frame or
         // its end is there; anything else breaks the conversation.
         switch channel.receive(deadline: Syscalls.bootTimeNanoseconds() + 100_000_000) {
         case .success(let frame):
-            if frame.type == .userCancel || frame.type == .userFallback || frame.type == .cancel, !frame.payload.isEmpty {
+            if frame.type == .userCancel || frame.type == .userFallback || frame.type == .cancel || frame.type == .passwordTyped,
+               !frame.payload.isEmpty {
                 state.violation = .outOfOrder(frame.type)
                 return nil
             }
             switch frame.type {
             case .userCancel: return .cancel
             case .userFallback: return .fallback
+            // The password prompt follows; the client answers it with the typed line.
+            case .passwordTyped where state.readsKeys: return .passwordWanted
             case .cancel:
                 state.cancelled = true
                 return .cancel
@@ -305,6 +316,9 @@ struct HelperSession {
                                  tty: request.tty, mode: mode, silent: false)
         evaluation.session = session
         evaluation.callerActsForAName = callerUID == 0
+        // Only an app's own prompt, with a person at the client's keys.
+        state.readsKeys = request.clientReadsKeys && request.interactive && KnownServices.kind(of: request.service) == .app
+        evaluation.clientReadsKeys = state.readsKeys
         let passcode = SecretBuffer()
         defer { passcode.wipe() }
         let result = engine.evaluate(evaluation, policy: options.policy, passcode: passcode)

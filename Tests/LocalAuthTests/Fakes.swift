@@ -472,12 +472,13 @@ final class World {
 
     func request(_ user: UserIdentity = alice, mode: InteractionMode = .terminal, silent: Bool = false,
                  scope: ScopeDecision = .inScope, service: String = "sudo", session: String = "",
-                 actsForAName: Bool = false, promptStaysOpen: Bool = false) -> Request {
+                 actsForAName: Bool = false, promptStaysOpen: Bool = false, clientReadsKeys: Bool = false) -> Request {
         var request = Request(scope: scope, userName: user.name, user: scope == .inScope ? user : nil, service: bytes(service),
                               tty: bytes("/dev/pts/3"), remoteHost: [], mode: mode, silent: silent)
         request.session = bytes(session)
         request.callerActsForAName = actsForAName
         request.promptStaysOpen = promptStaysOpen
+        request.clientReadsKeys = clientReadsKeys
         return request
     }
 
@@ -486,12 +487,13 @@ final class World {
     func prompt(_ user: UserIdentity = alice, policy: LAPolicy = .owner, mode: InteractionMode = .terminal, silent: Bool = false,
                 scope: ScopeDecision = .inScope, service: String = "sudo", answers: [Answer] = [], script: [SensorStep] = [],
                 passcode: SecretBuffer = SecretBuffer(), session: String = "", actsForAName: Bool = false,
-                promptStaysOpen: Bool = false) -> EvaluationResult {
+                promptStaysOpen: Bool = false, clientReadsKeys: Bool = false) -> EvaluationResult {
         prompter.answers.append(contentsOf: answers)
         sensor.script.append(contentsOf: script)
         var engine = engine()
         return engine.evaluate(request(user, mode: mode, silent: silent, scope: scope, service: service, session: session,
-                                       actsForAName: actsForAName, promptStaysOpen: promptStaysOpen),
+                                       actsForAName: actsForAName, promptStaysOpen: promptStaysOpen,
+                                       clientReadsKeys: clientReadsKeys),
                                policy: policy, passcode: passcode)
     }
 }

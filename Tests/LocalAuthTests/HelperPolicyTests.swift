@@ -126,7 +126,7 @@ final class HelperPolicyTests: XCTestCase {
     func testLateFramesAndCancel() {
         for type in FrameType.allCases {
             let expected: HelperPolicy.LateFrame = type == .cancel ? .appCancel
-                : (type == .userCancel || type == .userFallback ? .ignored : .violation)
+                : (type == .userCancel || type == .userFallback || type == .passwordTyped ? .ignored : .violation)
             XCTAssertEqual(HelperPolicy.lateFrame(type), expected, "\(type)")
         }
         let outcomes: [Outcome] = [.success(.biometry), .success(.passcode), .outOfScope, .internalError]

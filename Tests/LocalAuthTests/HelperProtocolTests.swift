@@ -29,17 +29,18 @@ final class HelperProtocolTests: XCTestCase {
     }
 
     func testHello() {
-        // Version 2 is spoken, and version 1 still: a helper answers in the
-        // client's version; before it knows it (a refusal), in the oldest.
-        XCTAssertEqual(HelloFrame.clientVersion(HelloFrame.client()), 2)
+        // Version 3 is spoken, and versions 1 and 2 still: a helper answers
+        // in the client's version; before it knows it (a refusal), in the oldest.
+        XCTAssertEqual(HelloFrame.clientVersion(HelloFrame.client()), 3)
         XCTAssertEqual(HelloFrame.clientVersion(bytes("LAH") + [1]), 1)
-        XCTAssertNil(HelloFrame.clientVersion(bytes("LAH") + [3]))
+        XCTAssertEqual(HelloFrame.clientVersion(bytes("LAH") + [2]), 2)
+        XCTAssertNil(HelloFrame.clientVersion(bytes("LAH") + [4]))
         XCTAssertNil(HelloFrame.clientVersion(bytes("LAH") + [0]))
         XCTAssertNil(HelloFrame.clientVersion(HelloFrame.client() + [0]))
         XCTAssertEqual(HelloFrame.helperHello(HelloFrame.helper(silenceMilliseconds: 40_000, version: 2))?.silence, 40_000)
         XCTAssertEqual(HelloFrame.helperHello(HelloFrame.helper(silenceMilliseconds: 40_000))?.version, 1)
         XCTAssertNil(HelloFrame.helperHello(HelloFrame.client()))
-        XCTAssertNil(HelloFrame.helperHello(bytes("LAH") + [3, 0, 0, 0, 1]))
+        XCTAssertNil(HelloFrame.helperHello(bytes("LAH") + [4, 0, 0, 0, 1]))
     }
 
     func testRequestRoundTrip() {
@@ -53,15 +54,46 @@ final class HelperProtocolTests: XCTestCase {
         request.reuseSeconds = 300
         request.interactive = false
         XCTAssertEqual(HelperRequest.decode(request.encoded()), .success(request))
+        request.clientReadsKeys = true
+        XCTAssertEqual(HelperRequest.decode(request.encoded()), .success(request))
     }
 
     func testReuseAndInteractiveAcceptOnlyTheirValues() {
-        for bad in ["reuse=301", "reuse=-1", "reuse=", "reuse=1e2", "reuse=0300", "reuse=99999", "interactive=maybe", "interactive="] {
+        for bad in ["reuse=301", "reuse=-1", "reuse=", "reuse=1e2", "reuse=0300", "reuse=99999", "interactive=maybe", "interactive=",
+                    "keys=", "keys=yes", "keys=helper", "keys=client\u{0}"] {
             XCTAssertEqual(HelperRequest.decode(bytes("service=localauth-app\0\(bad)")), .failure(.malformed), bad)
         }
         XCTAssertEqual(try HelperRequest.decode(bytes("service=localauth-app\0reuse=0")).get().reuseSeconds, 0)
         XCTAssertEqual(try HelperRequest.decode(bytes("service=localauth-app\0reuse=42")).get().reuseSeconds, 42)
         XCTAssertEqual(try HelperRequest.decode(bytes("service=localauth-app\0interactive=yes")).get().interactive, true)
+        XCTAssertEqual(try HelperRequest.decode(bytes("service=localauth-app\0keys=client")).get().clientReadsKeys, true)
+        XCTAssertEqual(try HelperRequest.decode(bytes("service=localauth-app")).get().clientReadsKeys, false)
+    }
+
+    /// `localauth evaluate`'s touch or type: keys edit a line nothing shows;
+    /// Enter sends PASSWORD_TYPED, Ctrl-C and Ctrl-D on an empty line cancel.
+    func testKeysTypedWhileTheReaderWaits() {
+        let typed = TypedWhileWaiting()
+        for byte in bytes("pw-x") { XCTAssertNil(typed.key(byte)) }
+        XCTAssertNil(typed.key(0x7F))                          // backspace
+        XCTAssertTrue(typed.midLine)
+        XCTAssertNil(typed.key(0x04))                          // Ctrl-D on a line: ignored
+        XCTAssertEqual(typed.key(0x0D), .passwordTyped)
+        XCTAssertFalse(typed.midLine)
+        XCTAssertNil(typed.key(0x61))                          // after Enter: waits for the prompt
+        let secret = SecretBuffer()
+        XCTAssertTrue(typed.take(into: secret))
+        XCTAssertTrue(secret.equals(bytes("pw-")))
+        XCTAssertTrue(typed.line.isEmpty)
+        XCTAssertFalse(typed.take(into: secret), "taken twice")
+        XCTAssertEqual(typed.key(0x0D), .passwordTyped)       // Enter alone: the prompt asks
+        XCTAssertFalse(typed.take(into: secret))
+        XCTAssertNil(typed.key(0x61))
+        XCTAssertEqual(typed.key(0x03), .userCancel)
+        XCTAssertTrue(typed.line.isEmpty, "a cancel wipes the line")
+        XCTAssertEqual(typed.key(0x04), .userCancel)          // Ctrl-D on an empty line
+        XCTAssertEqual(HelperPolicy.lateFrame(.passwordTyped), .ignored)
+        XCTAssertEqual(ClientChoice.passwordTyped.frame, .passwordTyped)
     }
 
     func testRequestRefusesEverySecurityKeyAndNonsense() {

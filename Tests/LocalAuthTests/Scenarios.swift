@@ -52,6 +52,9 @@ struct Scenario {
     /// polkit's dialog whose agent takes the verdict while prompting
     /// (prompt mode): the password prompt may stay open while the reader waits.
     var dialog = false
+    /// The helper's client reads the keys (`localauth evaluate`, the helper's
+    /// scan mode for apps): touch or type through it.
+    var clientKeys = false
     var verifierBegins = true
     var forcedVerdict: PasscodeVerdict? = nil
     // Expectations. Counts default to "did not happen"; outcome and code must be given.
@@ -564,6 +567,34 @@ func scenarios() -> [Scenario] {
         $0.outcome = .success(.biometry); $0.code = .success
         $0.sensorOpens = 1; $0.fingerprintAttempts = 1
         $0.prompts = [Text.firstPrompt]
+    }
+
+    // MARK: R16 touch or type through the helper's client (`localauth evaluate` at a terminal)
+    add("R16 client keys: a touch wins; no fallback offered while keys are read", .owner) {
+        $0.clientKeys = true; $0.typed = ""
+        $0.script = [.noMatch, .match]
+        $0.outcome = .success(.biometry); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 2
+        $0.says = [Text.touchOrType]
+        $0.saysError = [Text.noMatchTouchOrType]
+        $0.fallbackOffers = []
+    }
+    add("R16 client keys: Enter on the typed password asks it, and it is the attempt; the wait's is given back", .owner) {
+        $0.clientKeys = true; $0.typed = ""
+        $0.script = [SensorStep(.interrupted)]
+        $0.choices = [.passwordWanted]
+        $0.answers = [rightAnswer]
+        $0.outcome = .success(.passcode); $0.code = .success
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.passcodeBegins = 1; $0.passcodeChecks = 1
+        $0.prompts = [Text.passcodePrompt]
+    }
+    add("R16 client keys under biometrics: never read; a typed Enter is the fallback", .biometrics) {
+        $0.clientKeys = true; $0.typed = ""
+        $0.script = [SensorStep(.interrupted)]
+        $0.choices = [.passwordWanted]
+        $0.outcome = .failure(.userFallback); $0.code = .authInfoUnavailable
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
     }
 
     // MARK: R6 fallback
@@ -1417,8 +1448,9 @@ final class ScenarioTests: XCTestCase {
         let prompter = FakePrompter(s.answers, choices: s.choices, keys: s.typed)
         let world = World(options: options, sensor: sensor, verifier: verifier, prompter: prompter, store: store, clock: clock)
 
-        let result = world.prompt(s.user, policy: s.policy, mode: s.dialog ? .prompt : s.mode, silent: s.silent, scope: s.scope,
-                                  service: s.dialog ? "polkit-1" : "sudo", promptStaysOpen: s.dialog)
+        let result = world.prompt(s.user, policy: s.policy, mode: s.dialog ? .prompt : s.clientKeys ? .scan : s.mode, silent: s.silent,
+                                  scope: s.scope, service: s.dialog ? "polkit-1" : s.clientKeys ? "localauth-app" : "sudo",
+                                  promptStaysOpen: s.dialog, clientReadsKeys: s.clientKeys)
 
         XCTAssertEqual(result.outcome, expectedOutcome, "\(label): outcome")
         XCTAssertEqual(result.pamCode, expectedCode, "\(label): PAM code")
@@ -1507,7 +1539,7 @@ final class ScenarioTests: XCTestCase {
         // Touch or type: keys are read only at a person's terminal, under
         // policy owner, in a prompt that waits for the reader; a typed
         // password is always the password attempt (checked and charged).
-        if s.policy != .owner || s.mode != .terminal || s.scope != .inScope {
+        if s.policy != .owner || (s.mode != .terminal && !s.clientKeys) || s.dialog || s.scope != .inScope {
             XCTAssertEqual(prompter.keysWatched, 0, "\(label): keys read outside terminal mode's policy owner")
         }
         XCTAssertLessThanOrEqual(prompter.keysWatched, s.sensorOpens, "\(label): keys read without the reader waiting")
