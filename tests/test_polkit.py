@@ -38,6 +38,7 @@ POLKIT_DEBUG showing what its session read from the helper.
 import os
 import re
 import shutil
+import signal
 import subprocess
 
 import pytest
@@ -326,7 +327,8 @@ def dialog_lines(desk, since=0):
 
 
 def helpers_gone():
-    return not any(process_description(pid).startswith("polkit-agent-helper-1") for pid in user_processes(0))
+    """No polkit-agent-helper-1 left (setuid: its real uid is the user's)."""
+    return not any("/polkit-agent-helper-1 " in process_description(pid) for pid in user_processes(UID))
 
 
 def test_dialog_a_touch_completes_it_with_nothing_typed(dialog, world, rig):
@@ -443,6 +445,28 @@ def test_dialog_cancel_while_the_reader_waits(dialog, world, rig):
     wait_for(helpers_gone, what="the agent helper gone")
     rig.wait_until_claimable(USER, timeout=10)
     assert world.counts(UID) == (0, 0)
+
+
+def test_dialog_cancel_with_fprintd_hung_ends_the_helper_at_its_deadline(dialog, world, rig):
+    """The agent waits for the helper to end after Cancel (GNOME Shell's
+    whole shell meanwhile): with fprintd hung, the helper does not wait for
+    it to prove no finger was judged, but ends within its short deadline,
+    with the attempt still counted (it cannot be proved unjudged)."""
+    with BusMonitor(rig) as bus:
+        run = dialog.pkexec()
+        dialog.wait_text("agent", DIALOG_PROMPT)
+        bus.wait_for("VerifyStart")
+    os.kill(rig.fprintd_pid, signal.SIGSTOP)
+    try:
+        dialog.keys("agent", "cancel")
+        # fprintd's calls time out after 5 s each; the helper's deadline is 0.5 s.
+        wait_for(helpers_gone, timeout=4, what="the agent helper gone while fprintd is hung")
+        dialog.wait_text("agent", "DIALOG-CLOSED", timeout=4)
+    finally:
+        os.kill(rig.fprintd_pid, signal.SIGCONT)
+    assert dialog.exit_status(run) != 0
+    assert world.counts(UID) == (1, 0)
+    rig.wait_until_claimable(USER, timeout=15)
 
 
 def test_pkttyagent_keeps_the_prompt_mode(desktop, world, rig):

@@ -1,7 +1,7 @@
-// Threads, for the one place the module runs a second one: a password
-// prompt left open in polkit's agent helper while the reader waits. Each
-// call is wrapped once; the thread's body must be a C function (it touches
-// no reference counts).
+// What polkit's open prompt needs of the process, the one place the module
+// runs a second thread: threads, mutexes, keeping the module loaded, and
+// the deadline of a cancel. Each call is wrapped once; the thread's body
+// must be a C function (it touches no reference counts).
 import CLibc
 
 extension Syscalls {
@@ -47,6 +47,18 @@ extension Syscalls {
     /// own still waiting after pam_end must have its code to return into.
     public static func keepThisObjectLoaded() -> Bool {
         la_keep_this_object_loaded() == 0
+    }
+
+    /// Ends the process if it still runs `milliseconds` from now (SIGALRM,
+    /// its default action put back first).
+    public static func endProcess(afterMilliseconds milliseconds: Int) {
+        _ = la_default_signal(SIGALRM)
+        _ = la_alarm_after(milliseconds)
+    }
+
+    /// Puts back the default action of `signal` (which ends the process).
+    public static func restoreDefaultAction(_ signal: Int32) {
+        _ = la_default_signal(signal)
     }
 
     /// Writes one byte to `fd` (a notification); false when it could not.

@@ -97,7 +97,9 @@ func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv:
     defer { passcode.wipe() }
     let result = engine.evaluate(request, policy: options.policy, passcode: passcode)
     // Nothing is said between a match and the answer: the agent helper
-    // writes its verdict next, and the prompt left open is left to its exit.
+    // writes its verdict next, and the prompt left open is left to its exit
+    // (the stack's account modules may still send it messages meanwhile:
+    // polkit's helper writes those without reading).
     openPrompt.end(succeeded: result.pamCode == .success)
     if case .success(.passcode) = result.outcome { handle.setAuthToken(passcode) }
     if result.failDelay { handle.requestFailDelay() }

@@ -7,9 +7,14 @@
 // (AdministratorDialog.promptStaysOpen): nowhere else may a conversation
 // call be left waiting.
 //
-// The conversation is called by one thread at a time: while the prompt is
-// open the module says nothing (the prompter drops its messages), and after
-// it is answered the prompt's thread has returned.
+// The module calls the conversation from one thread at a time: while the
+// prompt is open it says nothing (the prompter drops its messages), and
+// after it is answered the prompt's thread has returned. The one exception
+// is after a success: the prompt's thread still waits in the agent's
+// conversation while the helper runs the stack's account modules, whose
+// messages (a password-expiry warning) polkit's helper writes without
+// reading; a module that asked something there would have its answer taken
+// by the waiting thread (Debian's stacks ask nothing after a success).
 //
 // What the two threads share lives in memory of its own, never in Swift
 // objects, so that the prompt's thread touches no reference counts; a mutex
@@ -102,6 +107,13 @@ public final class OpenPrompt {
     /// cancels, and the wait then ends as a cancel that gives back the
     /// attempt no finger reached, before the signal is let through.
     private var termination: BlockedInterrupt? = nil
+    /// The agent's SIGTERM was seen (the deadline is armed).
+    private var terminationNoticed = false
+    /// How long the module may take, once the agent sent SIGTERM, to give
+    /// back the attempt no finger reached: the agent waits for the helper
+    /// to end, its dialog (GNOME Shell: the whole shell) frozen meanwhile.
+    /// Past it the helper ends with the attempt still counted (R3).
+    static var cancelMilliseconds: Int { 500 }
 
     /// `conversation` nil: the prompt can never be opened.
     init(conversation: PAMConversationFunction?) {
@@ -140,6 +152,17 @@ public final class OpenPrompt {
 
     /// The agent asked the helper to end (SIGTERM pending).
     public var terminationPending: Bool { termination != nil && Syscalls.isPending(SIGTERM) }
+
+    /// Whether the agent asked the helper to end; the first time, the
+    /// helper is given `cancelMilliseconds` to finish.
+    public func noticeTermination() -> Bool {
+        guard terminationNoticed || terminationPending else { return false }
+        if !terminationNoticed {
+            terminationNoticed = true
+            Syscalls.endProcess(afterMilliseconds: OpenPrompt.cancelMilliseconds)
+        }
+        return true
+    }
 
     /// Asks `text` on a thread of its own; false when it cannot (no
     /// conversation, no thread, the module could not be kept loaded).
@@ -182,7 +205,7 @@ public final class OpenPrompt {
         // SIGTERM ends the wait (the prompt then stays open, and `end`
         // leaves it).
         while !answered {
-            if terminationPending { return .failed }
+            if noticeTermination() { return .failed }
             guard Syscalls.poll(pollRequests, timeoutMilliseconds: -1) != nil else { return .failed }
         }
         Syscalls.lock(memory.pointee.lock)
@@ -208,7 +231,7 @@ public final class OpenPrompt {
         guard let memory = shared else { return }
         // After the agent's SIGTERM nobody answers: the agent waits for
         // this process to end.
-        if !succeeded && !terminationPending {
+        if !succeeded && !noticeTermination() {
             let discarded = SecretBuffer()
             _ = take(into: discarded)
             discarded.wipe()
@@ -241,9 +264,11 @@ public final class OpenPrompt {
     }
 
     /// Restores the signal mask: a SIGTERM that came meanwhile now ends the
-    /// helper, as the agent asked.
+    /// helper, as the agent asked, whatever action the helper inherited.
     private func letTerminationThrough() {
-        if let termination { Syscalls.unblockInterrupt(termination) }
-        termination = nil
+        guard let termination else { return }
+        if noticeTermination() { Syscalls.restoreDefaultAction(SIGTERM) }
+        Syscalls.unblockInterrupt(termination)
+        self.termination = nil
     }
 }

@@ -49,6 +49,8 @@ struct TerminalInterrupt {
     /// After `pollRequests` showed something ready: whether the wait ends.
     /// Keys are read into the line; only Enter (or a signal) ends it.
     func endsTheWait() -> Bool {
+        // The agent's SIGTERM starts the cancel's deadline at once.
+        if case .openPrompt(let prompt) = source { _ = prompt.noticeTermination() }
         guard case .terminal(let keyboard) = source else { return true }
         keyboard.readKeys()
         return keyboard.wantsTheWaitEnded

@@ -93,7 +93,7 @@ public struct TouchOrTypePrompter<Conversation: Prompter>: Prompter {
         // A dialog's answer: a password, an empty answer (the password is
         // asked), or a cancelled dialog.
         if openPrompt.isOpen {
-            guard openPrompt.answered else { return .cancel }
+            guard openPrompt.answered, !openPrompt.noticeTermination() else { return .cancel }
             switch openPrompt.take(into: typedInTheDialog) {
             case .entered: return .typedPassword
             case .empty: return .passwordWanted

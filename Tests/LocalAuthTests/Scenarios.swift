@@ -543,13 +543,24 @@ func scenarios() -> [Scenario] {
         $0.prompts = [Text.passcodePrompt]
         $0.says = [Text.place]
     }
-    add("R16 dialog: during the password back-off no prompt stays open; the finger still works", .owner) {
+    add("R16 dialog: during the password back-off the first prompt asks; Enter, then the finger", .owner) {
         $0.dialog = true; $0.typed = ""
         $0.initial = .record(f: 0, p: 5, backoffMilliseconds: 30_000)
+        $0.answers = [.empty]
         $0.script = [.match]
         $0.outcome = .success(.biometry); $0.code = .success
         $0.sensorOpens = 1; $0.fingerprintAttempts = 1
-        $0.says = [Text.place]
+        $0.prompts = [Text.firstPrompt]
+    }
+    add("R16 dialog: during the password back-off a typed password is refused unchecked", .owner) {
+        $0.dialog = true; $0.typed = ""
+        $0.initial = .record(f: 0, p: 5, backoffMilliseconds: 30_000)
+        $0.answers = [rightAnswer]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+        $0.f = 0; $0.p = 5; $0.backoffAfter = 30_000
+        $0.passcodeBegins = 1
+        $0.prompts = [Text.firstPrompt]
+        $0.saysError = [Text.waitPrefix]
     }
     add("R16 dialog: locked finger: the password prompt alone", .owner) {
         $0.dialog = true; $0.typed = ""

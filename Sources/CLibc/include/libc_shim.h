@@ -115,6 +115,9 @@ static inline int la_namespace_owner(int fd) { return ioctl(fd, NS_GET_USERNS); 
    kernel allows it only with CAP_SYSLOG (or CAP_SYS_ADMIN) in the initial
    user namespace, whatever the files under /proc say. */
 static inline int la_kernel_log_size_unread(void) { return (int)syscall(SYS_syslog, 9, (char *)0, 0); }
+/* SIGALRM once, `milliseconds` from now (setitimer's which is an enum Swift cannot pass). */
+#include <sys/time.h>
+static inline int la_alarm_after(long milliseconds) { struct itimerval timer = { .it_interval = {0, 0}, .it_value = { milliseconds / 1000, (milliseconds % 1000) * 1000 } }; return setitimer(ITIMER_REAL, &timer, 0); }
 static inline int la_default_signal(int sig) { return signal(sig, SIG_DFL) == SIG_ERR ? -1 : 0; }
 static inline int la_ignore_signal(int sig) { return signal(sig, SIG_IGN) == SIG_ERR ? -1 : 0; }
 
