@@ -177,7 +177,7 @@ final class OptionKeyTableTests: XCTestCase {
             let first = line.split(separator: "|").first ?? ""
             for piece in first.split(separator: "`").enumerated() where piece.offset % 2 == 1 { fields.insert(String(piece.element)) }
         }
-        let protocolFields: Set<String> = ["action", "service", "user", "tty", "reuse", "interactive"]
+        let protocolFields: Set<String> = ["action", "service", "user", "tty", "reuse", "interactive", "keys"]
         XCTAssertEqual(fields.subtracting(protocolFields), names(OptionKey.presentationKeys))
     }
 }
