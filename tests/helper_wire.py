@@ -7,9 +7,11 @@ HELLO, REQUEST = 0x01, 0x02
 TEXT_INFO, ERROR_TEXT, PROMPT_OFF, PROMPT_ON = 0x10, 0x11, 0x12, 0x13
 FALLBACK_OFFERED = 0x14                 # version 2
 REPLY, NO_ANSWER, CANCEL, USER_CANCEL, USER_FALLBACK = 0x20, 0x21, 0x22, 0x23, 0x24
+PASSWORD_TYPED = 0x25                   # version 3, after a REQUEST with keys=client
 RESULT = 0x30
 CLIENT_HELLO = b"LAH\x01"              # version 1: what most tests speak (a helper still answers it)
 CLIENT_HELLO_V2 = b"LAH\x02"           # version 2: FALLBACK_OFFERED
+CLIENT_HELLO_V3 = b"LAH\x03"           # version 3: PASSWORD_TYPED and keys=client
 STATUS_EVALUATED, STATUS_REFUSED, STATUS_NOT_PRIVILEGED, STATUS_INTERNAL = 0, 1, 2, 3
 
 

@@ -27,7 +27,7 @@ import pytest
 
 from fprint_rig import FprintRig, RigError
 from lockers import descendants, helper_pids, wait_for
-from helper_wire import (CANCEL, USER_CANCEL, USER_FALLBACK, CLIENT_HELLO, CLIENT_HELLO_V2, FALLBACK_OFFERED, ERROR_TEXT,
+from helper_wire import (CANCEL, USER_CANCEL, USER_FALLBACK, PASSWORD_TYPED, CLIENT_HELLO, CLIENT_HELLO_V2, CLIENT_HELLO_V3, FALLBACK_OFFERED, ERROR_TEXT,
                          HELLO, NO_ANSWER, PROMPT_OFF, REPLY, REQUEST, RESULT, STATUS_EVALUATED, STATUS_NOT_PRIVILEGED, STATUS_REFUSED, TEXT_INFO, converse, frame,
                          read_frame, request)
 from pamenv import BUILD, HARNESS, localauth_command, parse_run, run_in_terminal
@@ -908,6 +908,54 @@ def test_an_apps_sheet_scans_at_once_and_offers_the_fallback_after_a_miss(w, hel
     assert h.wait() == 0
     assert w.counts(UID) == (0, 0)
     rig.wait_until_claimable(USER, timeout=10)
+
+
+def test_password_typed_while_the_reader_waits_is_asked_and_charged(w, helpers, rig):
+    """`localauth evaluate`'s touch or type (keys=client): the instruction
+    says both ways, no fallback is offered after a miss, and PASSWORD_TYPED
+    ends the wait before any fallback would; the password prompt follows,
+    charged before it is checked, and the wait's attempt is given back."""
+    h = helpers()
+    rig.feed([MISS])
+    h.ask(hello=CLIENT_HELLO_V3, service="localauth-app", keys="client")
+    kind, text = read_frame(h.sock)
+    assert kind == TEXT_INFO and text.decode().endswith("or type your password:"), (kind, text)
+    assert read_frame(h.sock) == (ERROR_TEXT, b"Fingerprint not recognized. Try again, or type your password.")
+    assert rig.feed_wait(timeout=30).ok
+    wait_counts(w, (2, 0))                 # the miss, and the next attempt's charge
+    h.sock.sendall(frame(PASSWORD_TYPED))
+    messages, result = converse(h.sock, ["wrong-password"])
+    assert [kind for kind, _ in messages] == [PROMPT_OFF], messages
+    assert result["pam"] == PAM_AUTH_ERR and h.wait() == 1, (messages, result)
+    assert w.counts(UID) == (1, 1)
+    rig.wait_until_claimable(USER, timeout=10)
+
+
+@pytest.mark.parametrize("fields", [{"service": "localauth-app"}, {"service": "i3lock", "keys": "client"}],
+                         ids=["without keys=client", "a locker's service"])
+def test_password_typed_where_no_keys_are_read_ends_the_conversation(w, helpers, rig, fields):
+    """PASSWORD_TYPED is a frame out of order unless the request said the
+    client reads the keys, for an app: nothing is granted or charged past
+    the reader's pending attempt, which is given back."""
+    h = helpers()
+    h.ask(hello=CLIENT_HELLO_V3, **fields)
+    kind, _ = read_frame(h.sock)
+    if kind == PROMPT_OFF:                 # a locker's first prompt: Enter starts the reader
+        h.sock.sendall(frame(REPLY, b""))
+        kind, _ = read_frame(h.sock)
+    assert kind == TEXT_INFO
+    wait_counts(w, (1, 0))
+    h.sock.sendall(frame(PASSWORD_TYPED))
+    got = []
+    try:
+        while True:
+            got.append(read_frame(h.sock, timeout=15))
+    except (EOFError, ConnectionResetError):
+        pass
+    assert all(kind != RESULT for kind, _ in got), got
+    assert h.wait() == 3
+    rig.wait_until_claimable(USER, timeout=10)
+    assert w.counts(UID)[1] == 0
 
 
 def test_an_apps_sheet_with_an_empty_title_never_offers_the_fallback(w, helpers, rig):
