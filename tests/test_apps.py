@@ -19,7 +19,7 @@ import re
 import signal
 import socket
 import subprocess
-import time
+import termios
 from pathlib import Path
 
 import pytest
@@ -725,6 +725,38 @@ def test_evaluate_owner_ctrl_c_while_the_reader_waits_cancels(w, rig):
         session.close()
     rig.wait_until_claimable(USER, timeout=10)
     assert w.counts(UID) in ((0, 0), (1, 0)), w.counts(UID)    # given back unless the stop could not prove it
+
+
+def test_evaluate_owner_ctrl_c_at_the_password_prompt_cancels_at_once(w, rig):
+    session = evaluate_with_the_reader_waiting(w, rig)
+    try:
+        session.send("\r")
+        session.expect("Enter Password: ")
+        session.send("pk\x03")
+        session.expect("not authenticated: userCancel (-2)")
+        session.wait()
+    finally:
+        session.close()
+    assert w.counts(UID) == (0, 0)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_evaluate_ended_by_a_signal_puts_the_terminal_back(w, rig, sig):
+    """A kill or a hang-up while the reader waits and a password is half
+    typed: the evaluation is cancelled, the terminal gets its echo and line
+    editing back, then the signal ends the tool as it would have."""
+    session = evaluate_with_the_reader_waiting(w, rig)
+    try:
+        session.send("pk-half")
+        os.kill(session.pid, sig)
+        assert session.wait() == -sig
+        lflag = termios.tcgetattr(session.master)[3]
+    finally:
+        session.close()
+    assert lflag & termios.ECHO and lflag & termios.ICANON and lflag & termios.ISIG, hex(lflag)
+    rig.wait_until_claimable(USER, timeout=10)
+    assert w.counts(UID) in ((0, 0), (1, 0)), w.counts(UID)    # given back unless the stop could not prove it
+    assert "pk-half" not in session.text
 
 
 def test_evaluate_biometrics_fallback_exits_16(w, rig):

@@ -280,10 +280,13 @@ public protocol Prompter {
     /// false when there is none.
     mutating func takeTypedPassword(into secret: SecretBuffer) -> Bool
     /// Touch or type in a dialog (prompt mode, policy owner, an agent that
-    /// takes the verdict while prompting): asks `text` with echo off and
-    /// leaves the question open while the reader waits; its answer ends
-    /// the wait. Until it is answered nothing else is said. False when this
-    /// conversation cannot.
+    /// takes the verdict while prompting): gets ready to leave a prompt
+    /// open (everything that can fail but the thread itself); false when
+    /// this conversation cannot, and the first prompt then asks.
+    mutating func readyToLeavePromptOpen() -> Bool
+    /// Asks `text` with echo off and leaves the question open while the
+    /// reader waits; its answer ends the wait. Until it is answered nothing
+    /// else is said. False when it could not be asked.
     mutating func leavePromptOpen(_ text: String) -> Bool
 }
 
@@ -292,6 +295,7 @@ extension Prompter {
     public mutating func offerFallback(_ title: String) {}
     public mutating func watchKeys() -> Bool { false }
     public mutating func takeTypedPassword(into secret: SecretBuffer) -> Bool { false }
+    public mutating func readyToLeavePromptOpen() -> Bool { false }
     public mutating func leavePromptOpen(_ text: String) -> Bool { false }
 }
 

@@ -211,10 +211,10 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         var passcodeChosen = false
         if biometryError == nil {
             // A prompt left open while the reader waits asks for the password
-            // and the finger at once; no first prompt comes before it. Not
-            // during the password back-off: the first prompt then asks, and
-            // Enter starts the reader, as in any prompt.
-            let openPrompt = request.mode == .prompt && request.promptStaysOpen && ledger.backoffRemaining(user) == 0
+            // and the finger at once; no first prompt comes before it. (In
+            // the password back-off too: a password typed then is refused
+            // unchecked, as at any prompt, and the finger works.)
+            let openPrompt = request.mode == .prompt && request.promptStaysOpen && prompter.readyToLeavePromptOpen()
             if request.mode == .prompt && !openPrompt {
                 switch prompter.ask(UserText.firstPrompt(request, options: options), into: passcode) {
                 case .entered: passcodeEntered = true

@@ -30,9 +30,9 @@ extension Engine {
     /// offers Ctrl-C as the way to the password.
     mutating func biometricPhase(_ request: Request, user: UserIdentity, record: StateRecord,
                                  touchOrType: Bool) -> BiometricPhaseEnd {
-        // Not while the password back-off would refuse a typed password
-        // unchecked (a dialog's caller looked already, before it chose to
-        // leave out the first prompt).
+        // At a terminal, not while the password back-off would refuse a
+        // typed password unchecked (the program's own prompt then says
+        // so); a dialog has no other prompt.
         let typable = touchOrType && (request.promptStaysOpen || ledger.backoffRemaining(user) == 0)
         // A terminal's keys are taken from before the reader is claimed
         // (nothing typed meanwhile is shown); so are those a helper's

@@ -64,6 +64,12 @@ public final class TypedWhileWaiting {
         }
     }
 
+    /// Drops the line (a cancel, a timeout): wiped, typing starts over.
+    public func discard() {
+        line.wipe()
+        entered = false
+    }
+
     /// Moves an entered line into `secret`; false (and nothing moved) when
     /// none was entered or it is empty. Either way typing starts over.
     public func take(into secret: SecretBuffer) -> Bool {

@@ -29,6 +29,11 @@ func evaluateCommand(_ arguments: Arguments) throws -> ExitCode {
         verdict = try helperVerdict(client.run(request))
     } else if let terminal = Terminal.openControlling() {
         defer { Syscalls.close(terminal) }
+        // A kill's SIGTERM, a hang-up, Ctrl-\\: read from a signalfd, they
+        // cancel; the terminal is put back, then the signal ends the tool
+        // (the defers run in the reverse order).
+        let ending = Syscalls.blockSignals(Syscalls.terminationSignals)
+        defer { if let ending { Syscalls.unblockInterrupt(ending) } }
         // Keys arrive one by one and Ctrl-C as a byte: the sheet's choices
         // while the reader waits (a prompt reads its own line).
         let saved = Terminal.keys(terminal)
@@ -40,13 +45,15 @@ func evaluateCommand(_ arguments: Arguments) throws -> ExitCode {
             // Touch or type: the keys typed while the reader waits are the password.
             request.clientReadsKeys = true
             let typed = TypedWhileWaiting()
-            var client = HelperClient(prompter: TypedFirstConversation(conversation, typed: typed, terminal: terminal))
+            let answerSeconds = Configuration.load(path: nil).options.answerTimeoutSeconds
+            var client = HelperClient(prompter: TypedFirstConversation(conversation, typed: typed, terminal: terminal,
+                                                                       interrupt: ending?.fd, answerSeconds: answerSeconds))
             defer { client.lastAnswer.wipe() }
-            verdict = try helperVerdict(client.run(request, control: terminal) { byte in typed.key(byte) })
+            verdict = try helperVerdict(client.run(request, control: terminal, interrupt: ending?.fd) { byte in typed.key(byte) })
         } else {
             var client = HelperClient(prompter: conversation)
             defer { client.lastAnswer.wipe() }
-            verdict = try helperVerdict(client.run(request, control: saved == nil ? nil : terminal) { byte in
+            verdict = try helperVerdict(client.run(request, control: saved == nil ? nil : terminal, interrupt: ending?.fd) { byte in
                 SheetKeys.choice(byte, fallbackOffered: offered.value)
             })
         }
@@ -99,26 +106,49 @@ func helperVerdict(_ outcome: HelperOutcome) throws -> Result<AuthenticationMeth
 
 /// The helper's conversation for touch or type: its password prompt is
 /// answered with the line typed while the reader waited (a line begun and
-/// not yet entered is finished first, without a new prompt); with none,
-/// the terminal asks as usual.
+/// not yet entered is finished first, without a new prompt); with none, or
+/// after Enter alone, the prompt is shown and the line read the same way:
+/// keys one at a time with the same editing, Ctrl-C cancels, and a signal
+/// that ends the tool or `answer_timeout` gives up.
 struct TypedFirstConversation: Prompter {
     var conversation: TerminalConversation
     let typed: TypedWhileWaiting
     let terminal: Int32
+    /// The signalfd of the signals that end the tool.
+    let interrupt: Int32?
+    let answerSeconds: Int
 
-    init(_ conversation: TerminalConversation, typed: TypedWhileWaiting, terminal: Int32) {
+    init(_ conversation: TerminalConversation, typed: TypedWhileWaiting, terminal: Int32, interrupt: Int32?, answerSeconds: Int) {
         self.conversation = conversation
         self.typed = typed
         self.terminal = terminal
+        self.interrupt = interrupt
+        self.answerSeconds = answerSeconds
     }
 
     mutating func ask(_ text: String, into secret: SecretBuffer) -> PromptAnswer {
-        while typed.midLine {
-            guard let byte = Syscalls.readByte(terminal) else { return .failed }
-            if typed.key(byte) == .userCancel { return .failed }
+        // Enter alone while the reader waited: this prompt asks.
+        if typed.entered && typed.line.isEmpty { typed.discard() }
+        let shown = !typed.entered && !typed.midLine
+        if shown { try? Syscalls.writeAll(terminal, utf8Bytes(text)) }
+        defer { if shown { try? Syscalls.writeAll(terminal, [0x0A]) } }
+        let deadline = Syscalls.bootTimeNanoseconds() + Int64(answerSeconds) * 1_000_000_000
+        while !typed.entered {
+            var requests = [PollRequest(fd: terminal, events: PollRequest.readable)]
+            if let interrupt { requests.append(PollRequest(fd: interrupt, events: PollRequest.readable)) }
+            let left = (deadline - Syscalls.bootTimeNanoseconds()) / 1_000_000
+            guard left > 0, let ready = Syscalls.poll(requests, timeoutMilliseconds: Int32(min(left, 1000))),
+                  !(ready.count > 1 && ready[1] != 0) else {
+                typed.discard()
+                return .failed
+            }
+            guard ready[0] != 0 else { continue }
+            guard let byte = Syscalls.readByte(terminal), typed.key(byte) != .userCancel else {
+                typed.discard()
+                return .failed
+            }
         }
-        if typed.take(into: secret) { return .entered }
-        return conversation.ask(text, into: secret)
+        return typed.take(into: secret) ? .entered : .empty
     }
 
     mutating func tell(_ text: String, _ kind: MessageKind) {

@@ -20,8 +20,10 @@ public struct HelperClient<Conversation: Prompter> {
 
     /// Runs one request through the helper at `path`. Bytes read from
     /// `control` (`ClientChoice` raw values) are passed on as the caller's
-    /// choices while no prompt is open.
+    /// choices while no prompt is open; `interrupt` readable (a signalfd:
+    /// the program is asked to end) is the person's cancel, sent once.
     public mutating func run(_ request: HelperRequest, path: [UInt8] = Syscalls.helperPath, control: Int32? = nil,
+                             interrupt: Int32? = nil,
                              choice: (UInt8) -> ClientChoice? = { ClientChoice(rawValue: $0) }) -> HelperOutcome {
         if let problem = TrustedPath.setuidProgramProblem(path) {
             return .unavailable("\(printableText(path)): \(problem)")
@@ -37,12 +39,13 @@ public struct HelperClient<Conversation: Prompter> {
             if let child { Syscalls.reap(child, waitingMilliseconds: 2000) }
         }
         guard child != nil else { return .failed("cannot start \(printableText(path))") }
-        return converse(channel, request, control: control, choice: choice)
+        return converse(channel, request, control: control, interrupt: interrupt, choice: choice)
     }
 
-    mutating func converse(_ channel: FrameChannel, _ request: HelperRequest, control: Int32? = nil,
+    mutating func converse(_ channel: FrameChannel, _ request: HelperRequest, control: Int32? = nil, interrupt: Int32? = nil,
                            choice: (UInt8) -> ClientChoice? = { ClientChoice(rawValue: $0) }) -> HelperOutcome {
         var control = control
+        var interrupt = interrupt
         let helloDeadline = Syscalls.bootTimeNanoseconds() + HelperClient.helloMilliseconds * 1_000_000
         guard channel.send(.hello, HelloFrame.client(), deadline: helloDeadline) else { return .failed("the helper did not take HELLO") }
         let silence: Int64
@@ -67,12 +70,21 @@ public struct HelperClient<Conversation: Prompter> {
             let frame: ReceivedFrame
             let deadline = Syscalls.bootTimeNanoseconds() + silence
             // The caller's choices go out while the helper has nothing to say.
-            while let fd = control {
+            while control != nil || interrupt != nil {
+                var requests = [channel.pollRequest, PollRequest(fd: control ?? -1, events: PollRequest.readable)]
+                if let interrupt { requests.append(PollRequest(fd: interrupt, events: PollRequest.readable)) }
                 guard let left = FrameChannel.millisecondsLeft(deadline),
-                      let ready = Syscalls.poll([channel.pollRequest, PollRequest(fd: fd, events: PollRequest.readable)],
-                                                timeoutMilliseconds: left) else { break }
+                      let ready = Syscalls.poll(requests, timeoutMilliseconds: left) else { break }
                 if ready[0] != 0 { break }
-                if ready[1] == 0 { continue }
+                if ready.count > 2 && ready[2] != 0 {
+                    // Asked to end: the person's cancel, once (the signal stays pending for the caller).
+                    interrupt = nil
+                    if !channel.send(.userCancel, [], deadline: Syscalls.bootTimeNanoseconds() + silence) {
+                        return .failed("the helper stopped reading")
+                    }
+                    continue
+                }
+                guard let fd = control, ready[1] != 0 else { continue }
                 guard let byte = Syscalls.readByte(fd) else {
                     control = nil
                     break

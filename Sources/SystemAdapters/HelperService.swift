@@ -91,27 +91,35 @@ struct ChannelPrompter: Prompter {
             return .failed
         }
         let deadline = min(Syscalls.bootTimeNanoseconds() + answerNanoseconds, hardDeadline)
-        switch channel.receive(deadline: deadline, secret: secret) {
-        case .success(let frame):
-            switch frame.type {
-            case .reply: return secret.isEmpty ? .empty : .entered
-            case .noAnswer, .userCancel, .userFallback:
-                guard frame.payload.isEmpty else {
+        // A PASSWORD_TYPED sent as the wait ended (Enter with the last miss)
+        // crossed this prompt: the typed line's REPLY follows it.
+        var crossed = false
+        while true {
+            switch channel.receive(deadline: deadline, secret: secret) {
+            case .success(let frame):
+                switch frame.type {
+                case .passwordTyped where state.readsKeys && !crossed && frame.payload.isEmpty:
+                    crossed = true
+                    continue
+                case .reply: return secret.isEmpty ? .empty : .entered
+                case .noAnswer, .userCancel, .userFallback:
+                    guard frame.payload.isEmpty else {
+                        state.violation = .outOfOrder(frame.type)
+                        return .failed
+                    }
+                    return frame.type == .userFallback ? .fallback : .failed
+                case .cancel:
+                    state.cancelled = true
+                    return .failed
+                default:
                     state.violation = .outOfOrder(frame.type)
                     return .failed
                 }
-                return frame.type == .userFallback ? .fallback : .failed
-            case .cancel:
-                state.cancelled = true
-                return .failed
-            default:
-                state.violation = .outOfOrder(frame.type)
+            case .failure(let violation):
+                secret.wipe()
+                state.violation = violation
                 return .failed
             }
-        case .failure(let violation):
-            secret.wipe()
-            state.violation = violation
-            return .failed
         }
     }
 
@@ -316,8 +324,10 @@ struct HelperSession {
                                  tty: request.tty, mode: mode, silent: false)
         evaluation.session = session
         evaluation.callerActsForAName = callerUID == 0
-        // Only an app's own prompt, with a person at the client's keys.
-        state.readsKeys = request.clientReadsKeys && request.interactive && KnownServices.kind(of: request.service) == .app
+        // Only an app's own prompt under policy owner, with a person at the
+        // keys of a client that speaks version 3.
+        state.readsKeys = request.clientReadsKeys && request.interactive && state.version >= 3 && options.policy == .owner
+            && KnownServices.kind(of: request.service) == .app
         evaluation.clientReadsKeys = state.readsKeys
         let passcode = SecretBuffer()
         defer { passcode.wipe() }

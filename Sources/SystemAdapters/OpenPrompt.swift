@@ -165,14 +165,40 @@ public final class OpenPrompt {
     }
 
     /// Asks `text` on a thread of its own; false when it cannot (no
-    /// conversation, no thread, the module could not be kept loaded).
-    public func open(_ text: String) -> Bool {
-        guard shared == nil, let conversation, Syscalls.keepThisObjectLoaded(), let pipe = Syscalls.pipe() else { return false }
+    /// conversation, no thread, what `prepare` gets).
+    /// Gets everything ready that can fail but the thread (the module kept
+    /// loaded, the pipe, the mutex); false when something cannot be had.
+    public func prepare() -> Bool {
+        if prepared != nil || shared != nil { return true }
+        guard conversation != nil, Syscalls.keepThisObjectLoaded(), let pipe = Syscalls.pipe() else { return false }
         guard let lock = Syscalls.makeMutex() else {
             Syscalls.close(pipe.read)
             Syscalls.close(pipe.write)
             return false
         }
+        prepared = Prepared(pipe: pipe, lock: lock)
+        return true
+    }
+
+    private struct Prepared {
+        let pipe: (read: Int32, write: Int32)
+        let lock: UnsafeMutablePointer<pthread_mutex_t>
+    }
+    private var prepared: Prepared? = nil
+
+    /// Gives back what `prepare` got and `open` did not use.
+    private func releasePrepared() {
+        guard let prepared else { return }
+        Syscalls.close(prepared.pipe.read)
+        Syscalls.close(prepared.pipe.write)
+        Syscalls.destroyMutex(prepared.lock)
+        self.prepared = nil
+    }
+
+    public func open(_ text: String) -> Bool {
+        guard shared == nil, let conversation, prepare(), let ready = prepared else { return false }
+        prepared = nil
+        let (pipe, lock) = (ready.pipe, ready.lock)
         let utf8 = Array(text.utf8)
         let copy = UnsafeMutablePointer<CChar>.allocate(capacity: utf8.count + 1)
         for (index, byte) in utf8.enumerated() { copy[index] = CChar(bitPattern: byte) }
@@ -228,6 +254,7 @@ public final class OpenPrompt {
     /// of its own, never converses while this prompt still does.
     public func end(succeeded: Bool) {
         defer { letTerminationThrough() }
+        releasePrepared()
         guard let memory = shared else { return }
         // After the agent's SIGTERM nobody answers: the agent waits for
         // this process to end.

@@ -32,6 +32,10 @@ public struct TouchOrTypePrompter<Conversation: Prompter>: Prompter {
         keyboard.beginTyping()
     }
 
+    public mutating func readyToLeavePromptOpen() -> Bool {
+        openPrompt.prepare()
+    }
+
     public mutating func leavePromptOpen(_ text: String) -> Bool {
         openPrompt.open(text)
     }

@@ -211,7 +211,9 @@ final class FakePrompter: Prompter {
     private(set) var droppedWhileOpen: [String] = []
     private(set) var promptOpen = false
 
-    /// Opens when the person can type (`keys` set), as watchKeys does.
+    /// Ready, and opens, when the person can type (`keys` set), as watchKeys does.
+    func readyToLeavePromptOpen() -> Bool { keys != nil }
+
     func leavePromptOpen(_ text: String) -> Bool {
         guard keys != nil else { return false }
         leftOpen.append(text)

@@ -533,33 +533,34 @@ func scenarios() -> [Scenario] {
         $0.passcodeBegins = 1; $0.passcodeChecks = 1
         $0.leftOpen = [Text.dialogTouchOrType]
     }
-    add("R16 dialog: a prompt that cannot stay open: the reader with its message, then the password", .owner) {
+    add("R16 dialog: a prompt that cannot stay open: the first prompt asks, Enter starts the reader", .owner) {
         $0.dialog = true
         $0.script = [.noMatch, .noMatch, .noMatch]
-        $0.answers = [rightAnswer]
+        $0.answers = [.empty, rightAnswer]
         $0.outcome = .success(.passcode); $0.code = .success
         $0.sensorOpens = 1; $0.fingerprintAttempts = 3
         $0.passcodeBegins = 1; $0.passcodeChecks = 1
-        $0.prompts = [Text.passcodePrompt]
+        $0.prompts = [Text.firstPrompt, Text.passcodePrompt]
         $0.says = [Text.place]
     }
-    add("R16 dialog: during the password back-off the first prompt asks; Enter, then the finger", .owner) {
+    add("R16 dialog: during the password back-off the prompt stays open; the finger works", .owner) {
         $0.dialog = true; $0.typed = ""
         $0.initial = .record(f: 0, p: 5, backoffMilliseconds: 30_000)
-        $0.answers = [.empty]
         $0.script = [.match]
         $0.outcome = .success(.biometry); $0.code = .success
         $0.sensorOpens = 1; $0.fingerprintAttempts = 1
-        $0.prompts = [Text.firstPrompt]
+        $0.leftOpen = [Text.dialogTouchOrType]
     }
-    add("R16 dialog: during the password back-off a typed password is refused unchecked", .owner) {
-        $0.dialog = true; $0.typed = ""
+    add("R16 dialog: during the password back-off a typed password is refused unchecked; the wait's attempt given back", .owner) {
+        $0.dialog = true; $0.typed = "correct horse"
         $0.initial = .record(f: 0, p: 5, backoffMilliseconds: 30_000)
-        $0.answers = [rightAnswer]
+        $0.script = [SensorStep(.interrupted)]
+        $0.choices = [.typedPassword]
         $0.outcome = .failure(.authenticationFailed); $0.code = .authError
         $0.f = 0; $0.p = 5; $0.backoffAfter = 30_000
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
         $0.passcodeBegins = 1
-        $0.prompts = [Text.firstPrompt]
+        $0.leftOpen = [Text.dialogTouchOrType]
         $0.saysError = [Text.waitPrefix]
     }
     add("R16 dialog: locked finger: the password prompt alone", .owner) {
@@ -1554,7 +1555,8 @@ final class ScenarioTests: XCTestCase {
             XCTAssertEqual(prompter.keysWatched, 0, "\(label): keys read outside terminal mode's policy owner")
         }
         XCTAssertLessThanOrEqual(prompter.keysWatched, s.sensorOpens, "\(label): keys read without the reader waiting")
-        if prompter.typedTaken > 0 {
+        // (During the password back-off it is refused unchecked, and said so.)
+        if prompter.typedTaken > 0 && !prompter.saw(Text.waitPrefix) {
             XCTAssertEqual(verifier.verifyCalls, prompter.typedTaken, "\(label): a typed password not checked as the password")
             XCTAssertTrue(s.prompts.isEmpty, "\(label): asked again after the password was typed")
         }
