@@ -11,7 +11,7 @@ public struct DialogAgent: Sendable {
     /// The agent closes its dialog on the helper's verdict while its prompt
     /// waits for an answer: a touch completes the dialog with nothing typed.
     public let takesTheVerdictWhilePrompting: Bool
-    /// Why, for the documents and `localauth status`.
+    /// Why, as measured on Debian 12 (docs/PROGRAMS.md says the same per agent).
     public let why: StaticString
 }
 

@@ -133,7 +133,6 @@ public final class OpenPrompt {
     /// A prompt is open and not yet answered (or answered and not yet taken).
     public var isOpen: Bool { shared != nil }
 
-    /// What the reader's wait polls: readable once the answer is in.
     /// What the reader's wait polls: readable once the answer is in, or
     /// the agent sent SIGTERM (the dialog was cancelled).
     public var pollRequests: [PollRequest] {
@@ -164,8 +163,6 @@ public final class OpenPrompt {
         return true
     }
 
-    /// Asks `text` on a thread of its own; false when it cannot (no
-    /// conversation, no thread, what `prepare` gets).
     /// Gets everything ready that can fail but the thread (the module kept
     /// loaded, the pipe, the mutex); false when something cannot be had.
     public func prepare() -> Bool {
@@ -195,6 +192,8 @@ public final class OpenPrompt {
         self.prepared = nil
     }
 
+    /// Asks `text` on a thread of its own; false when it cannot (no
+    /// conversation, no thread, what `prepare` gets).
     public func open(_ text: String) -> Bool {
         guard shared == nil, let conversation, prepare(), let ready = prepared else { return false }
         prepared = nil
