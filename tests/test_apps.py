@@ -691,53 +691,26 @@ def test_evaluate_owner_a_password_typed_while_the_reader_waits(w, rig):
     rig.wait_until_claimable(USER, timeout=10)
 
 
-def test_evaluate_owner_a_wrong_password_typed_is_charged(w, rig):
+@pytest.mark.parametrize("steps, result, counts", [
+    ([("send", "not-the-password\r")], "not authenticated: authenticationFailed (-1)", {(0, 1)}),
+    ([("send", "\r"), ("expect", "Enter Password: "), ("send", PASSWORD + "\r")], "authenticated: password", {(0, 0)}),
+    # Given back unless the stop could not prove that no finger was judged.
+    ([("send", "pk\x03")], "not authenticated: userCancel (-2)", {(0, 0), (1, 0)}),
+    ([("send", "\r"), ("expect", "Enter Password: "), ("send", "pk\x03")], "not authenticated: userCancel (-2)", {(0, 0)}),
+], ids=["a wrong password typed is charged", "Enter alone asks the password", "Ctrl-C while the reader waits cancels",
+        "Ctrl-C at the password prompt cancels at once"])
+def test_evaluate_owner_keys_while_the_reader_waits(w, rig, steps, result, counts):
     session = evaluate_with_the_reader_waiting(w, rig)
     try:
-        session.send("not-the-password\r")
-        session.expect("not authenticated: authenticationFailed (-1)")
-        session.wait()
-    finally:
-        session.close()
-    assert w.counts(UID) == (0, 1)
-
-
-def test_evaluate_owner_enter_alone_asks_the_password(w, rig):
-    session = evaluate_with_the_reader_waiting(w, rig)
-    try:
-        session.send("\r")
-        session.expect("Enter Password: ")
-        session.send(PASSWORD + "\r")
-        session.expect("authenticated: password")
-        assert session.wait() == 0
-    finally:
-        session.close()
-    assert w.counts(UID) == (0, 0)
-
-
-def test_evaluate_owner_ctrl_c_while_the_reader_waits_cancels(w, rig):
-    session = evaluate_with_the_reader_waiting(w, rig)
-    try:
-        session.send("pk\x03")
-        session.expect("not authenticated: userCancel (-2)")
-        session.wait()
+        for action, text in steps:
+            session.send(text) if action == "send" else session.expect(text)
+        session.expect(result)
+        code = session.wait()
+        assert (code == 0) == result.startswith("authenticated"), code
     finally:
         session.close()
     rig.wait_until_claimable(USER, timeout=10)
-    assert w.counts(UID) in ((0, 0), (1, 0)), w.counts(UID)    # given back unless the stop could not prove it
-
-
-def test_evaluate_owner_ctrl_c_at_the_password_prompt_cancels_at_once(w, rig):
-    session = evaluate_with_the_reader_waiting(w, rig)
-    try:
-        session.send("\r")
-        session.expect("Enter Password: ")
-        session.send("pk\x03")
-        session.expect("not authenticated: userCancel (-2)")
-        session.wait()
-    finally:
-        session.close()
-    assert w.counts(UID) == (0, 0)
+    assert w.counts(UID) in counts, w.counts(UID)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])

@@ -508,12 +508,19 @@ def lxpolkit_dialog_up(desk):
     return desk.x.xdotool("search", "--onlyvisible", "--class", "lxpolkit").returncode == 0
 
 
+def lxpolkit_asks(desk, bus):
+    """pkexec, until lxpolkit's dialog shows the prompt and the reader
+    waits. -> the run."""
+    run = desk.pkexec()
+    desk.wait_text("agent", "Password or swipe finger:")
+    wait_for(lambda: lxpolkit_dialog_up(desk), what="lxpolkit's dialog")
+    bus.wait_for("VerifyStart")
+    return run
+
+
 def test_lxpolkit_a_touch_closes_the_dialog(lxpolkit, world, rig):
     with BusMonitor(rig) as bus:
-        run = lxpolkit.pkexec()
-        lxpolkit.wait_text("agent", "Password or swipe finger:")
-        wait_for(lambda: lxpolkit_dialog_up(lxpolkit), what="lxpolkit's dialog")
-        bus.wait_for("VerifyStart")
+        run = lxpolkit_asks(lxpolkit, bus)
         rig.feed([MATCH], on_cue=False)
         fed(rig)
     lxpolkit.wait_text("agent", "emitting ::completed(TRUE)")
@@ -525,10 +532,7 @@ def test_lxpolkit_a_touch_closes_the_dialog(lxpolkit, world, rig):
 
 def test_lxpolkit_a_password_typed_while_the_reader_waits(lxpolkit, world, rig):
     with BusMonitor(rig) as bus:
-        run = lxpolkit.pkexec()
-        lxpolkit.wait_text("agent", "Password or swipe finger:")
-        wait_for(lambda: lxpolkit_dialog_up(lxpolkit), what="lxpolkit's dialog")
-        bus.wait_for("VerifyStart")
+        run = lxpolkit_asks(lxpolkit, bus)
         window = lxpolkit.x.xdotool("search", "--onlyvisible", "--class", "lxpolkit").stdout.split()[-1]
         lxpolkit.x.xdotool("windowfocus", "--sync", window)
         lxpolkit.x.type(PASSWORD)
