@@ -1,7 +1,6 @@
 // The system layer's core calls, each wrapped once with one rule for EINTR:
-// files, locks, directories, waiting, and the caller's facts. The calls only
-// some programs make live beside, by role: Terminal.swift, HelperChannel.swift,
-// and the setuid helper's own in SystemAdapters/HelperProcess.swift.
+// errno, files, locks, directories and the caller's facts. The other calls
+// of the layer live beside it by role (DESIGN's layout lists the files).
 import CLibc
 import LocalAuth
 
@@ -73,13 +72,6 @@ public struct PollRequest: Equatable {
     public static var readable: Int16 { Int16(POLLIN) }
 }
 
-/// SIGINT blocked for this thread and readable from a descriptor instead
-/// (terminal mode): the saved mask puts things back as they were.
-public struct BlockedInterrupt {
-    public let fd: Int32
-    fileprivate let savedMask: sigset_t
-}
-
 /// What `fstat` told about an open file.
 public struct FileFacts: Equatable {
     public var isRegular: Bool
@@ -93,8 +85,8 @@ public struct FileFacts: Equatable {
     public var links: UInt64
 }
 
-/// Every libc call of the library, in one place. Callers see Swift types and
-/// typed errors; nothing else in the library imports the C module.
+/// The libc calls of the system layer, each wrapped once (this file and its
+/// extensions beside it). Callers see Swift types and typed errors.
 public enum Syscalls {
     /// The one rule for EINTR: a call a signal interrupted before it did
     /// anything is made again; any other result is returned (with errno
@@ -403,93 +395,6 @@ public enum Syscalls {
 
 }
 
-// MARK: - Waiting, signals and memory handed to C libraries
-extension Syscalls {
-    /// Waits until one of `requests` is ready or `timeoutMilliseconds` pass.
-    /// Returns the ready events of each request (all zero on a timeout), or
-    /// nil when poll failed other than by a signal.
-    public static func poll(_ requests: [PollRequest], timeoutMilliseconds: Int32) -> [Int16]? {
-        var fds = requests.map { pollfd(fd: $0.fd, events: $0.events, revents: 0) }
-        let ready = fds.withUnsafeMutableBufferPointer { CLibc.poll($0.baseAddress!, nfds_t($0.count), timeoutMilliseconds) }
-        if ready < 0 { return la_errno() == EINTR ? [Int16](repeating: 0, count: requests.count) : nil }
-        return fds.map { $0.revents }
-    }
-
-    /// Blocks SIGINT for the calling thread and opens a signalfd for it;
-    /// nil when either fails (the mask is then unchanged).
-    public static func blockInterrupt() -> BlockedInterrupt? {
-        blockSignals([SIGINT])
-    }
-
-    /// The signals that end a program at its terminal besides Ctrl-C: a
-    /// kill's SIGTERM, a hang-up's SIGHUP, Ctrl-\'s SIGQUIT.
-    public static var terminationSignals: [Int32] { [SIGTERM, SIGHUP, SIGQUIT] }
-
-    /// Whether `signal` is pending for this thread or the process (blocked, not yet taken).
-    public static func isPending(_ signal: Int32) -> Bool {
-        var set = sigset_t()
-        guard sigpending(&set) == 0 else { return false }
-        return sigismember(&set, signal) == 1
-    }
-
-    /// Blocks `signals` for the calling thread and opens a signalfd for
-    /// them; nil when either fails (the mask is then unchanged). Blocks
-    /// nest: unblock in the reverse order.
-    public static func blockSignals(_ signals: [Int32]) -> BlockedInterrupt? {
-        var set = sigset_t()
-        var saved = sigset_t()
-        sigemptyset(&set)
-        for signal in signals { sigaddset(&set, signal) }
-        guard pthread_sigmask(SIG_BLOCK, &set, &saved) == 0 else { return nil }
-        let fd = signalfd(-1, &set, Int32(SFD_CLOEXEC | SFD_NONBLOCK))
-        guard fd >= 0 else {
-            pthread_sigmask(SIG_SETMASK, &saved, nil)
-            return nil
-        }
-        return BlockedInterrupt(fd: fd, savedMask: saved)
-    }
-
-    /// Takes one pending signal from the signalfd (the fallback consumed a SIGINT).
-    public static func consumeInterrupt(_ blocked: BlockedInterrupt) {
-        var info = signalfd_siginfo()
-        _ = withUnsafeMutableBytes(of: &info) { CLibc.read(blocked.fd, $0.baseAddress!, $0.count) }
-    }
-
-    /// Closes the signalfd and restores the mask; a signal still pending is
-    /// then delivered to the application as usual.
-    public static func unblockInterrupt(_ blocked: BlockedInterrupt) {
-        close(blocked.fd)
-        var saved = blocked.savedMask
-        pthread_sigmask(SIG_SETMASK, &saved, nil)
-    }
-
-    /// Frees memory a C library allocated with malloc.
-    public static func release(_ pointer: UnsafeMutableRawPointer?) {
-        free(pointer)
-    }
-
-    /// Memory for a C library that will free it (a PAM reply, PAM data).
-    public static func allocate(zeroedBytes count: Int) -> UnsafeMutableRawPointer? {
-        calloc(1, count)
-    }
-
-    /// A malloc'ed copy of a C string, for a library that frees it.
-    public static func duplicate(_ string: UnsafePointer<CChar>) -> UnsafeMutablePointer<CChar>? {
-        strdup(string)
-    }
-
-    /// The length of a C string, at most `limit`.
-    public static func length(of string: UnsafePointer<CChar>, limit: Int) -> Int {
-        strnlen(string, limit)
-    }
-
-    /// Overwrites a C string (up to `limit` bytes) with zeros and frees it.
-    public static func wipeAndRelease(_ string: UnsafeMutablePointer<CChar>, limit: Int) {
-        explicit_bzero(string, strnlen(string, limit))
-        free(string)
-    }
-}
-
 // MARK: - Facts about the caller, for scope (R1) and interaction mode (R16)
 extension Syscalls {
     /// This machine's host name.
@@ -563,110 +468,5 @@ extension Syscalls {
         guard facts.isRegular else { return .notRegular }
         guard facts.size <= limit, let bytes = try? readAll(fd, limit: limit) else { return .tooLarge }
         return .bytes(bytes)
-    }
-}
-
-// MARK: - Users by uid, pipes, the process (the tool, the helper, the app library)
-extension Syscalls {
-    /// The name of the user with `uid`, nil when there is none.
-    public static func userName(uid: UInt32) -> [UInt8]? {
-        var entry = passwd()
-        var result: UnsafeMutablePointer<passwd>? = nil
-        var scratch = [CChar](repeating: 0, count: 16384)
-        let status = scratch.withUnsafeMutableBufferPointer { getpwuid_r(uid, &entry, $0.baseAddress!, $0.count, &result) }
-        guard status == 0, let found = result, let name = found.pointee.pw_name else { return nil }
-        return bytes(ofCString: name)
-    }
-
-    /// Makes writes (and reads) on `fd` return at once instead of waiting.
-    public static func setNonBlocking(_ fd: Int32) {
-        let flags = la_fcntl_getfl(fd)
-        if flags >= 0 { _ = la_fcntl_setfl(fd, flags | O_NONBLOCK) }
-    }
-
-    /// Runs `body` with this thread at the lowest real-time priority where
-    /// the process may (root), so that no ordinary process — the bus daemon
-    /// that the first of two sends wakes, or a busy machine's load — takes
-    /// the processor between two sends that must leave close together.
-    /// `body` must be short and never wait. The former scheduling is
-    /// restored before returning; without the privilege `body` simply runs.
-    public static func withUrgentScheduling<R>(_ body: () -> R) -> R {
-        var former = sched_param()
-        let policy = la_urgent_scheduling(&former)
-        let result = body()
-        la_restore_scheduling(policy, &former)
-        return result
-    }
-
-    /// A pipe (read end, write end), both close-on-exec.
-    public static func pipe() -> (read: Int32, write: Int32)? {
-        var fds: [Int32] = [-1, -1]
-        guard fds.withUnsafeMutableBufferPointer({ la_pipe_cloexec($0.baseAddress!) }) == 0 else { return nil }
-        return (fds[0], fds[1])
-    }
-
-    /// One byte from `fd`; nil at end of input or on an error other than EINTR.
-    public static func readByte(_ fd: Int32) -> UInt8? {
-        var byte: UInt8 = 0
-        return retryingInterrupted { CLibc.read(fd, &byte, 1) } == 1 ? byte : nil
-    }
-
-    /// Flushes stdio and ends the process (the command-line tool and the helper).
-    public static func exitProcess(_ code: Int32) -> Never {
-        exit(code)
-    }
-
-    // MARK: - What the process is, where its state lies
-
-    /// The mount id of `path` (statx STATX_MNT_ID): the first field of its
-    /// line in /proc/self/mountinfo.
-    public static func mountID(_ path: [UInt8]) throws(Errno) -> UInt64 {
-        var id: UInt64 = 0
-        let result = withCString(path) { pointer in withUnsafeMutablePointer(to: &id) { la_mount_id(pointer, $0) } }
-        if result != 0 { throw Errno.current }
-        return id
-    }
-
-    /// Whether `fd` names a mount namespace (ioctl NS_GET_NSTYPE).
-    public static func isMountNamespace(_ fd: Int32) -> Bool {
-        la_is_mount_namespace(fd) != 0
-    }
-
-    /// The filesystem type (statfs f_type) of an open file.
-    public static func filesystemType(_ fd: Int32) throws(Errno) -> Int64 {
-        let type = la_filesystem_type(fd)
-        if type < 0 { throw Errno.current }
-        return type
-    }
-
-    /// Opens a namespace file of /proc (`self/ns/mnt`): its last name is a
-    /// link the kernel resolves itself, so links are followed here.
-    public static func openNamespace(at proc: Int32, _ path: [UInt8]) throws(Errno) -> Int32 {
-        try open(at: proc, path, flags: O_RDONLY, followLinks: true)
-    }
-
-    /// A descriptor of the user namespace owning the namespace `fd` names
-    /// (ioctl NS_GET_USERNS); the caller closes it.
-    public static func namespaceOwner(_ fd: Int32) throws(Errno) -> Int32 {
-        let owner = la_namespace_owner(fd)
-        if owner < 0 { throw Errno.current }
-        return owner
-    }
-
-    /// Whether the kernel grants this process a privilege it checks in the
-    /// initial user namespace only (reading the kernel log's unread size,
-    /// which changes nothing). No process in another user namespace has it,
-    /// and no file a user can mount changes the answer.
-    public static func privilegedInInitialUserNamespace() -> Bool {
-        la_kernel_log_size_unread() >= 0
-    }
-
-    /// The current working directory (the command-line tool only).
-    public static func currentDirectory() -> [UInt8]? {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        return buffer.withUnsafeMutableBufferPointer { pointer -> [UInt8]? in
-            guard getcwd(pointer.baseAddress!, pointer.count) != nil else { return nil }
-            return bytes(ofCString: pointer.baseAddress!, limit: 4096)
-        }
     }
 }

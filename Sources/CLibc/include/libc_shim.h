@@ -1,8 +1,9 @@
 /*
- * The libc declarations the policy library needs, for the Embedded build
- * (which has no Glibc module) and the ordinary one alike. Only one-line
- * wrappers live here, for what Swift cannot call directly (variadic
- * functions, macros). No logic; libc only.
+ * The libc declarations the system layer needs (LocalAuthSystem and the
+ * adapters; the policy library imports no C but the wipe), for the
+ * Embedded build (which has no Glibc module) and the ordinary one alike.
+ * Only one-line wrappers live here, for what Swift cannot call directly
+ * (variadic functions, macros, enums). No logic; libc only.
  */
 #ifndef LOCALAUTH_LIBC_SHIM_H
 #define LOCALAUTH_LIBC_SHIM_H
