@@ -131,7 +131,7 @@ public enum BiometryRules {
     /// it: apps only. A screen locker works on a locked session by design,
     /// and the other prompts end with the person's own keys.
     public static func cancelsWhenThePersonLeaves(service: [UInt8]) -> Bool {
-        bytesEqual(service, "localauth-app")
+        bytesEqual(service, KnownServices.app)
     }
 
     /// For a root caller acting for a name: whether the reader is kept out

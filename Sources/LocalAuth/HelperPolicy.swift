@@ -56,7 +56,7 @@ public enum HelperPolicy {
             if options.passwordServices.contains(service) { return .password }
             // Apps show Apple's sheet: the reader at once, the fallback
             // only after a miss (LAContext asks for it; so does this).
-            return bytesEqual(service, "localauth-app") ? .scan : .prompt
+            return bytesEqual(service, KnownServices.app) ? .scan : .prompt
         }
     }
 
@@ -84,7 +84,7 @@ public enum HelperPolicy {
     public static func path(_ request: HelperRequest) -> Path {
         guard request.action == .evaluate else { return .preflight }
         let rest: Path = request.interactive ? .evaluate : .withoutPrompt
-        if request.reuseSeconds > 0 && bytesEqual(request.service, "localauth-app") {
+        if request.reuseSeconds > 0 && bytesEqual(request.service, KnownServices.app) {
             return .reuse(seconds: request.reuseSeconds, then: rest)
         }
         return rest
@@ -128,7 +128,7 @@ public enum HelperPolicy {
     /// Whether a success carries the domain state (an app reads
     /// evaluatedPolicyDomainState after one; PAM services never need it).
     public static func carriesDomainState(_ outcome: Outcome, service: [UInt8]) -> Bool {
-        if case .success = outcome { return bytesEqual(service, "localauth-app") }
+        if case .success = outcome { return bytesEqual(service, KnownServices.app) }
         return false
     }
 }

@@ -78,9 +78,9 @@ public enum Scope {
     /// only while localauth-app is.
     public static func helperOptions(_ configured: Options, service: [UInt8], preflight: Bool) -> Options {
         var options = configured
-        let isApp = bytesEqual(service, "localauth-app")
-        let isTest = bytesEqual(service, "localauth-test")
-        if (preflight && !isApp) || (isTest && configured.covers(service: Array("localauth-app".utf8))) {
+        let isApp = bytesEqual(service, KnownServices.app)
+        let isTest = bytesEqual(service, KnownServices.test)
+        if (preflight && !isApp) || (isTest && configured.covers(service: literalBytes(KnownServices.app))) {
             options.services.append(service)
         }
         return options

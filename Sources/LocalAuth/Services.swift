@@ -43,11 +43,20 @@ public struct KnownService: Sendable {
     public let localHost: LocalHostConvention
     /// How the person knows the command, where it differs from the name.
     public let shownAs: StaticString?
+    /// Its program runs PAM as the user: the module evaluates through the
+    /// setuid helper, which takes only presentation from the stack line.
+    public let runsAsTheUser: Bool
+    /// A fingerprint-only conversation (it answers none of its prompts):
+    /// the password conversation its program runs beside it.
+    public let passwordConversation: StaticString?
 
     init(_ name: StaticString, _ kind: ServiceKind, unlocksTheScreen: Bool = false, passwordOnly: Bool = false,
-         localHost: LocalHostConvention = .none, shownAs: StaticString? = nil) {
+         localHost: LocalHostConvention = .none, shownAs: StaticString? = nil, runsAsTheUser: Bool = false,
+         passwordConversation: StaticString? = nil) {
         self.name = name
         self.shownAs = shownAs
+        self.runsAsTheUser = runsAsTheUser
+        self.passwordConversation = passwordConversation
         self.kind = kind
         self.unlocksTheScreen = unlocksTheScreen
         self.passwordOnly = passwordOnly
@@ -71,23 +80,24 @@ public enum KnownServices {
         KnownService("su-l", .terminalProgram, shownAs: "su -"),
         KnownService("login", .terminalProgram),
         KnownService("doas", .terminalProgram),
-        KnownService("swaylock", .screenLocker, unlocksTheScreen: true),
-        KnownService("i3lock", .screenLocker, unlocksTheScreen: true),
-        KnownService("xscreensaver", .screenLocker, unlocksTheScreen: true),
-        KnownService("xsecurelock", .screenLocker, unlocksTheScreen: true, localHost: .localhost),
-        KnownService("hyprlock", .screenLocker, unlocksTheScreen: true),
+        KnownService("swaylock", .screenLocker, unlocksTheScreen: true, runsAsTheUser: true),
+        KnownService("i3lock", .screenLocker, unlocksTheScreen: true, runsAsTheUser: true),
+        KnownService("xscreensaver", .screenLocker, unlocksTheScreen: true, runsAsTheUser: true),
+        KnownService("xsecurelock", .screenLocker, unlocksTheScreen: true, localHost: .localhost, runsAsTheUser: true),
+        KnownService("hyprlock", .screenLocker, unlocksTheScreen: true, runsAsTheUser: true),
         KnownService("vlock", .screenLocker, unlocksTheScreen: true),
-        KnownService("mate-screensaver", .screenLocker, unlocksTheScreen: true),
-        KnownService("cinnamon-screensaver", .screenLocker, unlocksTheScreen: true),
+        KnownService("mate-screensaver", .screenLocker, unlocksTheScreen: true, runsAsTheUser: true),
+        KnownService("cinnamon-screensaver", .screenLocker, unlocksTheScreen: true, runsAsTheUser: true),
         KnownService("polkit-1", .administratorDialog),
-        KnownService("gdm-fingerprint", .loginScreen, unlocksTheScreen: true),
+        KnownService("gdm-fingerprint", .loginScreen, unlocksTheScreen: true, passwordConversation: "gdm-password"),
         KnownService("gdm-password", .loginScreen, passwordOnly: true),
         KnownService("greetd", .loginScreen),
         KnownService("lightdm", .loginScreen),
         KnownService("sddm", .loginScreen),
-        KnownService("kde", .screenLocker, unlocksTheScreen: true),
-        KnownService("kde-fingerprint", .loginScreen, unlocksTheScreen: true),
-        KnownService("localauth-app", .app),
+        KnownService("kde", .screenLocker, unlocksTheScreen: true, runsAsTheUser: true),
+        KnownService("kde-fingerprint", .loginScreen, unlocksTheScreen: true, runsAsTheUser: true,
+                     passwordConversation: "kde"),
+        KnownService(app, .app),
     ] }
 
     /// `service`, if it is a known one.
@@ -101,6 +111,13 @@ public enum KnownServices {
         guard let shown = named(service)?.shownAs else { return service }
         return literalBytes(shown)
     }
+
+    /// The service apps evaluate under (the LocalAuthentication library,
+    /// `localauth evaluate`): in the table, kind `.app`.
+    public static var app: StaticString { "localauth-app" }
+    /// What `localauth test` names: in scope while `app` is, and never in
+    /// the default `services` itself.
+    public static var test: StaticString { "localauth-test" }
 
     /// The kind of `service`, if it is a known one.
     public static func kind(of service: [UInt8]) -> ServiceKind? { named(service)?.kind }

@@ -11,7 +11,7 @@ import LocalAuthTerminal
 func evaluateCommand(_ arguments: Arguments) throws -> ExitCode {
     let policy = try parsePolicy(arguments, default: .owner)
     var request = HelperRequest()
-    request.service = literalBytes("localauth-app")
+    request.service = literalBytes(KnownServices.app)
     request.tty = Terminal.onStandardInput()
     // Apple's sheet, as for the library: the helper's mode for apps.
     request.presentation = [(literalBytes("policy"), utf8Bytes(policy.name))]

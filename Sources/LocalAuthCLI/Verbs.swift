@@ -86,7 +86,7 @@ func statusReport(user: UserIdentity, _ configuration: LoadedConfiguration) -> S
     }
     var logind = LogindSeat()
     let seat = logind.observe()
-    let denial = BiometryRules.touchDenial(seat, user: user, service: literalBytes("localauth-test"), options: options)
+    let denial = BiometryRules.touchDenial(seat, user: user, service: literalBytes(KnownServices.test), options: options)
     let rows = configurationRows(options).map { key, value in
         (key, value, configuration.keysFromFile.contains(key) ? printableText(configuration.path) : "default")
     }
@@ -280,12 +280,12 @@ func checkCommand(_ arguments: Arguments) throws -> ExitCode {
     let log = StandardErrorLog(verbose: options.debug)
     if Syscalls.realUserID() == 0 && Syscalls.effectiveUserID() == 0 {
         var engine = makeSystemEngine(options, RequestFacts(mode: .prompt), prompter: NoConversation(), log: log)
-        (result, block) = engine.canEvaluateExplained(policy, user: user, service: literalBytes("localauth-test"))
+        (result, block) = engine.canEvaluateExplained(policy, user: user, service: literalBytes(KnownServices.test))
     } else {
         // A user asking about themselves: the helper reads the record too.
         var request = HelperRequest()
         request.action = .check
-        request.service = literalBytes("localauth-test")
+        request.service = literalBytes(KnownServices.test)
         request.presentation = [(literalBytes("policy"), utf8Bytes(policy.name))]
         var client = HelperClient(prompter: NoConversation())
         result = try helperPreflight(client.run(request))
@@ -368,7 +368,7 @@ func testCommand(_ arguments: Arguments) throws -> ExitCode {
     defer { keyboard.end() }
     var engine = makeTerminalEngine(options, RequestFacts(mode: mode, tty: tty), conversation: TerminalConversation(),
                                     keyboard: keyboard, log: StandardErrorLog(verbose: options.debug))
-    let request = Request(scope: .inScope, userName: user.name, user: user, service: literalBytes("localauth-test"), tty: tty,
+    let request = Request(scope: .inScope, userName: user.name, user: user, service: literalBytes(KnownServices.test), tty: tty,
                           mode: mode, silent: false)
     let passcode = SecretBuffer()
     defer { passcode.wipe() }
@@ -391,7 +391,7 @@ func testCommand(_ arguments: Arguments) throws -> ExitCode {
 /// this shows its conversation in the terminal.
 func testThroughHelper(_ options: Options, reason: String?) throws -> ExitCode {
     var request = HelperRequest()
-    request.service = literalBytes("localauth-test")
+    request.service = literalBytes(KnownServices.test)
     request.tty = Terminal.onStandardInput()
     request.presentation = [(literalBytes("policy"), utf8Bytes(options.policy.name))]
     if let reason { request.presentation.append((literalBytes("reason"), utf8Bytes(reason))) }

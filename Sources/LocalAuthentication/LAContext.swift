@@ -8,9 +8,6 @@ import LocalAuth
 import LocalAuthSystem
 import LocalAuthTerminal
 
-/// The PAM service name apps evaluate under; an administrator who removes
-/// it from `services` turns evaluation by apps off.
-let appServiceName = "localauth-app"
 
 open class LAContext: NSObject, @unchecked Sendable {
     /// The reason shown when none is passed to an evaluation.
@@ -137,7 +134,7 @@ open class LAContext: NSObject, @unchecked Sendable {
         if locked({ invalidated }) { return .failure(LAError(.invalidContext)) }
         var request = HelperRequest()
         request.action = .check
-        request.service = utf8Bytes(appServiceName)
+        request.service = literalBytes(KnownServices.app)
         request.presentation = [(literalBytes("policy"), literalBytes(policy.helperName))]
         let outcome = connection.run(request, conversation: PresenterConversation(presenter: nil), control: nil)
         let verdict = verdict(of: outcome)
@@ -158,7 +155,7 @@ open class LAContext: NSObject, @unchecked Sendable {
         let settings = locked { (invalidated, _interactionNotAllowed, _fallbackTitle, _cancelTitle, _presenter, _reuseDuration) }
         if settings.0 { return .failure(LAError(.invalidContext)) }
         var request = HelperRequest()
-        request.service = utf8Bytes(appServiceName)
+        request.service = literalBytes(KnownServices.app)
         request.reuseSeconds = Int(settings.5.rounded(.down))
         if settings.1 {
             // Nothing may be shown: the reuse window, or what is missing,

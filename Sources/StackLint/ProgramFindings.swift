@@ -7,7 +7,13 @@ extension StackLint {
     /// Services that a desktop runs as a fingerprint-only conversation,
     /// answering none of its prompts, each with the password conversation it
     /// runs beside (GNOME's, and Plasma 6's lock screen).
-    static let fingerprintConversations: [String: String] = ["gdm-fingerprint": "gdm-password", "kde-fingerprint": "kde"]
+    static var fingerprintConversations: [String: String] {
+        var pairs: [String: String] = [:]
+        for known in KnownServices.table {
+            if let partner = known.passwordConversation { pairs["\(known.name)"] = "\(partner)" }
+        }
+        return pairs
+    }
 
     /// Fingerprint modules other than this one: their matches and misses
     /// never reach the counts.
@@ -52,9 +58,9 @@ extension StackLint {
     /// Screen lockers that run PAM as the user: the module reaches the policy
     /// through the setuid helper, which takes only presentation from the
     /// stack line. (vlock is setuid root: the module runs in-process there.)
-    static let lockersRunningAsTheUser: Set<String> = ["i3lock", "swaylock", "xscreensaver", "xsecurelock", "hyprlock",
-                                                        "mate-screensaver", "cinnamon-screensaver", "kde",
-                                                        "kde-fingerprint"]
+    static var lockersRunningAsTheUser: Set<String> {
+        Set(KnownServices.table.filter(\.runsAsTheUser).map { "\($0.name)" })
+    }
 
     /// A scan-mode line runs through the helper even for a root caller, and
     /// the helper takes from the line only what changes how the prompt

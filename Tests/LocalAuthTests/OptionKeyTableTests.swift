@@ -150,6 +150,35 @@ final class OptionKeyTableTests: XCTestCase {
 
     func names(_ keys: [OptionKey]) -> Set<String> { Set(keys.map { String(describing: $0.name) }) }
 
+    /// The shipped example stacks are for known services, the Makefile
+    /// installs every one, and the lint's service lists are the table's.
+    func testTheShippedStacksAndTheLintFollowTheServiceTable() throws {
+        let known = Set(KnownServices.table.map { "\($0.name)" })
+        let shipped = try FileManager.default.contentsOfDirectory(atPath: OptionKeyTableTests.root.appendingPathComponent("pam.d").path)
+        // localauth-passcode is the password check's own service; sudo-biometrics a variant of sudo's stack.
+        let stacks = Set(shipped).subtracting(["localauth-passcode"])
+        XCTAssertEqual(stacks.subtracting(known), ["sudo-biometrics"])
+        let makefile = try text("Makefile").components(separatedBy: "\n")
+        guard let start = makefile.firstIndex(where: { $0.hasPrefix("EXAMPLE_STACKS := ") }) else { return XCTFail("no EXAMPLE_STACKS") }
+        var line = String(makefile[start].dropFirst("EXAMPLE_STACKS := ".count))
+        var index = start
+        while line.hasSuffix("\\") {
+            index += 1
+            line = String(line.dropLast()) + " " + makefile[index]
+        }
+        XCTAssertEqual(Set(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)), stacks)
+        XCTAssertEqual(StackLint.lockersRunningAsTheUser, Set(KnownServices.table.filter(\.runsAsTheUser).map { "\($0.name)" }))
+        XCTAssertEqual(StackLint.lockersRunningAsTheUser, ["i3lock", "swaylock", "xscreensaver", "xsecurelock", "hyprlock",
+                                                           "mate-screensaver", "cinnamon-screensaver", "kde", "kde-fingerprint"])
+        XCTAssertEqual(StackLint.fingerprintConversations, ["gdm-fingerprint": "gdm-password", "kde-fingerprint": "kde"])
+        for (conversation, partner) in StackLint.fingerprintConversations {
+            XCTAssertNotNil(KnownServices.named(Array(conversation.utf8)))
+            XCTAssertEqual(KnownServices.named(Array(partner.utf8))?.passwordConversation == nil, true, partner)
+        }
+        XCTAssertEqual(KnownServices.kind(of: literalBytes(KnownServices.app)), .app)
+        XCTAssertNil(KnownServices.named(literalBytes(KnownServices.test)), "localauth test's service is never a default")
+    }
+
     /// The man pages and README give the default services as the code has them.
     func testTheDocumentsGiveTheDefaultServices() throws {
         let defaults = Options.defaultServices.map { String(decoding: $0, as: UTF8.self) }
