@@ -187,6 +187,13 @@ public struct HelperRequest: Equatable {
             && left.clientReadsKeys == right.clientReadsKeys
     }
 
+    /// Adds a presentation option (a key the helper takes from a caller:
+    /// `OptionKey.presentationKeys`); any other key is not sent.
+    public mutating func present(_ key: OptionKey, _ value: [UInt8]) {
+        guard key.setters.contains(.presentation) else { return }
+        presentation.append((literalBytes(key.name), value))
+    }
+
     /// The keys a caller may use to change how the prompt looks.
     public static func isPresentationKey<C: Collection>(_ key: C) -> Bool where C.Element == UInt8 {
         OptionKey(name: key)?.setters.contains(.presentation) ?? false

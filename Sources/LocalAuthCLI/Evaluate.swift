@@ -14,13 +14,13 @@ func evaluateCommand(_ arguments: Arguments) throws -> ExitCode {
     request.service = literalBytes(KnownServices.app)
     request.tty = Terminal.onStandardInput()
     // Apple's sheet, as for the library: the helper's mode for apps.
-    request.presentation = [(literalBytes("policy"), utf8Bytes(policy.name))]
+    request.present(.policy, utf8Bytes(policy.name))
     if let reason = arguments.values["--reason"] {
         guard !reason.isEmpty else { throw CLIError("--reason must not be empty", .usage) }
-        request.presentation.append((literalBytes("reason"), utf8Bytes(reason)))
+        request.present(.reason, utf8Bytes(reason))
     }
-    if let title = arguments.values["--fallback-title"] { request.presentation.append((literalBytes("fallback_title"), utf8Bytes(title))) }
-    if let title = arguments.values["--cancel-title"] { request.presentation.append((literalBytes("cancel_title"), utf8Bytes(title))) }
+    if let title = arguments.values["--fallback-title"] { request.present(.fallbackTitle, utf8Bytes(title)) }
+    if let title = arguments.values["--cancel-title"] { request.present(.cancelTitle, utf8Bytes(title)) }
 
     let verdict: Result<AuthenticationMethod, LAError>
     if arguments.flags.contains("--non-interactive") {

@@ -286,7 +286,7 @@ func checkCommand(_ arguments: Arguments) throws -> ExitCode {
         var request = HelperRequest()
         request.action = .check
         request.service = literalBytes(KnownServices.test)
-        request.presentation = [(literalBytes("policy"), utf8Bytes(policy.name))]
+        request.present(.policy, utf8Bytes(policy.name))
         var client = HelperClient(prompter: NoConversation())
         result = try helperPreflight(client.run(request))
     }
@@ -393,8 +393,8 @@ func testThroughHelper(_ options: Options, reason: String?) throws -> ExitCode {
     var request = HelperRequest()
     request.service = literalBytes(KnownServices.test)
     request.tty = Terminal.onStandardInput()
-    request.presentation = [(literalBytes("policy"), utf8Bytes(options.policy.name))]
-    if let reason { request.presentation.append((literalBytes("reason"), utf8Bytes(reason))) }
+    request.present(.policy, utf8Bytes(options.policy.name))
+    if let reason { request.present(.reason, utf8Bytes(reason)) }
     var client = HelperClient(prompter: TerminalConversation())
     defer { client.lastAnswer.wipe() }
     let verdict = HelperVerdict(client.run(request))

@@ -135,7 +135,7 @@ open class LAContext: NSObject, @unchecked Sendable {
         var request = HelperRequest()
         request.action = .check
         request.service = literalBytes(KnownServices.app)
-        request.presentation = [(literalBytes("policy"), literalBytes(policy.helperName))]
+        request.present(.policy, literalBytes(policy.helperName))
         let outcome = connection.run(request, conversation: PresenterConversation(presenter: nil), control: nil)
         let verdict = verdict(of: outcome)
         locked {
@@ -161,7 +161,7 @@ open class LAContext: NSObject, @unchecked Sendable {
             // Nothing may be shown: the reuse window, or what is missing,
             // else notInteractive.
             request.interactive = false
-            request.presentation = [(literalBytes("policy"), literalBytes(policy.helperName))]
+            request.present(.policy, literalBytes(policy.helperName))
             let verdict = verdict(of: connection.run(request, conversation: PresenterConversation(presenter: nil), control: nil))
             if case .success(let state) = verdict { locked { _biometryType = .touchID; _domainState = state ?? _domainState } }
             return verdict.map { _ in () }
@@ -177,10 +177,10 @@ open class LAContext: NSObject, @unchecked Sendable {
         request.tty = Terminal.onStandardInput()
         // The helper shows apps Apple's sheet (scan mode) unless the
         // administrator's configuration says otherwise.
-        request.presentation = [(literalBytes("policy"), literalBytes(policy.helperName)),
-                                (literalBytes("reason"), utf8Bytes(reason))]
-        if let fallback = settings.2 { request.presentation.append((literalBytes("fallback_title"), utf8Bytes(fallback))) }
-        if let cancel = settings.3 { request.presentation.append((literalBytes("cancel_title"), utf8Bytes(cancel))) }
+        request.present(.policy, literalBytes(policy.helperName))
+        request.present(.reason, utf8Bytes(reason))
+        if let fallback = settings.2 { request.present(.fallbackTitle, utf8Bytes(fallback)) }
+        if let cancel = settings.3 { request.present(.cancelTitle, utf8Bytes(cancel)) }
 
         guard let pipe = Syscalls.pipe() else { return .failure(LAError(.systemCancel, message: "Cannot start the evaluation.")) }
         Syscalls.setNonBlocking(pipe.write)

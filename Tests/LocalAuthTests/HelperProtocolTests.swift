@@ -96,6 +96,19 @@ final class HelperProtocolTests: XCTestCase {
         XCTAssertEqual(ClientChoice.passwordTyped.frame, .passwordTyped)
     }
 
+    /// A client names the presentation keys from the option table; a key
+    /// the helper would refuse is never sent.
+    func testPresentSendsOnlyPresentationKeys() {
+        var request = HelperRequest()
+        request.service = bytes("localauth-app")
+        request.present(.reason, bytes("Pay 3 EUR"))
+        request.present(.lockout, bytes("99"))
+        request.present(.stateDir, bytes("/tmp"))
+        request.present(.policy, bytes("owner"))
+        XCTAssertEqual(request.presentation.map { String(decoding: $0.0, as: UTF8.self) }, ["reason", "policy"])
+        XCTAssertEqual(HelperRequest.decode(request.encoded()).map { $0.presentation.count }, .success(2))
+    }
+
     func testRequestRefusesEverySecurityKeyAndNonsense() {
         for key in ["state_dir", "passcode_service", "lockout", "max_tries", "passcode_backoff", "max_backoff",
                     "even_deny_root", "conf", "password_services", "locker_services", "answer_timeout", "debug", "authsucc", "fallback_after", "bogus"] {
