@@ -149,3 +149,20 @@ public enum ClientChoice: UInt8, CaseIterable {
         }
     }
 }
+
+extension HelperResult {
+    /// The RESULT the helper sends for an evaluation's outcome (the
+    /// encoding side of `HelperVerdict.init(_:)`).
+    public init(status: HelperStatus, outcome: Outcome, failDelay: Bool) {
+        switch outcome {
+        case .success(let method):
+            self.init(status: status, pamCode: PAMCode.success.rawValue, method: method)
+        case .failure(let error):
+            self.init(status: status, pamCode: ResultTable.pamCode(for: error).rawValue, error: error, failDelay: failDelay)
+        case .outOfScope:
+            self.init(status: status, pamCode: ResultTable.pamCode(for: .outOfScope).rawValue)
+        case .internalError:
+            self.init(status: .internalError, pamCode: PAMCode.systemError.rawValue)
+        }
+    }
+}

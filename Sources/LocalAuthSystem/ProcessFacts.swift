@@ -108,3 +108,15 @@ extension Syscalls {
         }
     }
 }
+
+extension Syscalls {
+    /// The syslog priority of a log level (for syslog and pam_syslog alike).
+    public static func syslogPriority(_ level: LogLevel) -> Int32 {
+        switch level {
+        case .debug: return LOG_DEBUG
+        case .notice: return LOG_NOTICE
+        case .warning: return LOG_WARNING
+        case .error: return LOG_ERR
+        }
+    }
+}

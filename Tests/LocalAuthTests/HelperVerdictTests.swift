@@ -67,4 +67,35 @@ final class HelperVerdictTests: XCTestCase {
             }, "\(status)")
         }
     }
+
+    /// Every ending the helper's engine can have, from the helper's side:
+    /// the RESULT it encodes for the outcome, on the wire and back, is the
+    /// verdict the module, the tool and an app read, and it means what the
+    /// engine meant (the module's own answer for the same outcome).
+    func testEveryOutcomeEncodesToTheVerdictOfItsMeaning() {
+        var outcomes: [Outcome] = [.success(.biometry), .success(.passcode), .outOfScope, .internalError]
+        outcomes += LAError.allCases.map { .failure($0) }
+        for outcome in outcomes {
+            for failDelay in [false, true] {
+                let label = "\(outcome) delay \(failDelay)"
+                let sent = HelperResult(status: .evaluated, outcome: outcome, failDelay: failDelay)
+                guard let received = HelperResult.decode(sent.encoded()) else { XCTFail("\(label): does not decode"); continue }
+                XCTAssertEqual(received, sent, label)
+                let verdict = HelperVerdict(.answered(received))
+                switch outcome {
+                case .success(let method):
+                    XCTAssertEqual(verdict, .granted(method, domainState: []), label)
+                case .failure(let error):
+                    XCTAssertEqual(verdict, .denied(error, failDelay: failDelay), label)
+                case .outOfScope:
+                    XCTAssertEqual(verdict, .outOfScope, label)
+                case .internalError:
+                    XCTAssertEqual(verdict, .failed("it hit an internal error"), label)
+                }
+                // The module answers as it would have in-process.
+                XCTAssertEqual(ResultTable.authenticationAnswer(verdict.pamCode.rawValue),
+                               ResultTable.authenticationAnswer(ResultTable.pamCode(for: outcome).rawValue), label)
+            }
+        }
+    }
 }

@@ -7,6 +7,7 @@
 // deadline. docs/HELPER-PROTOCOL.md describes the conversation.
 import LocalAuth
 import LocalAuthSystem
+import SystemAdapters
 
 /// The helper's exit statuses. The verdict travels in the RESULT frame; the
 /// status is for a person who ran the helper by hand.
@@ -431,21 +432,5 @@ enum HelperSlots {
         }
         Syscalls.close(fd)
         return .allTaken
-    }
-}
-
-extension HelperResult {
-    /// The RESULT for an evaluation's outcome.
-    init(status: HelperStatus, outcome: Outcome, failDelay: Bool) {
-        switch outcome {
-        case .success(let method):
-            self.init(status: status, pamCode: PAMCode.success.rawValue, method: method)
-        case .failure(let error):
-            self.init(status: status, pamCode: ResultTable.pamCode(for: error).rawValue, error: error, failDelay: failDelay)
-        case .outOfScope:
-            self.init(status: status, pamCode: ResultTable.pamCode(for: .outOfScope).rawValue)
-        case .internalError:
-            self.init(status: .internalError, pamCode: PAMCode.systemError.rawValue)
-        }
     }
 }

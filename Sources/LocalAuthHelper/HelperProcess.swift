@@ -147,16 +147,6 @@ extension Syscalls {
         la_openlog(UnsafeRawPointer(identity.utf8Start).assumingMemoryBound(to: CChar.self))
     }
 
-    /// The syslog priority of a log level (for syslog and pam_syslog alike).
-    public static func syslogPriority(_ level: LogLevel) -> Int32 {
-        switch level {
-        case .debug: return LOG_DEBUG
-        case .notice: return LOG_NOTICE
-        case .warning: return LOG_WARNING
-        case .error: return LOG_ERR
-        }
-    }
-
     public static func systemLog(_ level: LogLevel, _ message: String) {
         withCString(utf8Bytes(message)) { la_syslog(syslogPriority(level), $0) }
     }
