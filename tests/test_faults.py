@@ -656,7 +656,7 @@ def test_a_signal_while_the_reader_waits_keeps_every_charge_and_frees_the_reader
     assert proc.returncode == -sig
     assert "result:" not in out
     assert (pam.record().F, pam.record().P) == counts
-    rig.wait_until_claimable("alice", timeout=10)
+    rig.reader_given_back("alice")
     # The next prompt is served: the reader, the counts, the match.
     rig.feed([MATCH])
     assert pam.run(answers=[""], env=rig.env()).code == PAM_SUCCESS

@@ -67,20 +67,6 @@ def fprintd_alive(rig):
         rig.start_fprintd()
 
 
-def reader_given_back(rig):
-    """The reader can be claimed again once the dead helper's connection is
-    gone; an fprintd that crashed on that disconnection is started again,
-    as the bus would."""
-    try:
-        rig.wait_until_claimable(USER, timeout=10)
-    except Exception:
-        if rig.fprintd_running():
-            raise
-        warnings.warn("fprintd crashed when the helper's connection went; started again")
-        rig.start_fprintd()
-        rig.wait_until_claimable(USER, timeout=10)
-
-
 @pytest.fixture(scope="module")
 def world(rig, tmp_path_factory):
     base = tmp_path_factory.mktemp("helper")
@@ -389,7 +375,7 @@ def test_the_helper_killed_mid_prompt_grants_nothing_and_frees_the_reader(w, rig
     assert run.code == PAM_SYSTEM_ERR, run
     assert "localauth-helper failed" in run.stderr
     assert w.counts(UID) == (1, 0)
-    reader_given_back(rig)
+    rig.reader_given_back(USER)
 
 
 def test_the_helper_stopped_and_continued_goes_on(w, rig):
