@@ -52,12 +52,14 @@ public enum AdministratorDialog {
     /// left waiting in another thread is safe only in a process that exits
     /// at the verdict. Which agent it is only chooses how the dialog looks:
     /// a program that names itself as a listed agent gets the same counts
-    /// and the same checks.
-    public static func promptStaysOpen(service: [UInt8], mode: InteractionMode, ownProgram: [UInt8],
-                                       agentProgram: [UInt8]) -> Bool {
+    /// and the same checks. The programs are read only when the service
+    /// and the mode could leave a prompt open (every other prompt of every
+    /// other program reads nothing for this).
+    public static func promptStaysOpen(service: [UInt8], mode: InteractionMode, ownProgram: @autoclosure () -> [UInt8],
+                                       agentProgram: @autoclosure () -> [UInt8]) -> Bool {
         guard mode == .prompt, KnownServices.kind(of: service) == .administratorDialog,
-              bytesEqual(lastName(ownProgram), agentHelper) else { return false }
-        return agent(agentProgram)?.takesTheVerdictWhilePrompting ?? false
+              bytesEqual(lastName(ownProgram()), agentHelper) else { return false }
+        return agent(agentProgram())?.takesTheVerdictWhilePrompting ?? false
     }
 
     static func lastName(_ path: [UInt8]) -> [UInt8] {

@@ -82,9 +82,8 @@ func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv:
     request.callerActsForAName = Syscalls.realUserID() == 0
     // polkit's dialogs whose agent takes the verdict while prompting: the
     // password prompt stays open while the reader waits (touch or type).
-    request.promptStaysOpen = mode == .prompt
-        && AdministratorDialog.promptStaysOpen(service: service, mode: mode, ownProgram: Syscalls.ownProgram(),
-                                               agentProgram: Syscalls.parentProgram())
+    request.promptStaysOpen = AdministratorDialog.promptStaysOpen(service: service, mode: mode, ownProgram: Syscalls.ownProgram(),
+                                                                  agentProgram: Syscalls.parentProgram())
     // A person at the program's own terminal: the module reads the keys
     // while the reader waits (touch or type), and puts the terminal back.
     let keyboard = TerminalKeyboard()
