@@ -19,14 +19,13 @@ SYSCONFDIR ?= /etc
 # Only the benchmark sets this (a build without sync, never installed).
 SWIFT_DEFINES ?=
 
-# The module is Embedded Swift, built over the same module graph as
-# Package.swift: LocalAuth (the policy library, libc only), SystemAdapters
-# (libpam, sd-bus, sd-login) and PAMModule (the entry points), each its own
-# Swift module, plus the C shim and the two C helper files. Warnings are
-# errors here as in `swift build`.
+# The module and the helper are Embedded Swift, built over Package.swift's
+# module graph one Swift module at a time (docs/DESIGN.md's layout names
+# each; tests/package/test_layout.py checks the rules below against
+# Package.swift). Warnings are errors here as in `swift build`.
 TRIPLE := $(shell uname -m)-unknown-linux-gnu
 MODULES := $(BUILD)/modules
-C_INCLUDES := -I Sources/CMemory/include -I Sources/CLibc/include -I Sources/CSystemLibraries/include
+C_INCLUDES := -I Sources/CMemory/include -I Sources/CLibc/include -I Sources/CPAMAndBus/include
 EMBEDDED_PROGRAM_FLAGS := -target $(TRIPLE) -enable-experimental-feature Embedded -wmo -Osize \
 	-Xfrontend -function-sections -warnings-as-errors $(C_INCLUDES) -I $(MODULES)
 EMBEDDED_FLAGS := $(EMBEDDED_PROGRAM_FLAGS) -parse-as-library
@@ -40,16 +39,16 @@ CFLAGS_MODULE := -O2 -fPIC -Wall -Wextra -Werror -fstack-protector-strong -D_FOR
 # executable, so -z separate-code is said).
 LDFLAGS_COMMON := -fuse-ld=lld -Wl,-z,pack-relative-relocs -Wl,-z,separate-code -Wl,-z,now -Wl,-z,relro \
 	-Wl,--gc-sections -Wl,--as-needed
-LDFLAGS_MODULE := -shared -Wl,--version-script=Sources/CShim/pam_localauth.map -Wl,-z,defs $(LDFLAGS_COMMON)
+LDFLAGS_MODULE := -shared -Wl,--version-script=Sources/PAMModuleExports/pam_localauth.map -Wl,-z,defs $(LDFLAGS_COMMON)
 LIBS_MODULE := -lpam -lsystemd
-C_HEADERS := $(wildcard Sources/CMemory/include/*) $(wildcard Sources/CLibc/include/*) $(wildcard Sources/CSystemLibraries/include/*)
+C_HEADERS := $(wildcard Sources/CMemory/include/*) $(wildcard Sources/CLibc/include/*) $(wildcard Sources/CPAMAndBus/include/*)
 LIBRARY_SOURCES := $(wildcard Sources/LocalAuth/*.swift)
-SYSTEM_SOURCES := $(wildcard Sources/LocalAuthSystem/*.swift)
-ADAPTER_SOURCES := $(wildcard Sources/SystemAdapters/*.swift)
+SYSTEM_SOURCES := $(wildcard Sources/LibcSystem/*.swift)
+ADAPTER_SOURCES := $(wildcard Sources/PAMAndBusAdapters/*.swift)
 ENTRY_SOURCES := $(wildcard Sources/PAMModule/*.swift)
 HELPER_SOURCES := $(wildcard Sources/LocalAuthHelper/*.swift)
 HELPER_OBJECTS := $(BUILD)/LocalAuthHelper.o $(BUILD)/libc_shim.o $(BUILD)/system_shim.o \
-	$(BUILD)/LocalAuth.o $(BUILD)/LocalAuthSystem.o $(BUILD)/SystemAdapters.o
+	$(BUILD)/LocalAuth.o $(BUILD)/LibcSystem.o $(BUILD)/PAMAndBusAdapters.o
 LDFLAGS_HELPER := -pie $(LDFLAGS_COMMON)
 # Where the module, the helper's callers and the package find the helper:
 # declared once, in Sources/CLibc/include/libc_shim.h (la_helper_path), and
@@ -61,7 +60,7 @@ $(error cannot read the helper path from Sources/CLibc/include/libc_shim.h)
 endif
 override LIBEXECDIR := $(patsubst %/,%,$(dir $(HELPER_PATH)))
 MODULE_OBJECTS := $(BUILD)/pam_localauth.o $(BUILD)/libc_shim.o $(BUILD)/system_shim.o \
-	$(BUILD)/LocalAuth.o $(BUILD)/LocalAuthSystem.o $(BUILD)/SystemAdapters.o $(BUILD)/PAMModule.o
+	$(BUILD)/LocalAuth.o $(BUILD)/LibcSystem.o $(BUILD)/PAMAndBusAdapters.o $(BUILD)/PAMModule.o
 
 .PHONY: all module cli demo test unit-test integration-test install uninstall clean deps build-deps tools test-artifacts helper-path
 
@@ -85,21 +84,21 @@ $(BUILD)/LocalAuth.o: $(LIBRARY_SOURCES) $(C_HEADERS)
 		-c $(LIBRARY_SOURCES) -o $@
 	@touch $@
 
-$(BUILD)/LocalAuthSystem.o: $(SYSTEM_SOURCES) $(BUILD)/LocalAuth.o
-	$(SWIFTC) $(EMBEDDED_FLAGS) $(SWIFT_DEFINES) -module-name LocalAuthSystem -emit-module \
-		-emit-module-path $(MODULES)/LocalAuthSystem.swiftmodule -c $(SYSTEM_SOURCES) -o $@
+$(BUILD)/LibcSystem.o: $(SYSTEM_SOURCES) $(BUILD)/LocalAuth.o
+	$(SWIFTC) $(EMBEDDED_FLAGS) $(SWIFT_DEFINES) -module-name LibcSystem -emit-module \
+		-emit-module-path $(MODULES)/LibcSystem.swiftmodule -c $(SYSTEM_SOURCES) -o $@
 	@touch $@
 
-$(BUILD)/SystemAdapters.o: $(ADAPTER_SOURCES) $(BUILD)/LocalAuthSystem.o $(BUILD)/LocalAuth.o
-	$(SWIFTC) $(EMBEDDED_FLAGS) -module-name SystemAdapters -emit-module -emit-module-path $(MODULES)/SystemAdapters.swiftmodule \
+$(BUILD)/PAMAndBusAdapters.o: $(ADAPTER_SOURCES) $(BUILD)/LibcSystem.o $(BUILD)/LocalAuth.o
+	$(SWIFTC) $(EMBEDDED_FLAGS) -module-name PAMAndBusAdapters -emit-module -emit-module-path $(MODULES)/PAMAndBusAdapters.swiftmodule \
 		-c $(ADAPTER_SOURCES) -o $@
 	@touch $@
 
-$(BUILD)/PAMModule.o: $(ENTRY_SOURCES) $(BUILD)/SystemAdapters.o $(BUILD)/LocalAuthSystem.o $(BUILD)/LocalAuth.o
+$(BUILD)/PAMModule.o: $(ENTRY_SOURCES) $(BUILD)/PAMAndBusAdapters.o $(BUILD)/LibcSystem.o $(BUILD)/LocalAuth.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -module-name PAMModule -c $(ENTRY_SOURCES) -o $@
 	@touch $@
 
-$(BUILD)/pam_localauth.o: Sources/CShim/pam_localauth.c
+$(BUILD)/pam_localauth.o: Sources/PAMModuleExports/pam_localauth.c
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS_MODULE) -c $< -o $@
 
@@ -107,18 +106,18 @@ $(BUILD)/libc_shim.o: Sources/CLibc/libc_shim.c $(C_HEADERS)
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS_MODULE) -c $< -o $@
 
-$(BUILD)/system_shim.o: Sources/CSystemLibraries/system_shim.c $(C_HEADERS)
+$(BUILD)/system_shim.o: Sources/CPAMAndBus/system_shim.c $(C_HEADERS)
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS_MODULE) -c $< -o $@
 
-$(BUILD)/pam_localauth.so: $(MODULE_OBJECTS) Sources/CShim/pam_localauth.map
+$(BUILD)/pam_localauth.so: $(MODULE_OBJECTS) Sources/PAMModuleExports/pam_localauth.map
 	$(CC) $(LDFLAGS_MODULE) -o $@.tmp $(MODULE_OBJECTS) $(LIBS_MODULE)
 	strip --strip-unneeded $@.tmp
 	mv -f $@.tmp $@  # a new inode: processes that have the old module mapped keep it
 
 # The setuid helper: Embedded Swift over the same library and adapters as
 # the module, linked as a position-independent executable.
-$(BUILD)/LocalAuthHelper.o: $(HELPER_SOURCES) $(BUILD)/SystemAdapters.o $(BUILD)/LocalAuthSystem.o $(BUILD)/LocalAuth.o
+$(BUILD)/LocalAuthHelper.o: $(HELPER_SOURCES) $(BUILD)/PAMAndBusAdapters.o $(BUILD)/LibcSystem.o $(BUILD)/LocalAuth.o
 	$(SWIFTC) $(EMBEDDED_PROGRAM_FLAGS) -module-name LocalAuthHelper -c $(HELPER_SOURCES) -o $@
 	@touch $@
 

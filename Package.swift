@@ -24,22 +24,22 @@ let package = Package(
         // libc, for the system layer.
         .target(name: "CLibc", path: "Sources/CLibc", cSettings: strictC),
         // libpam, sd-bus, sd-login: only the adapters use these.
-        .target(name: "CSystemLibraries", path: "Sources/CSystemLibraries", cSettings: strictC),
+        .target(name: "CPAMAndBus", path: "Sources/CPAMAndBus", cSettings: strictC),
         // The policy library: pure (the compiler enforces it: no C but CMemory).
         .target(name: "LocalAuth", dependencies: ["CMemory"], path: "Sources/LocalAuth", swiftSettings: strict),
         // The system layer: system calls, the state store, trusted files, the helper's client.
-        .target(name: "LocalAuthSystem", dependencies: ["LocalAuth", "CLibc"], path: "Sources/LocalAuthSystem", swiftSettings: strict),
+        .target(name: "LibcSystem", dependencies: ["LocalAuth", "CLibc"], path: "Sources/LibcSystem", swiftSettings: strict),
         // The terminal, for the command-line tool and the app library (not the module or the helper).
-        .target(name: "LocalAuthTerminal", dependencies: ["LocalAuthSystem", "CLibc"], path: "Sources/LocalAuthTerminal", swiftSettings: strict),
-        .target(name: "SystemAdapters", dependencies: ["LocalAuth", "LocalAuthSystem", "CLibc", "CSystemLibraries"], path: "Sources/SystemAdapters",
+        .target(name: "LocalAuthTerminal", dependencies: ["LibcSystem", "CLibc"], path: "Sources/LocalAuthTerminal", swiftSettings: strict),
+        .target(name: "PAMAndBusAdapters", dependencies: ["LocalAuth", "LibcSystem", "CLibc", "CPAMAndBus"], path: "Sources/PAMAndBusAdapters",
                 swiftSettings: strict, linkerSettings: [.linkedLibrary("pam"), .linkedLibrary("systemd")]),
-        .target(name: "PAMModule", dependencies: ["LocalAuth", "LocalAuthSystem", "SystemAdapters"], path: "Sources/PAMModule", swiftSettings: strict),
-        .target(name: "LocalAuthentication", dependencies: ["LocalAuth", "LocalAuthSystem", "LocalAuthTerminal"], path: "Sources/LocalAuthentication", swiftSettings: strict),
+        .target(name: "PAMModule", dependencies: ["LocalAuth", "LibcSystem", "PAMAndBusAdapters"], path: "Sources/PAMModule", swiftSettings: strict),
+        .target(name: "LocalAuthentication", dependencies: ["LocalAuth", "LibcSystem", "LocalAuthTerminal"], path: "Sources/LocalAuthentication", swiftSettings: strict),
         .target(name: "StackLint", dependencies: ["LocalAuth"], path: "Sources/StackLint", swiftSettings: strict),
-        .target(name: "LocalAuthCLI", dependencies: ["LocalAuth", "LocalAuthSystem", "LocalAuthTerminal", "SystemAdapters", "StackLint"], path: "Sources/LocalAuthCLI",
+        .target(name: "LocalAuthCLI", dependencies: ["LocalAuth", "LibcSystem", "LocalAuthTerminal", "PAMAndBusAdapters", "StackLint"], path: "Sources/LocalAuthCLI",
                 swiftSettings: strict),
         // The setuid helper (type-checked here; installed as Embedded Swift, like the module).
-        .executableTarget(name: "localauth-helper", dependencies: ["LocalAuth", "LocalAuthSystem", "SystemAdapters"], path: "Sources/LocalAuthHelper",
+        .executableTarget(name: "localauth-helper", dependencies: ["LocalAuth", "LibcSystem", "PAMAndBusAdapters"], path: "Sources/LocalAuthHelper",
                           swiftSettings: strict),
         .executableTarget(name: "LocalAuthCommand", dependencies: ["LocalAuthCLI"], path: "Sources/localauth", swiftSettings: strict),
         // Apps: the examples (run by `make demo`) and a file that uses only
@@ -57,11 +57,11 @@ let package = Package(
         // Test support.
         .target(name: "PAMConstants", path: "Tests/PAMConstants", cSettings: strictC),
         .executableTarget(name: "la-app-probe", dependencies: ["LocalAuthentication"], path: "Tests/AppProbe", swiftSettings: strict),
-        .executableTarget(name: "la-store-probe", dependencies: ["LocalAuth", "LocalAuthSystem", "SystemAdapters"], path: "Tests/StoreProbe",
+        .executableTarget(name: "la-store-probe", dependencies: ["LocalAuth", "LibcSystem", "PAMAndBusAdapters"], path: "Tests/StoreProbe",
                           swiftSettings: strict),
-        .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication", "LocalAuth", "LocalAuthSystem"],
+        .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication", "LocalAuth", "LibcSystem"],
                     path: "Tests/LocalAuthenticationTests", swiftSettings: strict),
-        .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "LocalAuthSystem", "StackLint", "PAMConstants"], path: "Tests/LocalAuthTests",
+        .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "LibcSystem", "StackLint", "PAMConstants"], path: "Tests/LocalAuthTests",
                     swiftSettings: strict),
     ]
 )

@@ -11,7 +11,7 @@ func fuzzOne(_ bytes: [UInt8]) {
     if case .success(let request) = HelperRequest.decode(bytes) {
         fuzzCheck(HelperRequest.decode(request.encoded()) == .success(request), "request round trip")
     }
-    if let result = HelperResult.decode(bytes) {
-        fuzzCheck(HelperResult.decode(result.encoded()) == result, "result round trip")
+    if let result = ResultFrame.decode(bytes) {
+        fuzzCheck(ResultFrame.decode(result.encoded()) == result, "result round trip")
     }
 }

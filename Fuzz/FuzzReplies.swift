@@ -25,7 +25,7 @@ func fuzzOne(_ bytes: [UInt8]) {
     let header = bytes[0]
     var options = Options()
     options.passcodeAfterBoot = header & 8 != 0
-    let policy: LAPolicy = header & 1 == 0 ? .owner : .biometrics
+    let policy: EvaluationPolicy = header & 1 == 0 ? .owner : .biometrics
     let mode: InteractionMode = header & 2 == 0 ? .terminal : .prompt
     let silent = header & 4 != 0
     let world = World(options: options, store: FakeStore(storedRecord(f: Int(bytes[1] % 8), p: Int(bytes[2] % 12))))

@@ -57,7 +57,7 @@ public enum BiometryBlock: Equatable {
     /// What the block makes of biometrics, as Apple reports it: a password
     /// requirement is a lockout (only the password lifts it); a touch that
     /// cannot be meant is biometrics not available now.
-    public var error: LAError {
+    public var error: LAErrorCode {
         switch self {
         case .passcodeRequired: return .biometryLockout
         case .touch: return .biometryNotAvailable

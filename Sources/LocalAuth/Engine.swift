@@ -119,7 +119,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
     /// Runs one prompt. `passcode` receives whatever the person types; the
     /// caller wipes it, after using it as `PAM_AUTHTOK` on passcode success.
     /// The sensor is closed on every path before this returns.
-    public mutating func evaluate(_ request: Request, policy: LAPolicy, passcode: SecretBuffer) -> EvaluationResult {
+    public mutating func evaluate(_ request: Request, policy: EvaluationPolicy, passcode: SecretBuffer) -> EvaluationResult {
         defer { sensor.close() }
         // Known and unknown names alike (R14): the reader's connection is
         // set up while the record is read.
@@ -145,7 +145,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         guard let record = snapshot else { return unrecorded(request) }
 
         var domainState: [UInt8] = []
-        var biometryError: LAError? = nil
+        var biometryError: LAErrorCode? = nil
         switch availability {
         case .available(let state): domainState = state
         case .notEnrolled: biometryError = .biometryNotEnrolled
@@ -248,7 +248,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
     /// It also does a known user's work before the first prompt, in the
     /// same order (a record read under its lock, the same fprintd queries
     /// for the name), so the time to the prompt does not tell them apart.
-    mutating func lookAlikeForUnknownUser(_ request: Request, policy: LAPolicy, passcode: SecretBuffer) -> EvaluationResult {
+    mutating func lookAlikeForUnknownUser(_ request: Request, policy: EvaluationPolicy, passcode: SecretBuffer) -> EvaluationResult {
         let pseudo = UserIdentity(uid: StateRecord.lookAlikeUID, name: request.userName)
         let nameFits = !request.userName.isEmpty && request.userName.count <= RecordFormat.maxNameLength
         let readable = nameFits ? ledger.snapshot(pseudo) != nil : true
@@ -328,16 +328,16 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
 
     /// `canEvaluatePolicy`: never prompts, never charges. The success value is
     /// the domain state (empty when biometrics are not in use).
-    public mutating func canEvaluate(_ policy: LAPolicy, user: UserIdentity, service: [UInt8] = []) -> Result<[UInt8], LAError> {
+    public mutating func canEvaluate(_ policy: EvaluationPolicy, user: UserIdentity, service: [UInt8] = []) -> Result<[UInt8], LAErrorCode> {
         canEvaluateExplained(policy, user: user, service: service).result
     }
 
     /// `canEvaluate`, with what keeps a working reader out (for `check`).
-    public mutating func canEvaluateExplained(_ policy: LAPolicy, user: UserIdentity,
-                                              service: [UInt8]) -> (result: Result<[UInt8], LAError>, block: BiometryBlock?) {
+    public mutating func canEvaluateExplained(_ policy: EvaluationPolicy, user: UserIdentity,
+                                              service: [UInt8]) -> (result: Result<[UInt8], LAErrorCode>, block: BiometryBlock?) {
         defer { sensor.close() }
         guard let record = ledger.snapshot(user) else { return (.failure(.invalidContext), nil) }
-        var biometry: Result<[UInt8], LAError>
+        var biometry: Result<[UInt8], LAErrorCode>
         var block: BiometryBlock? = nil
         switch sensor.availability(userName: user.name) {
         case .available(let state): biometry = .success(state)
@@ -352,8 +352,8 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         return (canEvaluateResult(policy, user: user, biometry: biometry), block)
     }
 
-    mutating func canEvaluateResult(_ policy: LAPolicy, user: UserIdentity,
-                                    biometry: Result<[UInt8], LAError>) -> Result<[UInt8], LAError> {
+    mutating func canEvaluateResult(_ policy: EvaluationPolicy, user: UserIdentity,
+                                    biometry: Result<[UInt8], LAErrorCode>) -> Result<[UInt8], LAErrorCode> {
         if policy == .biometrics { return biometry }
         if case .success = biometry { return biometry }
         guard verifier.begin(userName: user.name) else { return .failure(.passcodeNotSet) }

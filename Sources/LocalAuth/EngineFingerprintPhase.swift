@@ -10,7 +10,7 @@ extension Engine {
         /// Every attempt this prompt allows failed.
         case triesUsed
         /// Ended without a verdict (timeout, device gone): the error to report.
-        case ended(LAError)
+        case ended(LAErrorCode)
         /// The app lost the person (the session locked, a switch of user):
         /// the whole evaluation ends, the password is not asked.
         case personLeft

@@ -92,7 +92,7 @@ public enum HelperPolicy {
 
     /// The answer without a prompt: what is missing, or notInteractive when
     /// nothing is (a prompt would have been needed).
-    public static func errorWithoutPrompt(preflight: Result<[UInt8], LAError>) -> LAError {
+    public static func errorWithoutPrompt(preflight: Result<[UInt8], LAErrorCode>) -> LAErrorCode {
         switch preflight {
         case .success: return .notInteractive
         case .failure(let missing): return missing

@@ -280,17 +280,17 @@ public enum HelperStatus: UInt8, Equatable, CaseIterable {
     case internalError = 3
 }
 
-/// The RESULT payload: status, PAM code, LAError (0 when none), how a
+/// The RESULT payload: status, PAM code, LAErrorCode (0 when none), how a
 /// success was won, whether the failure delay applies, and the domain state.
-public struct HelperResult: Equatable {
+public struct ResultFrame: Equatable {
     public var status: HelperStatus
     public var pamCode: Int32
-    public var error: LAError?
+    public var error: LAErrorCode?
     public var method: AuthenticationMethod?
     public var failDelay: Bool
     public var domainState: [UInt8]
 
-    public init(status: HelperStatus, pamCode: Int32, error: LAError? = nil, method: AuthenticationMethod? = nil,
+    public init(status: HelperStatus, pamCode: Int32, error: LAErrorCode? = nil, method: AuthenticationMethod? = nil,
                 failDelay: Bool = false, domainState: [UInt8] = []) {
         self.status = status
         self.pamCode = pamCode
@@ -318,16 +318,16 @@ public struct HelperResult: Equatable {
         case .passcode?: methodByte = 2
         }
         return [status.rawValue] + bigEndian(UInt32(bitPattern: pamCode)) + bigEndian(UInt32(bitPattern: error?.rawValue ?? 0))
-            + [methodByte, failDelay ? 1 : 0] + Array(domainState.prefix(HelperResult.maxDomainState))
+            + [methodByte, failDelay ? 1 : 0] + Array(domainState.prefix(ResultFrame.maxDomainState))
     }
 
-    public static func decode(_ payload: [UInt8]) -> HelperResult? {
+    public static func decode(_ payload: [UInt8]) -> ResultFrame? {
         guard payload.count >= 11, payload.count <= 11 + maxDomainState, let status = HelperStatus(rawValue: payload[0]),
               let pam = readBigEndian(payload, at: 1), let raw = readBigEndian(payload, at: 5) else { return nil }
         let errorCode = Int32(bitPattern: raw)
-        var error: LAError? = nil
+        var error: LAErrorCode? = nil
         if errorCode != 0 {
-            guard let known = LAError(rawValue: errorCode) else { return nil }
+            guard let known = LAErrorCode(rawValue: errorCode) else { return nil }
             error = known
         }
         let method: AuthenticationMethod?
@@ -342,7 +342,7 @@ public struct HelperResult: Equatable {
         // A success must say how it was won and carry no error; anything
         // else claiming success is garbage.
         if pamCode == PAMCode.success.rawValue && (status != .evaluated || error != nil || method == nil) { return nil }
-        return HelperResult(status: status, pamCode: pamCode, error: error, method: method, failDelay: payload[10] == 1,
+        return ResultFrame(status: status, pamCode: pamCode, error: error, method: method, failDelay: payload[10] == 1,
                             domainState: Array(payload[11...]))
     }
 }

@@ -10,7 +10,7 @@ public enum HelperVerdict: Equatable {
     case granted(AuthenticationMethod, domainState: [UInt8])
     /// Evaluated and not authenticated, for this reason; `failDelay`: the
     /// failure delay applies (a wrong password or finger).
-    case denied(LAError, failDelay: Bool)
+    case denied(LAErrorCode, failDelay: Bool)
     /// Not the module's to decide: the service is not in `services`.
     case outOfScope
     /// The helper cannot be used here: missing, not setuid root, or not
@@ -22,18 +22,9 @@ public enum HelperVerdict: Equatable {
     /// internal error, or answered without saying why it did not grant.
     case failed(String)
 
-    /// The verdict of one run.
-    public init(_ outcome: HelperOutcome) {
-        switch outcome {
-        case .unavailable(let why): self = .unavailable(why)
-        case .failed(let why): self = .failed(why)
-        case .answered(let result): self.init(result)
-        }
-    }
-
-    /// The verdict of a RESULT (already checked by `HelperResult.decode`: a
+    /// The verdict of a RESULT (already checked by `ResultFrame.decode`: a
     /// success names its method and carries no error).
-    public init(_ result: HelperResult) {
+    public init(_ result: ResultFrame) {
         switch result.status {
         case .notPrivileged: self = .unavailable("it does not run as root (a nosuid mount, no_new_privs or a container?)")
         case .refused: self = .refused
@@ -97,7 +88,7 @@ public enum HelperVerdict: Equatable {
     /// The error `LAContext` reports (nil: granted) and its message. A helper
     /// that cannot be used means there is no biometry here; one that failed
     /// mid-way cancelled the evaluation (the system's cancel, as on Apple's).
-    public var appError: (error: LAError, message: String?)? {
+    public var appError: (error: LAErrorCode, message: String?)? {
         switch self {
         case .granted: return nil
         case .denied(let error, _): return (error, nil)
@@ -112,19 +103,8 @@ public enum HelperVerdict: Equatable {
 /// The command-line tool's reading of a verdict.
 public enum CommandAnswer: Equatable {
     case granted(AuthenticationMethod, domainState: [UInt8])
-    case notAuthenticated(LAError)
+    case notAuthenticated(LAErrorCode)
     case toolFailure(String)
-}
-
-/// How a run of the helper ended, for the caller.
-public enum HelperOutcome: Equatable {
-    /// The helper answered.
-    case answered(HelperResult)
-    /// The helper cannot be used here (missing, not setuid, not running as
-    /// root): the stack's password line should decide, as without the module.
-    case unavailable(String)
-    /// The helper failed mid-way (died, hung, broke the protocol).
-    case failed(String)
 }
 
 /// A choice the caller passes to a running helper, as one byte on the
@@ -150,7 +130,7 @@ public enum ClientChoice: UInt8, CaseIterable {
     }
 }
 
-extension HelperResult {
+extension ResultFrame {
     /// The RESULT the helper sends for an evaluation's outcome (the
     /// encoding side of `HelperVerdict.init(_:)`).
     public init(status: HelperStatus, outcome: Outcome, failDelay: Bool) {

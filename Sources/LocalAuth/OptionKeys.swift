@@ -151,7 +151,7 @@ public enum OptionValue: Equatable {
     case bytes([UInt8])
     /// Text whose default is derived (nil: that default).
     case optionalBytes([UInt8]?)
-    case policy(LAPolicy)
+    case policy(EvaluationPolicy)
     case mode(InteractionMode?)
     case backoff([BackoffStep])
 }

@@ -54,7 +54,7 @@ public enum OptionSource: Equatable {
 }
 
 public struct Options: Equatable {
-    public var policy: LAPolicy = .owner
+    public var policy: EvaluationPolicy = .owner
     public var services: [[UInt8]] = Options.defaultServices
     public var maxTries = 3
     public var lockout = 5
@@ -300,7 +300,7 @@ public struct OptionParser {
 func parseValue(_ value: ArraySlice<UInt8>, as kind: OptionValueKind) -> OptionValue? {
     switch kind {
     case .flag: return parseFlag(value).map { .flag($0) }
-    case .policy: return LAPolicy(name: value).map { .policy($0) }
+    case .policy: return EvaluationPolicy(name: value).map { .policy($0) }
     case .mode: return InteractionMode(name: value).map { .mode($0) }
     case .serviceList: return parseServiceList(value).map { .services($0) }
     case .serviceName: return isServiceName(value) ? .bytes(Array(value)) : nil

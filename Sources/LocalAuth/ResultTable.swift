@@ -48,9 +48,9 @@ public enum ResultTable {
         return known == .ignore ? stepAside.rawValue : known.rawValue
     }
 
-    /// The PAM code for an LAError. `PAM_MAXTRIES` is deliberately absent:
+    /// The PAM code for an LAErrorCode. `PAM_MAXTRIES` is deliberately absent:
     /// sudo turns it into instant retries and sshd disconnects on it.
-    public static func pamCode(for error: LAError) -> PAMCode {
+    public static func pamCode(for error: LAErrorCode) -> PAMCode {
         switch error {
         case .authenticationFailed: return .authError
         case .userFallback: return stepAside
@@ -96,7 +96,7 @@ public enum ExitCode: Int32, Equatable, CaseIterable, Sendable {
 
 /// The one table from a preflight's error to the exit code of `localauth check`.
 public enum ExitCodeTable {
-    public static func exitCode(for error: LAError) -> ExitCode {
+    public static func exitCode(for error: LAErrorCode) -> ExitCode {
         switch error {
         case .passcodeNotSet: return .passcodeNotSet
         case .biometryNotAvailable: return .biometryNotAvailable
@@ -110,7 +110,7 @@ public enum ExitCodeTable {
 
     /// The one table from an evaluation's error to the exit code of
     /// `localauth evaluate`: every error has its own.
-    public static func evaluationExitCode(for error: LAError) -> ExitCode {
+    public static func evaluationExitCode(for error: LAErrorCode) -> ExitCode {
         switch error {
         case .passcodeNotSet: return .passcodeNotSet
         case .biometryNotAvailable: return .biometryNotAvailable

@@ -1,8 +1,8 @@
 // Apple's LocalAuthentication vocabulary, reproduced for PAM: the policies,
 // the error codes with Apple's raw values, and how an evaluation ended.
 
-/// What must be proven. Mirrors `LAPolicy`.
-public enum LAPolicy: Equatable {
+/// What must be proven. Mirrors `EvaluationPolicy`.
+public enum EvaluationPolicy: Equatable {
     /// `deviceOwnerAuthenticationWithBiometrics`: fingerprint only; the
     /// fallback hands control back to the next module of the stack.
     case biometrics
@@ -25,8 +25,8 @@ public enum LAPolicy: Equatable {
     }
 }
 
-/// Why an evaluation did not succeed. Raw values are Apple's `LAError.Code`s.
-public enum LAError: Int32, Error, Equatable, CaseIterable {
+/// Why an evaluation did not succeed. Raw values are Apple's `LAErrorCode.Code`s.
+public enum LAErrorCode: Int32, Error, Equatable, CaseIterable {
     case authenticationFailed = -1
     case userCancel = -2
     case userFallback = -3
@@ -70,7 +70,7 @@ public enum Outcome: Equatable {
     /// The module does not act here (R1): no record touched.
     case outOfScope
     case success(AuthenticationMethod)
-    case failure(LAError)
+    case failure(LAErrorCode)
     /// Something inside failed and nothing is left to try (never success).
     case internalError
 }

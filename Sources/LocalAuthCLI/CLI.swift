@@ -1,9 +1,9 @@
 // `localauth`: see what the module decided, reset it, check and try it, and
 // lint the configuration. `main.swift` only calls `run(arguments:)`.
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 import LocalAuthTerminal
-import SystemAdapters
+import PAMAndBusAdapters
 
 /// An error for the person at the terminal: printed on stderr, with its exit code.
 struct CLIError: Error {
@@ -238,9 +238,9 @@ func requireRoot(_ what: String) throws {
     }
 }
 
-func parsePolicy(_ arguments: Arguments, default value: LAPolicy) throws -> LAPolicy {
+func parsePolicy(_ arguments: Arguments, default value: EvaluationPolicy) throws -> EvaluationPolicy {
     guard let text = arguments.values["--policy"] else { return value }
-    guard let policy = LAPolicy(name: utf8Bytes(text)) else { throw CLIError("--policy must be owner or biometrics", .usage) }
+    guard let policy = EvaluationPolicy(name: utf8Bytes(text)) else { throw CLIError("--policy must be owner or biometrics", .usage) }
     return policy
 }
 

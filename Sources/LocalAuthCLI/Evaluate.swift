@@ -2,7 +2,7 @@
 // terminal, through the helper. Under policy owner at a terminal it is touch
 // or type: the keys typed while the reader waits are the password.
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 import LocalAuthTerminal
 
 /// `localauth evaluate`: an app's evaluation for scripts, through the
@@ -22,7 +22,7 @@ func evaluateCommand(_ arguments: Arguments) throws -> ExitCode {
     if let title = arguments.values["--fallback-title"] { request.present(.fallbackTitle, utf8Bytes(title)) }
     if let title = arguments.values["--cancel-title"] { request.present(.cancelTitle, utf8Bytes(title)) }
 
-    let verdict: Result<AuthenticationMethod, LAError>
+    let verdict: Result<AuthenticationMethod, LAErrorCode>
     if arguments.flags.contains("--non-interactive") {
         request.interactive = false
         var client = HelperClient(prompter: NoConversation())
@@ -96,8 +96,8 @@ func evaluateCommand(_ arguments: Arguments) throws -> ExitCode {
 
 /// An evaluation's answer from the helper; what is not an answer is the
 /// tool's own failure (exit 1).
-func helperVerdict(_ outcome: HelperOutcome) throws -> Result<AuthenticationMethod, LAError> {
-    switch HelperVerdict(outcome).commandAnswer {
+func helperVerdict(_ verdict: HelperVerdict) throws -> Result<AuthenticationMethod, LAErrorCode> {
+    switch verdict.commandAnswer {
     case .granted(let method, _): return .success(method)
     case .notAuthenticated(let error): return .failure(error)
     case .toolFailure(let text): throw CLIError(text)

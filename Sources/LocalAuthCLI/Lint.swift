@@ -1,7 +1,7 @@
 // `localauth config --check`: the configuration file, and the PAM stacks
 // against the stack-line rules of docs/DESIGN.md (see StackLint).
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 import StackLint
 
 /// The most service files the lint reads from one directory; a directory

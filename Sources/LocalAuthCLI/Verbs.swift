@@ -1,7 +1,7 @@
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 import LocalAuthTerminal
-import SystemAdapters
+import PAMAndBusAdapters
 
 // MARK: - status
 
@@ -275,7 +275,7 @@ func checkCommand(_ arguments: Arguments) throws -> ExitCode {
     let policy = try parsePolicy(arguments, default: .owner)
     let configuration = try loadConfiguration(arguments)
     let options = configuration.options
-    let result: Result<[UInt8], LAError>
+    let result: Result<[UInt8], LAErrorCode>
     var block: BiometryBlock? = nil
     let log = StandardErrorLog(verbose: options.debug)
     if Syscalls.realUserID() == 0 && Syscalls.effectiveUserID() == 0 {
@@ -323,15 +323,15 @@ func checkCommand(_ arguments: Arguments) throws -> ExitCode {
 
 /// The preflight's answer from the helper; a helper that cannot be used or
 /// fails is an error of the command, never an answer.
-func helperPreflight(_ outcome: HelperOutcome) throws -> Result<[UInt8], LAError> {
-    switch HelperVerdict(outcome).commandAnswer {
+func helperPreflight(_ verdict: HelperVerdict) throws -> Result<[UInt8], LAErrorCode> {
+    switch verdict.commandAnswer {
     case .granted(_, let state): return .success(state)
     case .notAuthenticated(let error): return .failure(error)
     case .toolFailure(let text): throw CLIError(text)
     }
 }
 
-func resultErrorCode(_ result: Result<[UInt8], LAError>) -> Int32 {
+func resultErrorCode(_ result: Result<[UInt8], LAErrorCode>) -> Int32 {
     if case .failure(let error) = result { return error.rawValue }
     return 0
 }
@@ -397,7 +397,7 @@ func testThroughHelper(_ options: Options, reason: String?) throws -> ExitCode {
     if let reason { request.present(.reason, utf8Bytes(reason)) }
     var client = HelperClient(prompter: TerminalConversation())
     defer { client.lastAnswer.wipe() }
-    let verdict = HelperVerdict(client.run(request))
+    let verdict = client.run(request)
     switch verdict.commandAnswer {
     case .toolFailure(let text): throw CLIError(text)
     case .granted(let method, _):

@@ -2,7 +2,7 @@
 // signals, descriptors, environment, session) and the system log.
 import CLibc
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 
 // MARK: - The helper's start as root
 

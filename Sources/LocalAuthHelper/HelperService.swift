@@ -6,8 +6,8 @@
 // authenticates only the caller's own account, in prompt mode, under a hard
 // deadline. docs/HELPER-PROTOCOL.md describes the conversation.
 import LocalAuth
-import LocalAuthSystem
-import SystemAdapters
+import LibcSystem
+import PAMAndBusAdapters
 
 /// The helper's exit statuses. The verdict travels in the RESULT frame; the
 /// status is for a person who ran the helper by hand.
@@ -225,7 +225,7 @@ struct HelperSession {
             _ = channel.send(.hello, HelloFrame.helper(silenceMilliseconds: UInt32(silence)), deadline: now + 1_000_000_000)
             _ = channel.send(.errorText, utf8Bytes("localauth-helper: too many prompts at once for this account"),
                              deadline: now + 1_000_000_000)
-            return finish(HelperResult(status: .refused, pamCode: PAMCode.systemError.rawValue, error: .invalidContext), &log)
+            return finish(ResultFrame(status: .refused, pamCode: PAMCode.systemError.rawValue, error: .invalidContext), &log)
         }
         // HELLO, then the request, both within the opening deadline.
         switch channel.receive(deadline: opening) {
@@ -246,7 +246,7 @@ struct HelperSession {
         }
         guard privileged else {
             log.log(.error, "not running as root (the setuid bit had no effect: a nosuid mount, no_new_privs or a container)")
-            return finish(HelperResult(status: .notPrivileged, pamCode: PAMCode.authInfoUnavailable.rawValue), &log)
+            return finish(ResultFrame(status: .notPrivileged, pamCode: PAMCode.authInfoUnavailable.rawValue), &log)
         }
         let request: HelperRequest
         switch HelperRequest.decode(payload) {
@@ -276,7 +276,7 @@ struct HelperSession {
         let scope = Scope.decide(facts, options: scopeOptions)
         if case .outOfScope = scope {
             log.log(.debug, "out of scope for service \(printableText(request.service)); ignoring")
-            return finish(HelperResult(status: .evaluated, pamCode: ResultTable.pamCode(for: .outOfScope).rawValue), &log)
+            return finish(ResultFrame(status: .evaluated, pamCode: ResultTable.pamCode(for: .outOfScope).rawValue), &log)
         }
         let prompter = ChannelPrompter(channel: channel, state: state,
                                        answerNanoseconds: Int64(options.answerTimeoutSeconds) * 1_000_000_000, hardDeadline: hardDeadline)
@@ -294,21 +294,21 @@ struct HelperSession {
             case .preflight:
                 switch engine.canEvaluate(options.policy, user: target, service: request.service) {
                 case .success(let domainState):
-                    return finish(HelperResult(status: .evaluated, pamCode: PAMCode.success.rawValue, method: .biometry,
+                    return finish(ResultFrame(status: .evaluated, pamCode: PAMCode.success.rawValue, method: .biometry,
                                                domainState: domainState), &log)
                 case .failure(let error):
-                    return finish(HelperResult(status: .evaluated, outcome: .failure(error), failDelay: false), &log)
+                    return finish(ResultFrame(status: .evaluated, outcome: .failure(error), failDelay: false), &log)
                 }
             case .reuse(let seconds, let then):
                 if let method = engine.ledger.recentUnlock(target, session: session, withinSeconds: seconds) {
                     log.log(.notice, "uid \(target.uid): a success in this session within \(seconds) s stands in for localauth-app")
-                    return finish(HelperResult(status: .evaluated, pamCode: PAMCode.success.rawValue, method: method), &log)
+                    return finish(ResultFrame(status: .evaluated, pamCode: PAMCode.success.rawValue, method: method), &log)
                 }
                 path = then
             case .withoutPrompt:
                 let error = HelperPolicy.errorWithoutPrompt(preflight: engine.canEvaluate(options.policy, user: target,
                                                                                           service: request.service))
-                return finish(HelperResult(status: .evaluated, outcome: .failure(error), failDelay: false), &log)
+                return finish(ResultFrame(status: .evaluated, outcome: .failure(error), failDelay: false), &log)
             case .evaluate:
                 return evaluate(request, scope: scope, userName: target.name, target: target, options: options, mode: mode,
                                 session: session, engine: &engine, &log)
@@ -349,10 +349,10 @@ struct HelperSession {
             }
         }
         let outcome = HelperPolicy.reported(result.outcome, appCancelled: state.cancelled)
-        var answer = HelperResult(status: .evaluated, outcome: outcome, failDelay: result.failDelay)
+        var answer = ResultFrame(status: .evaluated, outcome: outcome, failDelay: result.failDelay)
         if HelperPolicy.carriesDomainState(outcome, service: request.service), let target,
            case .success(let domainState) = engine.canEvaluate(options.policy, user: target, service: request.service) {
-            answer.domainState = Array(domainState.prefix(HelperResult.maxDomainState))
+            answer.domainState = Array(domainState.prefix(ResultFrame.maxDomainState))
         }
         return finish(answer, &log)
     }
@@ -373,10 +373,10 @@ struct HelperSession {
         }
         log.log(.notice, "request from uid \(callerUID) refused: \(text)")
         _ = channel.send(.errorText, utf8Bytes("localauth-helper: \(text)"), deadline: Syscalls.bootTimeNanoseconds() + 1_000_000_000)
-        return finish(HelperResult(status: .refused, pamCode: PAMCode.systemError.rawValue, error: .invalidContext), &log)
+        return finish(ResultFrame(status: .refused, pamCode: PAMCode.systemError.rawValue, error: .invalidContext), &log)
     }
 
-    func finish(_ result: HelperResult, _ log: inout HelperLog) -> HelperExit {
+    func finish(_ result: ResultFrame, _ log: inout HelperLog) -> HelperExit {
         let sent = channel.send(.result, result.encoded(), deadline: Syscalls.bootTimeNanoseconds() + 5_000_000_000)
         if !sent { log.log(.notice, "client of uid \(callerUID) gone before the result") }
         return result.pamCode == PAMCode.success.rawValue ? .success : .failure

@@ -3,7 +3,7 @@
 // module nor the setuid helper links this (they reach the terminal only
 // through the PAM conversation and the helper's frames).
 import CLibc
-import LocalAuthSystem
+import LibcSystem
 
 /// A terminal's settings before `Terminal` changed them, to put back.
 public struct TerminalSettings {

@@ -3,19 +3,19 @@
 // `localauth-helper` through the same client code the PAM module uses.
 import Foundation
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 
 /// One evaluation's run through the helper.
 protocol HelperConnection: Sendable {
     /// Runs `request`, showing the conversation through `conversation` and
     /// turning bytes read from `control` (a pipe's read end) into the
     /// user's and the app's choices.
-    func run(_ request: HelperRequest, conversation: PresenterConversation, control: Int32?) -> HelperOutcome
+    func run(_ request: HelperRequest, conversation: PresenterConversation, control: Int32?) -> HelperVerdict
 }
 
 /// The installed helper.
 struct SetuidHelperConnection: HelperConnection {
-    func run(_ request: HelperRequest, conversation: PresenterConversation, control: Int32?) -> HelperOutcome {
+    func run(_ request: HelperRequest, conversation: PresenterConversation, control: Int32?) -> HelperVerdict {
         var client = HelperClient(prompter: conversation)
         defer { client.lastAnswer.wipe() }
         return client.run(request, control: control)

@@ -5,7 +5,7 @@
 // or to evaluate for another account).
 import Foundation
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 import LocalAuthTerminal
 
 
@@ -208,8 +208,7 @@ open class LAContext: NSObject, @unchecked Sendable {
 
     /// The helper's answer as the app sees it: the domain state on success,
     /// else the error.
-    func verdict(of outcome: HelperOutcome) -> Result<Data?, LAError> {
-        let verdict = HelperVerdict(outcome)
+    func verdict(of verdict: HelperVerdict) -> Result<Data?, LAError> {
         if case .granted(_, let state) = verdict { return .success(state.isEmpty ? nil : Data(state)) }
         guard let (error, message) = verdict.appError else { return .failure(LAError(.authenticationFailed)) }
         return .failure(LAError(engine: error, message: message))

@@ -3,7 +3,7 @@
 // written for Apple's LocalAuthentication compile and behave the same.
 import Foundation
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 
 /// The error domain of every error this library reports.
 public let LAErrorDomain = "com.apple.LocalAuthentication"
@@ -91,7 +91,7 @@ public struct LAError: Error, Hashable, CustomNSError, LocalizedError, Sendable 
 
 extension LAError {
     /// The engine's error under Apple's code (the raw values are the same).
-    init(engine engineError: LocalAuth.LAError, message: String? = nil) {
+    init(engine engineError: LAErrorCode, message: String? = nil) {
         self.init(Code(rawValue: Int(engineError.rawValue)) ?? .authenticationFailed, message: message)
     }
 }

@@ -3,7 +3,7 @@
 // buttons use. The default presenter is the terminal (TerminalPresenter).
 import Foundation
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 
 /// A password as the person typed it, in memory this library owns and
 /// wipes as soon as it has been passed on (and again when released). It is

@@ -8,7 +8,7 @@
 // Ctrl-C meant for the sheet.
 import Foundation
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 import LocalAuthTerminal
 
 public final class TerminalPresenter: LAPresenter, @unchecked Sendable {

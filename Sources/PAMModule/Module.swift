@@ -3,8 +3,8 @@
 // through the result table; everything else lives in the library and the
 // adapters.
 import LocalAuth
-import LocalAuthSystem
-import SystemAdapters
+import LibcSystem
+import PAMAndBusAdapters
 
 /// Every answer goes through `ResultTable.authenticationAnswer`: whatever
 /// path made it, the module never answers `PAM_IGNORE`, which `required`
@@ -119,7 +119,7 @@ func authenticateThroughHelper(_ handle: PAMHandle, options: Options, flags: Int
     request.presentation = presentationFields(options, silent: flags & PAMValue.silentFlag != 0)
     var client = HelperClient(prompter: PAMPrompter(handle: handle))
     defer { client.lastAnswer.wipe() }
-    let verdict = HelperVerdict(client.run(request))
+    let verdict = client.run(request)
     switch verdict {
     case .granted(let method, _):
         if method == .passcode { handle.setAuthToken(client.lastAnswer) }

@@ -3,7 +3,7 @@ import XCTest
 import Glibc
 #endif
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 
 /// When a store failure suspends counting: only a read-only filesystem or a
 /// failing disk, and only for a process no unprivileged user set up.

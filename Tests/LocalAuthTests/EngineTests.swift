@@ -474,7 +474,7 @@ final class EngineTests: XCTestCase {
     }
 
     func testPasscodeBufferIsWipedUnlessItIsTheAuthToken() {
-        func run(_ configure: (World) -> Void, answers: [Answer], mode: InteractionMode = .terminal, policy: LAPolicy = .owner)
+        func run(_ configure: (World) -> Void, answers: [Answer], mode: InteractionMode = .terminal, policy: EvaluationPolicy = .owner)
             -> (EvaluationResult, SecretBuffer) {
             let w = World(sensor: FakeSensor(.unreachable))
             configure(w)
@@ -622,8 +622,8 @@ final class EngineTests: XCTestCase {
             var availability: SensorAvailability
             var f: Int
             var passcode: Bool
-            var biometrics: Result<[UInt8], LAError>
-            var owner: Result<[UInt8], LAError>
+            var biometrics: Result<[UInt8], LAErrorCode>
+            var owner: Result<[UInt8], LAErrorCode>
         }
         let state: [UInt8] = [0xAB, 0xCD]
         let cases = [
@@ -638,7 +638,7 @@ final class EngineTests: XCTestCase {
                  owner: .failure(.passcodeNotSet)),
         ]
         for (index, item) in cases.enumerated() {
-            for policy in [LAPolicy.biometrics, .owner] {
+            for policy in [EvaluationPolicy.biometrics, .owner] {
                 let w = World(sensor: FakeSensor(item.availability), verifier: FakeVerifier(begin: item.passcode),
                               store: FakeStore(storedRecord(f: item.f, p: 2)))
                 var engine = w.engine()

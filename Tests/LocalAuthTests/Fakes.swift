@@ -486,7 +486,7 @@ final class World {
 
     /// One prompt (one `pam_sm_authenticate`): a fresh engine over the same fakes.
     @discardableResult
-    func prompt(_ user: UserIdentity = alice, policy: LAPolicy = .owner, mode: InteractionMode = .terminal, silent: Bool = false,
+    func prompt(_ user: UserIdentity = alice, policy: EvaluationPolicy = .owner, mode: InteractionMode = .terminal, silent: Bool = false,
                 scope: ScopeDecision = .inScope, service: String = "sudo", answers: [Answer] = [], script: [SensorStep] = [],
                 passcode: SecretBuffer = SecretBuffer(), session: String = "", actsForAName: Bool = false,
                 promptStaysOpen: Bool = false, clientReadsKeys: Bool = false) -> EvaluationResult {

@@ -116,7 +116,7 @@ final class HelperPolicyTests: XCTestCase {
     /// Without a prompt: what is missing, else notInteractive.
     func testAnswerWithoutAPrompt() {
         XCTAssertEqual(HelperPolicy.errorWithoutPrompt(preflight: .success([1])), .notInteractive)
-        for error in LAError.allCases {
+        for error in LAErrorCode.allCases {
             XCTAssertEqual(HelperPolicy.errorWithoutPrompt(preflight: .failure(error)), error, error.name)
         }
     }
@@ -130,7 +130,7 @@ final class HelperPolicyTests: XCTestCase {
             XCTAssertEqual(HelperPolicy.lateFrame(type), expected, "\(type)")
         }
         let outcomes: [Outcome] = [.success(.biometry), .success(.passcode), .outOfScope, .internalError]
-            + LAError.allCases.map { .failure($0) }
+            + LAErrorCode.allCases.map { .failure($0) }
         for outcome in outcomes {
             for cancelled in [false, true] {
                 let reported = HelperPolicy.reported(outcome, appCancelled: cancelled)

@@ -125,43 +125,43 @@ final class HelperProtocolTests: XCTestCase {
 
     func testResultRoundTripAndGarbage() {
         let results = [
-            HelperResult(status: .evaluated, pamCode: 0, method: .biometry),
-            HelperResult(status: .evaluated, pamCode: 0, method: .passcode, domainState: [1, 2, 3]),
-            HelperResult(status: .evaluated, pamCode: 7, error: .authenticationFailed, failDelay: true),
-            HelperResult(status: .refused, pamCode: 4, error: .invalidContext),
-            HelperResult(status: .notPrivileged, pamCode: 9),
+            ResultFrame(status: .evaluated, pamCode: 0, method: .biometry),
+            ResultFrame(status: .evaluated, pamCode: 0, method: .passcode, domainState: [1, 2, 3]),
+            ResultFrame(status: .evaluated, pamCode: 7, error: .authenticationFailed, failDelay: true),
+            ResultFrame(status: .refused, pamCode: 4, error: .invalidContext),
+            ResultFrame(status: .notPrivileged, pamCode: 9),
         ]
-        for result in results { XCTAssertEqual(HelperResult.decode(result.encoded()), result) }
-        let success = HelperResult(status: .evaluated, pamCode: 0, method: .biometry).encoded()
+        for result in results { XCTAssertEqual(ResultFrame.decode(result.encoded()), result) }
+        let success = ResultFrame(status: .evaluated, pamCode: 0, method: .biometry).encoded()
         var noMethod = success
         noMethod[9] = 0
-        XCTAssertNil(HelperResult.decode(noMethod), "a success that does not say how")
+        XCTAssertNil(ResultFrame.decode(noMethod), "a success that does not say how")
         var withError = success
         withError[5...8] = [0xFF, 0xFF, 0xFF, 0xFF]
-        XCTAssertNil(HelperResult.decode(withError), "a success with an error")
+        XCTAssertNil(ResultFrame.decode(withError), "a success with an error")
         var notEvaluated = success
         notEvaluated[0] = HelperStatus.refused.rawValue
-        XCTAssertNil(HelperResult.decode(notEvaluated), "a refusal claiming success")
-        var unknownError = HelperResult(status: .evaluated, pamCode: 7, error: .authenticationFailed).encoded()
+        XCTAssertNil(ResultFrame.decode(notEvaluated), "a refusal claiming success")
+        var unknownError = ResultFrame(status: .evaluated, pamCode: 7, error: .authenticationFailed).encoded()
         unknownError[5...8] = [0, 0, 0x10, 0]
-        XCTAssertNil(HelperResult.decode(unknownError))
-        XCTAssertNil(HelperResult.decode(Array(success.prefix(10))))
-        XCTAssertNil(HelperResult.decode(success + [UInt8](repeating: 0, count: HelperResult.maxDomainState + 1)))
+        XCTAssertNil(ResultFrame.decode(unknownError))
+        XCTAssertNil(ResultFrame.decode(Array(success.prefix(10))))
+        XCTAssertNil(ResultFrame.decode(success + [UInt8](repeating: 0, count: ResultFrame.maxDomainState + 1)))
         var badStatus = success
         badStatus[0] = 9
-        XCTAssertNil(HelperResult.decode(badStatus))
+        XCTAssertNil(ResultFrame.decode(badStatus))
     }
 
     /// Out of scope is an evaluated non-success with no error, whether the
     /// helper says it with the step-aside code or (an older helper) ignore.
     func testOutOfScopeIsAStepAsideWithNoError() {
         let stepAside = ResultTable.pamCode(for: .outOfScope).rawValue
-        XCTAssertTrue(HelperResult(status: .evaluated, pamCode: stepAside).isOutOfScope)
-        XCTAssertTrue(HelperResult(status: .evaluated, pamCode: PAMCode.ignore.rawValue).isOutOfScope)
-        XCTAssertFalse(HelperResult(status: .evaluated, pamCode: stepAside, error: .userFallback).isOutOfScope)
-        XCTAssertFalse(HelperResult(status: .evaluated, pamCode: PAMCode.success.rawValue).isOutOfScope)
-        XCTAssertFalse(HelperResult(status: .evaluated, pamCode: PAMCode.authError.rawValue).isOutOfScope)
-        XCTAssertFalse(HelperResult(status: .internalError, pamCode: stepAside).isOutOfScope)
+        XCTAssertTrue(ResultFrame(status: .evaluated, pamCode: stepAside).isOutOfScope)
+        XCTAssertTrue(ResultFrame(status: .evaluated, pamCode: PAMCode.ignore.rawValue).isOutOfScope)
+        XCTAssertFalse(ResultFrame(status: .evaluated, pamCode: stepAside, error: .userFallback).isOutOfScope)
+        XCTAssertFalse(ResultFrame(status: .evaluated, pamCode: PAMCode.success.rawValue).isOutOfScope)
+        XCTAssertFalse(ResultFrame(status: .evaluated, pamCode: PAMCode.authError.rawValue).isOutOfScope)
+        XCTAssertFalse(ResultFrame(status: .internalError, pamCode: stepAside).isOutOfScope)
     }
 
     func testPresentationChangesOnlyPresentation() {

@@ -6,12 +6,26 @@ import XCTest
 @testable import LocalAuth
 
 final class HelperVerdictTests: XCTestCase {
-    typealias Row = (label: String, outcome: HelperOutcome, verdict: HelperVerdict, pam: PAMCode, command: CommandAnswer, app: LAError?)
+    /// How a run ended: a RESULT, or what the client made of a run that
+    /// sent none (a helper missing or not setuid, one that died or hung).
+    enum Ending {
+        case frame(ResultFrame)
+        case noFrame(HelperVerdict)
+
+        var verdict: HelperVerdict {
+            switch self {
+            case .frame(let frame): return HelperVerdict(frame)
+            case .noFrame(let verdict): return verdict
+            }
+        }
+    }
+
+    typealias Row = (label: String, ending: Ending, verdict: HelperVerdict, pam: PAMCode, command: CommandAnswer, app: LAErrorCode?)
 
     static var evaluated: HelperStatus { .evaluated }
-    static func answered(_ status: HelperStatus, _ code: PAMCode, _ error: LAError? = nil, _ method: AuthenticationMethod? = nil,
-                         failDelay: Bool = false, state: [UInt8] = []) -> HelperOutcome {
-        .answered(HelperResult(status: status, pamCode: code.rawValue, error: error, method: method, failDelay: failDelay, domainState: state))
+    static func answered(_ status: HelperStatus, _ code: PAMCode, _ error: LAErrorCode? = nil, _ method: AuthenticationMethod? = nil,
+                         failDelay: Bool = false, state: [UInt8] = []) -> Ending {
+        .frame(ResultFrame(status: status, pamCode: code.rawValue, error: error, method: method, failDelay: failDelay, domainState: state))
     }
 
     static var rows: [Row] {
@@ -22,7 +36,7 @@ final class HelperVerdictTests: XCTestCase {
              .success, .granted(.passcode, domainState: []), nil),
             ("out of scope", answered(evaluated, ResultTable.pamCode(for: .outOfScope)), .outOfScope,
              ResultTable.stepAside, .notAuthenticated(.biometryNotAvailable), .biometryNotAvailable),
-            ("missing or not setuid", .unavailable("not installed"), .unavailable("not installed"),
+            ("missing or not setuid", .noFrame(.unavailable("not installed")), .unavailable("not installed"),
              ResultTable.stepAside, .toolFailure("localauth-helper cannot be used: not installed"), .biometryNotAvailable),
             ("not root", answered(.notPrivileged, .authInfoUnavailable),
              .unavailable("it does not run as root (a nosuid mount, no_new_privs or a container?)"), ResultTable.stepAside,
@@ -32,12 +46,12 @@ final class HelperVerdictTests: XCTestCase {
              .toolFailure("localauth-helper refused the request"), .invalidContext),
             ("internal error", answered(.internalError, .systemError), .failed("it hit an internal error"), .systemError,
              .toolFailure("localauth-helper failed: it hit an internal error"), .systemCancel),
-            ("died mid-way", .failed("the helper ended without a result"), .failed("the helper ended without a result"), .systemError,
+            ("died mid-way", .noFrame(.failed("the helper ended without a result")), .failed("the helper ended without a result"), .systemError,
              .toolFailure("localauth-helper failed: the helper ended without a result"), .systemCancel),
             ("a failure without a reason", answered(evaluated, .authError), .failed("it gave no answer for this account"),
              .systemError, .toolFailure("localauth-helper failed: it gave no answer for this account"), .systemCancel),
         ]
-        for error in LAError.allCases {
+        for error in LAErrorCode.allCases {
             rows.append(("denied: \(error.name)", answered(evaluated, ResultTable.pamCode(for: error), error, failDelay: true),
                          .denied(error, failDelay: true), ResultTable.pamCode(for: error), .notAuthenticated(error), error))
         }
@@ -46,7 +60,7 @@ final class HelperVerdictTests: XCTestCase {
 
     func testEveryEndingMeansTheSameInEveryClient() {
         for row in HelperVerdictTests.rows {
-            let verdict = HelperVerdict(row.outcome)
+            let verdict = row.ending.verdict
             XCTAssertEqual(verdict, row.verdict, row.label)
             XCTAssertEqual(verdict.pamCode, row.pam, row.label)
             XCTAssertEqual(verdict.commandAnswer, row.command, row.label)
@@ -62,7 +76,7 @@ final class HelperVerdictTests: XCTestCase {
     func testEveryHelperStatusHasARow() {
         for status in HelperStatus.allCases {
             XCTAssertTrue(HelperVerdictTests.rows.contains { row in
-                if case .answered(let result) = row.outcome { return result.status == status }
+                if case .frame(let frame) = row.ending { return frame.status == status }
                 return false
             }, "\(status)")
         }
@@ -74,14 +88,14 @@ final class HelperVerdictTests: XCTestCase {
     /// engine meant (the module's own answer for the same outcome).
     func testEveryOutcomeEncodesToTheVerdictOfItsMeaning() {
         var outcomes: [Outcome] = [.success(.biometry), .success(.passcode), .outOfScope, .internalError]
-        outcomes += LAError.allCases.map { .failure($0) }
+        outcomes += LAErrorCode.allCases.map { .failure($0) }
         for outcome in outcomes {
             for failDelay in [false, true] {
                 let label = "\(outcome) delay \(failDelay)"
-                let sent = HelperResult(status: .evaluated, outcome: outcome, failDelay: failDelay)
-                guard let received = HelperResult.decode(sent.encoded()) else { XCTFail("\(label): does not decode"); continue }
+                let sent = ResultFrame(status: .evaluated, outcome: outcome, failDelay: failDelay)
+                guard let received = ResultFrame.decode(sent.encoded()) else { XCTFail("\(label): does not decode"); continue }
                 XCTAssertEqual(received, sent, label)
-                let verdict = HelperVerdict(.answered(received))
+                let verdict = HelperVerdict(received)
                 switch outcome {
                 case .success(let method):
                     XCTAssertEqual(verdict, .granted(method, domainState: []), label)

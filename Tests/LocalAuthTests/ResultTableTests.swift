@@ -5,7 +5,7 @@ import LocalAuth
 /// The one table from outcomes to PAM codes.
 final class ResultTableTests: XCTestCase {
     func testEveryLAErrorHasItsPAMCode() {
-        let expected: [LAError: PAMCode] = [
+        let expected: [LAErrorCode: PAMCode] = [
             .authenticationFailed: .authError,
             .userCancel: .conversationError,
             .userFallback: .authInfoUnavailable,
@@ -19,8 +19,8 @@ final class ResultTableTests: XCTestCase {
             .biometryDisconnected: .authInfoUnavailable,
             .notInteractive: .conversationError,
         ]
-        XCTAssertEqual(Set(LAError.allCases), Set(expected.keys), "a new LAError needs a row here")
-        for error in LAError.allCases {
+        XCTAssertEqual(Set(LAErrorCode.allCases), Set(expected.keys), "a new LAErrorCode needs a row here")
+        for error in LAErrorCode.allCases {
             XCTAssertEqual(ResultTable.pamCode(for: error), expected[error], error.name)
             XCTAssertEqual(ResultTable.pamCode(for: .failure(error)), expected[error], error.name)
             XCTAssertNotEqual(ResultTable.pamCode(for: error), .success, "\(error.name) must never succeed")
@@ -28,18 +28,18 @@ final class ResultTableTests: XCTestCase {
     }
 
     func testAppleRawValuesAndNames() {
-        let expected: [(LAError, Int32, String)] = [
+        let expected: [(LAErrorCode, Int32, String)] = [
             (.authenticationFailed, -1, "authenticationFailed"), (.userCancel, -2, "userCancel"), (.userFallback, -3, "userFallback"),
             (.systemCancel, -4, "systemCancel"), (.passcodeNotSet, -5, "passcodeNotSet"),
             (.biometryNotAvailable, -6, "biometryNotAvailable"), (.biometryNotEnrolled, -7, "biometryNotEnrolled"),
             (.biometryLockout, -8, "biometryLockout"), (.appCancel, -9, "appCancel"), (.invalidContext, -10, "invalidContext"),
             (.biometryDisconnected, -13, "biometryDisconnected"), (.notInteractive, -1004, "notInteractive"),
         ]
-        XCTAssertEqual(expected.count, LAError.allCases.count)
+        XCTAssertEqual(expected.count, LAErrorCode.allCases.count)
         for (error, raw, name) in expected {
             XCTAssertEqual(error.rawValue, raw)
             XCTAssertEqual(error.name, name)
-            XCTAssertEqual(LAError(rawValue: raw), error)
+            XCTAssertEqual(LAErrorCode(rawValue: raw), error)
         }
     }
 
@@ -54,7 +54,7 @@ final class ResultTableTests: XCTestCase {
         XCTAssertFalse(EvaluationResult(.success(.passcode)).failDelay)
         // Only a success is PAM_SUCCESS.
         var outcomes: [Outcome] = [.outOfScope, .internalError, .success(.biometry), .success(.passcode)]
-        outcomes += LAError.allCases.map { Outcome.failure($0) }
+        outcomes += LAErrorCode.allCases.map { Outcome.failure($0) }
         for outcome in outcomes {
             let isSuccess: Bool
             if case .success = outcome { isSuccess = true } else { isSuccess = false }
@@ -67,7 +67,7 @@ final class ResultTableTests: XCTestCase {
     /// lines that succeed for anyone would be a login with no credential.
     func testNoAuthenticationAnswerIsIgnore() {
         var outcomes: [Outcome] = [.outOfScope, .internalError, .success(.biometry), .success(.passcode)]
-        outcomes += LAError.allCases.map { Outcome.failure($0) }
+        outcomes += LAErrorCode.allCases.map { Outcome.failure($0) }
         for outcome in outcomes { XCTAssertNotEqual(ResultTable.pamCode(for: outcome), .ignore, "\(outcome)") }
         XCTAssertEqual(ResultTable.authenticationAnswer(PAM_IGNORE), PAM_AUTHINFO_UNAVAIL)
         XCTAssertEqual(ResultTable.stepAside, .authInfoUnavailable)
@@ -94,14 +94,14 @@ final class ResultTableTests: XCTestCase {
 
     /// The one table from a preflight's error to `localauth check`'s exit code.
     func testEveryLAErrorHasItsExitCode() {
-        let expected: [LAError: ExitCode] = [
+        let expected: [LAErrorCode: ExitCode] = [
             .authenticationFailed: .failure, .userCancel: .failure, .userFallback: .failure, .systemCancel: .failure,
             .passcodeNotSet: .passcodeNotSet, .biometryNotAvailable: .biometryNotAvailable,
             .biometryNotEnrolled: .biometryNotEnrolled, .biometryLockout: .biometryLockout, .appCancel: .failure,
             .invalidContext: .failure, .biometryDisconnected: .failure, .notInteractive: .failure,
         ]
-        XCTAssertEqual(Set(LAError.allCases), Set(expected.keys), "a new LAError needs a row here")
-        for error in LAError.allCases {
+        XCTAssertEqual(Set(LAErrorCode.allCases), Set(expected.keys), "a new LAErrorCode needs a row here")
+        for error in LAErrorCode.allCases {
             XCTAssertEqual(ExitCodeTable.exitCode(for: error), expected[error], error.name)
             XCTAssertNotEqual(ExitCodeTable.exitCode(for: error), .success, "\(error.name) must never exit 0")
         }
@@ -119,15 +119,15 @@ final class ResultTableTests: XCTestCase {
     /// `localauth evaluate`: every error its own exit code, none shared with
     /// success or the tool's own failures, the preflight's four unchanged.
     func testEveryLAErrorHasItsOwnEvaluationExitCode() {
-        let expected: [LAError: ExitCode] = [
+        let expected: [LAErrorCode: ExitCode] = [
             .authenticationFailed: .authenticationFailed, .userCancel: .userCancel, .userFallback: .userFallback,
             .systemCancel: .systemCancel, .passcodeNotSet: .passcodeNotSet, .biometryNotAvailable: .biometryNotAvailable,
             .biometryNotEnrolled: .biometryNotEnrolled, .biometryLockout: .biometryLockout, .appCancel: .appCancel,
             .invalidContext: .invalidContext, .biometryDisconnected: .biometryDisconnected, .notInteractive: .notInteractive,
         ]
-        XCTAssertEqual(Set(LAError.allCases), Set(expected.keys), "a new LAError needs a row here")
+        XCTAssertEqual(Set(LAErrorCode.allCases), Set(expected.keys), "a new LAErrorCode needs a row here")
         var seen: Set<Int32> = []
-        for error in LAError.allCases {
+        for error in LAErrorCode.allCases {
             let code = ExitCodeTable.evaluationExitCode(for: error)
             XCTAssertEqual(code, expected[error], error.name)
             XCTAssertTrue(seen.insert(code.rawValue).inserted, "\(error.name) shares its exit code")
@@ -139,10 +139,10 @@ final class ResultTableTests: XCTestCase {
     }
 
     func testPolicyNames() {
-        for policy in [LAPolicy.owner, .biometrics] {
-            XCTAssertEqual(LAPolicy(name: Array(policy.name.utf8)), policy)
+        for policy in [EvaluationPolicy.owner, .biometrics] {
+            XCTAssertEqual(EvaluationPolicy(name: Array(policy.name.utf8)), policy)
         }
-        XCTAssertNil(LAPolicy(name: Array("Owner".utf8)))
-        XCTAssertNil(LAPolicy(name: Array("owner ".utf8)))
+        XCTAssertNil(EvaluationPolicy(name: Array("Owner".utf8)))
+        XCTAssertNil(EvaluationPolicy(name: Array("owner ".utf8)))
     }
 }

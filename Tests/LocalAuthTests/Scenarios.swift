@@ -29,7 +29,7 @@ enum StoreFault: Equatable {
 
 struct Scenario {
     var name: String
-    var policy: LAPolicy
+    var policy: EvaluationPolicy
     // Inputs.
     var configure: (inout Options) -> Void = { _ in }
     var mode: InteractionMode = .terminal
@@ -85,7 +85,7 @@ struct Scenario {
     /// The store must never be touched (R1, R14).
     var storeUntouched = false
 
-    init(_ name: String, _ policy: LAPolicy, _ build: (inout Scenario) -> Void) {
+    init(_ name: String, _ policy: EvaluationPolicy, _ build: (inout Scenario) -> Void) {
         self.name = name
         self.policy = policy
         build(&self)
@@ -102,12 +102,12 @@ extension SensorStep {
 
 func scenarios() -> [Scenario] {
     var table: [Scenario] = []
-    func add(_ name: String, _ policy: LAPolicy, _ build: (inout Scenario) -> Void) {
+    func add(_ name: String, _ policy: EvaluationPolicy, _ build: (inout Scenario) -> Void) {
         table.append(Scenario(name, policy, build))
     }
 
     // MARK: R1 scope
-    for policy in [LAPolicy.owner, .biometrics] {
+    for policy in [EvaluationPolicy.owner, .biometrics] {
         for refusal in [ScopeRefusal.service, .remote, .requester] {
             add("R1 out of scope (\(refusal)) → IGNORE, no record touched", policy) {
                 $0.scope = .outOfScope(refusal)
@@ -180,7 +180,7 @@ func scenarios() -> [Scenario] {
     }
 
     // MARK: R2 biometrics not usable
-    let unusable: [(String, SensorAvailability, LAError)] = [
+    let unusable: [(String, SensorAvailability, LAErrorCode)] = [
         ("fprintd unreachable", .unreachable, .biometryNotAvailable),
         ("no device", .noDevice, .biometryNotAvailable),
         ("no enrolled finger", .notEnrolled, .biometryNotEnrolled),
@@ -697,7 +697,7 @@ func scenarios() -> [Scenario] {
         $0.outcome = .failure(.userCancel); $0.code = .conversationError
         $0.sensorOpens = 1; $0.fingerprintAttempts = 1
     }
-    for policy in [LAPolicy.owner, .biometrics] {
+    for policy in [EvaluationPolicy.owner, .biometrics] {
         add("R6 empty fallback_title: never offered, Ctrl-C cancels", policy) {
             $0.configure = { $0.fallbackTitle = [] }
             $0.script = [.noMatch, SensorStep(.interrupted)]
@@ -851,7 +851,7 @@ func scenarios() -> [Scenario] {
     }
 
     // MARK: R7 the biometric phase ends without a verdict
-    let endings: [(AttemptEnd, LAError, String)] = [
+    let endings: [(AttemptEnd, LAErrorCode, String)] = [
         (.timeout, .systemCancel, Text.timedOut),
         (.disconnected, .biometryDisconnected, Text.disconnected),
         (.deviceError, .systemCancel, Text.stopped),
@@ -1142,7 +1142,7 @@ func scenarios() -> [Scenario] {
         $0.passcodeBegins = 1
         $0.prompts = [Text.firstPrompt]
     }
-    for policy in [LAPolicy.owner, .biometrics] {
+    for policy in [EvaluationPolicy.owner, .biometrics] {
         add("R3 unreadable store → SYSTEM_ERR before anything is asked", policy) {
             $0.storeFault = .reads
             $0.outcome = .internalError; $0.code = .systemError
@@ -1151,7 +1151,7 @@ func scenarios() -> [Scenario] {
     }
 
     // MARK: R14 unknown user
-    for policy in [LAPolicy.owner, .biometrics] {
+    for policy in [EvaluationPolicy.owner, .biometrics] {
         add("R14 unreadable store: an unknown name is told what a known one is told", policy) {
             $0.scope = .unknownUser
             $0.initial = .absent
@@ -1167,7 +1167,7 @@ func scenarios() -> [Scenario] {
     }
 
     // MARK: R12 counting suspended (a read-only or failing disk)
-    for policy in [LAPolicy.owner, .biometrics] {
+    for policy in [EvaluationPolicy.owner, .biometrics] {
         for scope in [ScopeDecision.inScope, .unknownUser] {
             for mode in [InteractionMode.terminal, .prompt] {
                 add("R12 read-only state directory, a process of the system's: no finger, no prompt, "

@@ -2,7 +2,7 @@ import XCTest
 import Dispatch
 import Glibc
 @testable import LocalAuth
-@testable import LocalAuthSystem
+@testable import LibcSystem
 
 /// The state store (docs/DESIGN.md) through the real `FileStateStore`, in a
 /// private temporary directory owned by the user running the tests.

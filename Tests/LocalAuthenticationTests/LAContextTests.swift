@@ -5,7 +5,7 @@
 import Foundation
 import XCTest
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 @testable import LocalAuthentication
 
 // Both modules name Apple's types; the app's view is the one under test.
@@ -26,20 +26,20 @@ final class Shared<Value>: @unchecked Sendable {
 /// A helper that answers from a script. `script` runs on the context's
 /// queue with the request, the conversation and the control descriptor.
 final class ScriptedConnection: HelperConnection, @unchecked Sendable {
-    let script: (HelperRequest, inout PresenterConversation, Int32?) -> HelperOutcome
+    let script: (HelperRequest, inout PresenterConversation, Int32?) -> HelperVerdict
     private let lock = NSLock()
     private var _requests: [HelperRequest] = []
     var requests: [HelperRequest] { lock.lock(); defer { lock.unlock() }; return _requests }
 
-    init(_ script: @escaping (HelperRequest, inout PresenterConversation, Int32?) -> HelperOutcome) {
+    init(_ script: @escaping (HelperRequest, inout PresenterConversation, Int32?) -> HelperVerdict) {
         self.script = script
     }
 
-    convenience init(answer: HelperOutcome) {
+    convenience init(answer: HelperVerdict) {
         self.init { _, _, _ in answer }
     }
 
-    func run(_ request: HelperRequest, conversation: PresenterConversation, control: Int32?) -> HelperOutcome {
+    func run(_ request: HelperRequest, conversation: PresenterConversation, control: Int32?) -> HelperVerdict {
         lock.lock(); _requests.append(request); lock.unlock()
         var conversation = conversation
         return script(request, &conversation, control)
@@ -73,9 +73,9 @@ final class RecordingPresenter: LAPresenter, @unchecked Sendable {
     func offerFallback(title: String) { fallbackTitles.append(title) }
 }
 
-func evaluated(_ pam: PAMCode, _ error: LocalAuth.LAError? = nil, method: AuthenticationMethod? = nil,
-               domainState: [UInt8] = []) -> HelperOutcome {
-    .answered(HelperResult(status: .evaluated, pamCode: pam.rawValue, error: error, method: method, domainState: domainState))
+func evaluated(_ pam: PAMCode, _ error: LAErrorCode? = nil, method: AuthenticationMethod? = nil,
+               domainState: [UInt8] = []) -> HelperVerdict {
+    HelperVerdict(ResultFrame(status: .evaluated, pamCode: pam.rawValue, error: error, method: method, domainState: domainState))
 }
 
 final class LAContextTests: XCTestCase {
@@ -99,7 +99,7 @@ final class LAContextTests: XCTestCase {
 
     /// Every error the helper reports arrives under Apple's code.
     func testEveryErrorReachesTheAppUnderItsCode() {
-        for engineError in LocalAuth.LAError.allCases {
+        for engineError in LAErrorCode.allCases {
             let connection = ScriptedConnection(answer: evaluated(ResultTable.pamCode(for: engineError), engineError))
             let (success, error, _) = evaluate(context(connection))
             XCTAssertFalse(success, engineError.name)
@@ -113,19 +113,19 @@ final class LAContextTests: XCTestCase {
     /// Every way the helper can end reaches the app as the verdict's app
     /// table says (the module and the command-line tool read the same verdict).
     func testEveryHelperEndingReachesTheAppAsTheVerdictSays() {
-        var outcomes: [HelperOutcome] = [
+        var verdicts: [HelperVerdict] = [
             evaluated(.success, method: .biometry), evaluated(.success, method: .passcode, domainState: [7]), evaluated(.ignore),
             evaluated(.authError), .unavailable("not installed"), .failed("garbage"),
         ]
         for status in HelperStatus.allCases where status != .evaluated {
-            outcomes.append(.answered(HelperResult(status: status, pamCode: PAMCode.systemError.rawValue)))
+            verdicts.append(HelperVerdict(ResultFrame(status: status, pamCode: PAMCode.systemError.rawValue)))
         }
-        for engineError in LocalAuth.LAError.allCases { outcomes.append(evaluated(ResultTable.pamCode(for: engineError), engineError)) }
-        for outcome in outcomes {
-            let (success, error, _) = evaluate(context(ScriptedConnection(answer: outcome)))
-            let expected = HelperVerdict(outcome).appError
-            XCTAssertEqual(success, expected == nil, "\(outcome)")
-            XCTAssertEqual((error as? LAError)?.code.rawValue, expected.map { Int($0.error.rawValue) }, "\(outcome)")
+        for engineError in LAErrorCode.allCases { verdicts.append(evaluated(ResultTable.pamCode(for: engineError), engineError)) }
+        for verdict in verdicts {
+            let (success, error, _) = evaluate(context(ScriptedConnection(answer: verdict)))
+            let expected = verdict.appError
+            XCTAssertEqual(success, expected == nil, "\(verdict)")
+            XCTAssertEqual((error as? LAError)?.code.rawValue, expected.map { Int($0.error.rawValue) }, "\(verdict)")
         }
     }
 
@@ -215,7 +215,7 @@ final class LAContextTests: XCTestCase {
     }
 
     func testARefusedRequestIsInvalidContext() {
-        let refused = HelperOutcome.answered(HelperResult(status: .refused, pamCode: PAMCode.systemError.rawValue, error: .invalidContext))
+        let refused = HelperVerdict(ResultFrame(status: .refused, pamCode: PAMCode.systemError.rawValue, error: .invalidContext))
         let (_, error, _) = evaluate(context(ScriptedConnection(answer: refused)))
         XCTAssertEqual((error as? LAError)?.code, .invalidContext)
     }
@@ -282,7 +282,7 @@ final class LAContextTests: XCTestCase {
     /// press before that goes nowhere), and the offer reaches the presenter
     /// with its title.
     func testThePresentersButtonsBecomeChoices() {
-        for (press, expected) in [(ClientChoice.userCancel, LocalAuth.LAError.userCancel), (.userFallback, .userFallback)] {
+        for (press, expected) in [(ClientChoice.userCancel, LAErrorCode.userCancel), (.userFallback, .userFallback)] {
             let presenter = RecordingPresenter()
             let connection = ScriptedConnection { _, conversation, control in
                 guard let buttons = presenter.control, let control else { return .failed("no control") }

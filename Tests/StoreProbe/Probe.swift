@@ -36,8 +36,8 @@
 // Exit status: 0 success, 1 failure (message on stderr), 2 usage.
 import Glibc
 import LocalAuth
-import LocalAuthSystem
-import SystemAdapters
+import LibcSystem
+import PAMAndBusAdapters
 
 /// The ledger's log lines go to stderr, so a failing command says why.
 struct StderrLog: EventLog {

@@ -1,5 +1,5 @@
 /*
- * The libc declarations the system layer needs (LocalAuthSystem and the
+ * The libc declarations the system layer needs (LibcSystem and the
  * adapters; the policy library imports no C but the wipe), for the
  * Embedded build (which has no Glibc module) and the ordinary one alike.
  * Only one-line wrappers live here, for what Swift cannot call directly

@@ -2,9 +2,9 @@
 // conversation message, the authentication token, the failure delay, module
 // data, and the nested transaction of the password check with its one-answer
 // conversation.
-import CSystemLibraries
+import CPAMAndBus
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 
 /// Linux-PAM's values as Swift constants.
 public enum PAMValue {

@@ -2,7 +2,7 @@
 // service, the state store of the options and the machine's clocks, for the
 // module, `localauth test`, `check` and `status` alike.
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 
 /// The engine over the real dependencies, with the caller's conversation,
 /// store and log.

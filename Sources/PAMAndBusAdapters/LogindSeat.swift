@@ -3,7 +3,7 @@
 // before the reader is claimed and again when a match arrives, over the
 // prompt's one bus connection.
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 
 public struct LogindSeat: SeatObserver {
     // Computed, not stored: libpam unloads the module at every pam_end, and

@@ -6,7 +6,7 @@
 // signalfds (TerminalKeyboard), never caught with sigaction, so the
 // application's own handling is untouched once the mask is restored.
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 
 /// What ends a wait early.
 public enum WaitInterruption {

@@ -1,9 +1,9 @@
 // The only code that calls sd-bus (libsystemd's D-Bus client): a system bus
 // connection, method calls with string arguments, replies and signals read
 // as bytes, and signal subscriptions with Swift handlers.
-import CSystemLibraries
+import CPAMAndBus
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 
 /// A method call built and not yet sent; owns its message.
 final class PreparedCall {

@@ -2,7 +2,7 @@
 // whose conversation answers exactly one echo-off prompt; anything else
 // makes the verdict "wrong", and a stack that never asked gave none.
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 
 public struct PAMPasscodeVerifier: PasscodeVerifier {
     let service: [UInt8]

@@ -3,7 +3,7 @@
 // the authentication token and failure delay, and the marker that lets the
 // authsucc line know this module ran (R11).
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 
 /// The application's handle, as the module's entry points get it.
 public struct PAMHandle {

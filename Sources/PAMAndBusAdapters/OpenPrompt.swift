@@ -21,9 +21,9 @@
 // guards it, and whichever side is last frees it: the module when it takes
 // the answer, the thread when the module left without it.
 import CLibc
-import CSystemLibraries
+import CPAMAndBus
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 
 /// What the module and the prompt's thread share.
 struct OpenPromptShared {

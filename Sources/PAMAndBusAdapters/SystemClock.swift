@@ -1,6 +1,6 @@
 // The machine's clocks, as the engine's Clock.
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 
 /// CLOCK_BOOTTIME for waits (monotonic, counts suspend), the wall clock for
 /// display only, and the kernel's boot id, read once.

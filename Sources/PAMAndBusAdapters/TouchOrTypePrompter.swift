@@ -7,7 +7,7 @@
 // thread while the reader waits (OpenPrompt), and nothing else is said
 // until it is answered.
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 
 public struct TouchOrTypePrompter<Conversation: Prompter>: Prompter {
     var conversation: Conversation

@@ -24,7 +24,7 @@ public struct HelperClient<Conversation: Prompter> {
     /// the program is asked to end) is the person's cancel, sent once.
     public mutating func run(_ request: HelperRequest, path: [UInt8] = Syscalls.helperPath, control: Int32? = nil,
                              interrupt: Int32? = nil,
-                             choice: (UInt8) -> ClientChoice? = { ClientChoice(rawValue: $0) }) -> HelperOutcome {
+                             choice: (UInt8) -> ClientChoice? = { ClientChoice(rawValue: $0) }) -> HelperVerdict {
         if let problem = TrustedPath.setuidProgramProblem(path) {
             return .unavailable("\(printableText(path)): \(problem)")
         }
@@ -43,7 +43,7 @@ public struct HelperClient<Conversation: Prompter> {
     }
 
     mutating func converse(_ channel: FrameChannel, _ request: HelperRequest, control: Int32? = nil, interrupt: Int32? = nil,
-                           choice: (UInt8) -> ClientChoice? = { ClientChoice(rawValue: $0) }) -> HelperOutcome {
+                           choice: (UInt8) -> ClientChoice? = { ClientChoice(rawValue: $0) }) -> HelperVerdict {
         var control = control
         var interrupt = interrupt
         let helloDeadline = Syscalls.bootTimeNanoseconds() + HelperClient.helloMilliseconds * 1_000_000
@@ -122,9 +122,9 @@ public struct HelperClient<Conversation: Prompter> {
                 guard helperVersion >= 2 else { return .failed("helper: \(ProtocolViolation.outOfOrder(frame.type).text)") }
                 prompter.offerFallback(printableMessage(frame.payload))
             case .result:
-                guard let result = HelperResult.decode(frame.payload) else { return .failed("helper: malformed RESULT") }
+                guard let result = ResultFrame.decode(frame.payload) else { return .failed("helper: malformed RESULT") }
                 if result.method != .passcode { lastAnswer.wipe() }
-                return .answered(result)
+                return HelperVerdict(result)
             case .hello, .request, .reply, .noAnswer, .cancel, .userCancel, .userFallback, .passwordTyped:
                 return .failed("helper: \(ProtocolViolation.outOfOrder(frame.type).text)")
             }

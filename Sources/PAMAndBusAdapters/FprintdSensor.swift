@@ -4,7 +4,7 @@
 // evidence (VerifyStopRule). docs/DESIGN.md lists the fprintd facts this
 // relies on.
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 
 /// What the bus handlers leave for the verify loop.
 final class FprintdEvents {

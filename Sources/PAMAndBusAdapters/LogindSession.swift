@@ -1,8 +1,8 @@
 // logind's view of the caller's session, through sd-login: the only code
 // that calls sd-login.
-import CSystemLibraries
+import CPAMAndBus
 import LocalAuth
-import LocalAuthSystem
+import LibcSystem
 
 /// The caller's logind session, read once for a call: its name (empty
 /// without one) and whether logind calls it remote (nil: no logind, no
