@@ -127,43 +127,43 @@ $(BUILD)/localauth-helper: $(HELPER_OBJECTS)
 	mv -f $@.tmp $@
 
 # Test programs: the libpam harness and the store probe (ordinary Swift).
-$(BUILD)/pamharness: tests/pamharness.c
+$(BUILD)/pamharness: tests/support/programs/pamharness.c
 	@mkdir -p $(BUILD)
 	$(CC) -O1 -g -Wall -Wextra -Werror -pthread -o $@ $< -lpam -ldl
 
 # Every test artifact, built in one place: the module, the libpam harness,
 # the Claim-delaying shim of the broadcast test, and the Swift products (the
 # localauth command and the store probe).
-$(BUILD)/pam_keeptok.so: tests/keeptok.c
+$(BUILD)/pam_keeptok.so: tests/support/programs/keeptok.c
 	$(CC) -O1 -Wall -Wextra -Werror -shared -fPIC -o $@ $< -lpam
 
-$(BUILD)/claimdelay.so: tests/claimdelay.c
+$(BUILD)/claimdelay.so: tests/support/programs/claimdelay.c
 	@mkdir -p $(BUILD)
 	$(CC) -O1 -Wall -Wextra -Werror -shared -fPIC -o $@ $< -lsystemd
 
 # The journal of record writes and syncs, for the power-cut test.
-$(BUILD)/crashlog.so: tests/crashlog.c
+$(BUILD)/crashlog.so: tests/support/programs/crashlog.c
 	@mkdir -p $(BUILD)
 	$(CC) -O1 -Wall -Wextra -Werror -shared -fPIC -o $@ $< -ldl
 
-# Chosen system calls that fail, and a directory swapped mid-prompt (tests/test_faults.py).
-$(BUILD)/faultinject.so: tests/faultinject.c
+# Chosen system calls that fail, and a directory swapped mid-prompt (tests/faults/test_faults.py).
+$(BUILD)/faultinject.so: tests/support/programs/faultinject.c
 	@mkdir -p $(BUILD)
 	$(CC) -O1 -Wall -Wextra -Werror -shared -fPIC -o $@ $< -ldl
 
-# A PAM conversation as GDM's session worker runs it (tests/test_gnome.py).
-$(BUILD)/gdmworker: tests/gdmworker.c
+# A PAM conversation as GDM's session worker runs it (tests/desktop/test_gnome.py).
+$(BUILD)/gdmworker: tests/support/programs/gdmworker.c
 	@mkdir -p $(BUILD)
 	$(CC) -O1 -Wall -Wextra -Werror -pthread -o $@ $< -lpam
 
 # A misbehaving stand-in for the helper, for the module's client tests.
-$(BUILD)/fakehelper: tests/fakehelper.c
+$(BUILD)/fakehelper: tests/support/programs/fakehelper.c
 	@mkdir -p $(BUILD)
 	$(CC) -O1 -Wall -Wextra -Werror -o $@ $<
 
 # A polkit agent that behaves as GNOME Shell's dialog does, under its
-# program name (tests/test_polkit_dialogs.py).
-$(BUILD)/dialogagent/gnome-shell: tests/dialogagent.c
+# program name (tests/desktop/test_polkit.py).
+$(BUILD)/dialogagent/gnome-shell: tests/support/programs/dialogagent.c
 	@mkdir -p $(BUILD)/dialogagent
 	$(CC) -O1 -Wall -Wextra -Werror -o $@ $< $$(pkg-config --cflags --libs polkit-agent-1)
 
@@ -214,9 +214,9 @@ check-tsan:
 
 # The real module through real libpam under valgrind memcheck (errors and
 # definite leaks of ours, suppressions in tools/valgrind.supp), and the scan
-# of the process for copies of the password (tests/test_memory.py).
+# of the process for copies of the password (tests/module/test_memory.py).
 check-valgrind: test-artifacts
-	$(PYTHON) -m pytest -q tests/test_memory.py
+	$(PYTHON) -m pytest -q tests/module/test_memory.py
 
 # The command-line tool: release build with the Swift runtime linked in, so
 # the installed binary needs nothing from the toolchain.
@@ -323,7 +323,7 @@ $(FUZZ_BUILD)/fuzz-frames: Fuzz/FuzzEntry.swift Fuzz/FuzzFrames.swift $(FUZZ_LIB
 $(FUZZ_BUILD)/fuzz-lint: Fuzz/FuzzEntry.swift Fuzz/FuzzLint.swift $(FUZZ_LIBRARY)
 	$(FUZZ_SWIFT) -module-name FuzzLint Fuzz/FuzzEntry.swift Fuzz/FuzzLint.swift $(FUZZ_LIBRARY) -o $@
 # The replies target plays the engine over the unit tests' own fakes.
-FUZZ_FAKES := Tests/LocalAuthTests/Fakes.swift Tests/LocalAuthTests/SecretBufferSupport.swift
+FUZZ_FAKES := tests/unit/LocalAuthTests/Fakes.swift tests/unit/LocalAuthTests/SecretBufferSupport.swift
 $(FUZZ_BUILD)/fuzz-replies: Fuzz/FuzzEntry.swift Fuzz/FuzzReplies.swift $(FUZZ_FAKES) $(FUZZ_LIBRARY)
 	$(FUZZ_SWIFT) -module-name FuzzReplies Fuzz/FuzzEntry.swift Fuzz/FuzzReplies.swift $(FUZZ_FAKES) $(FUZZ_LIBRARY) -o $@
 
@@ -336,7 +336,7 @@ fuzz: $(addprefix $(FUZZ_BUILD)/fuzz-,$(FUZZ_TARGETS))
 # user and 32 for 32 different users, through the real module and real libpam
 # against a real fprintd with the virtual reader, in rounds whose counts are
 # checked exactly, for LOAD_SECONDS (default 300); it prints what it ran and
-# measured and fails on any mismatch. As root. tests/test_load.py is its
+# measured and fails on any mismatch. As root. tests/faults/test_load.py is its
 # quick form. tools/loadharness.c (built here) runs the soak's workload on
 # threads and prints every transaction that does not succeed, to diagnose one.
 .PHONY: load

@@ -52,16 +52,16 @@ let package = Package(
                           path: "Examples/FingerprintOnly", swiftSettings: strict),
         .executableTarget(name: "localauth-example-wrapper", dependencies: ["LocalAuthentication"],
                           path: "Examples/CallbackWrapper", swiftSettings: strict),
-        .target(name: "AppleAPICompatibility", dependencies: ["LocalAuthentication"], path: "Tests/AppleAPICompatibility",
+        .target(name: "AppleAPICompatibility", dependencies: ["LocalAuthentication"], path: "tests/unit/AppleAPICompatibility",
                 swiftSettings: strict),
         // Test support.
-        .target(name: "PAMConstants", path: "Tests/PAMConstants", cSettings: strictC),
-        .executableTarget(name: "la-app-probe", dependencies: ["LocalAuthentication"], path: "Tests/AppProbe", swiftSettings: strict),
-        .executableTarget(name: "la-store-probe", dependencies: ["LocalAuth", "LibcSystem", "PAMAndBusAdapters"], path: "Tests/StoreProbe",
+        .target(name: "PAMConstants", path: "tests/unit/PAMConstants", cSettings: strictC),
+        .executableTarget(name: "la-app-probe", dependencies: ["LocalAuthentication"], path: "tests/support/programs/AppProbe", swiftSettings: strict),
+        .executableTarget(name: "la-store-probe", dependencies: ["LocalAuth", "LibcSystem", "PAMAndBusAdapters"], path: "tests/support/programs/StoreProbe",
                           swiftSettings: strict),
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication", "LocalAuth", "LibcSystem"],
-                    path: "Tests/LocalAuthenticationTests", swiftSettings: strict),
-        .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "LibcSystem", "StackLint", "PAMConstants"], path: "Tests/LocalAuthTests",
+                    path: "tests/unit/LocalAuthenticationTests", swiftSettings: strict),
+        .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "LibcSystem", "StackLint", "PAMConstants"], path: "tests/unit/LocalAuthTests",
                     swiftSettings: strict),
     ]
 )

@@ -1,5 +1,8 @@
-"""Fixtures of the integration tests; the helpers they use live in
-pamenv.py (the PAM world) and fprint_rig.py (fprintd)."""
+"""Fixtures of the integration tests, which are in folders by the surface
+they drive (docs/DESIGN.md, "Layout"); what they share is in support/,
+importable from every folder: the PAM world (pamenv.py), fprintd
+(fprint_rig.py), private worlds (private_world.py, worlds.py) and the C
+and Swift programs the tests run (support/programs/)."""
 import os
 import re
 import shutil
@@ -10,6 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 
 from fprint_rig import FprintRig
 from logind_mock import LogindMock, Session
@@ -212,7 +217,7 @@ def pytest_configure(config):
 
 def _isolate_a_direct_run():
     """A run started as root without tools/isolated (`python3 -m pytest -q
-    tests/test_cli.py`, as CONTRIBUTING.md lists) starts again through it,
+    tests/programs/test_cli.py`, as CONTRIBUTING.md lists) starts again through it,
     with the same command line: the private /tmp that `make test` gives, so
     that other programs' entries in the machine's /tmp, or a stale
     /tmp/pam.X, neither fail the leftover check nor reach pam_wrapper."""

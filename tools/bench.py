@@ -9,11 +9,11 @@ scale and the breakdown of one match and one password by phase. With
 "bench:end" markers (docs/PERFORMANCE.md), the analysis around them kept.
 
 Latency is the time from just before pam_authenticate() to its return in
-the libpam client (tests/pamharness.c -L, CLOCK_MONOTONIC; pam_start's
+the libpam client (tests/support/programs/pamharness.c -L, CLOCK_MONOTONIC; pam_start's
 module loading is outside); "whole process" is spawn to exit of that
 client as seen from here. Every side runs in the same private PAM world
 (pam_wrapper), against the same real fprintd + virtual device
-(tests/fprint_rig.py), whose matching scan is fed on cue
+(tests/support/fprint_rig.py), whose matching scan is fed on cue
 (VerifyFingerSelected), so the rig's reaction is in both figures alike.
 
 Usage: make bench   (or tools/bench.py [-n N] [--warmup W] [--write FILE]) as root.
@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 from fprint_rig import FprintRig  # noqa: E402
 from pamenv import (HARNESS, MODULE, OFFSET_CHECKSUM, parse_run, run_in_terminal, OFFSET_NAME, OFFSET_NAME_LENGTH, OFFSET_UID, PAM_FPRINTD,  # noqa: E402
                     PAM_MATRIX, PAM_MODULE_DIR, PASSWORDS, SLOT_SIZE, PamEnv, current_slot, fnv1a64, prompt_timings,

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 from fprint_rig import FprintRig  # noqa: E402
 from logind_mock import LogindMock, Session  # noqa: E402
 from pamenv import PASSWORDS, PamEnv, build, localauth_command, parse_run, run_in_terminal, swift_bin  # noqa: E402

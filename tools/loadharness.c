@@ -1,6 +1,6 @@
 /*
  * loadharness: many PAM transactions on many threads of one process, like
- * tests/pamharness.c's -n/-T mode, but saying what happened in every
+ * tests/support/programs/pamharness.c's -n/-T mode, but saying what happened in every
  * transaction that did not succeed: for the load test's diagnosis of a
  * failure that only shows when transactions run on threads side by side.
  *

@@ -1,0 +1,42 @@
+"""The sentences a person reads, taken from their one declaration,
+Sources/LocalAuth/UserText.swift, so that every integration test expects
+the words the module is built with. The unit tests' scenario table
+(tests/unit/LocalAuthTests/Fakes.swift) keeps its own spelling of each: it
+pins the wording, so a reworded sentence is a deliberate change there and
+followed here without editing a test."""
+import re
+
+from pamenv import ROOT
+
+_DECLARATION = ROOT / "Sources" / "LocalAuth" / "UserText.swift"
+_CONSTANT = re.compile(r'static (?:var|let) (\w+)(?:: String \{\s*| = )"((?:[^"\\]|\\.)*)"\s*(?:\}|$)', re.M)
+
+
+def _declared():
+    sentences = dict(_CONSTANT.findall(_DECLARATION.read_text()))
+    if not sentences:
+        raise RuntimeError(f"no sentences found in {_DECLARATION}")
+    return sentences
+
+
+_SENTENCES = _declared()
+
+
+def sentence(name):
+    """The sentence UserText declares as `name` (a constant one)."""
+    try:
+        return _SENTENCES[name]
+    except KeyError:
+        raise KeyError(f"UserText.swift declares no constant sentence {name!r}: {sorted(_SENTENCES)}") from None
+
+
+FIRST_PROMPT = sentence("firstPrompt")
+LOCKED = sentence("locked")
+NOT_RECOGNIZED = sentence("notRecognized")
+NO_MATCH_TOUCH_OR_TYPE = sentence("noMatchTouchOrType")
+READER_BUSY = sentence("readerBusy")
+TIMED_OUT = sentence("timedOut")
+DISCONNECTED = sentence("disconnected")
+STOPPED = sentence("stopped")
+NOT_RECORDED = sentence("notRecorded")
+COUNTING_SUSPENDED = sentence("countingSuspended")
