@@ -15,25 +15,7 @@ struct CLIError: Error {
     }
 }
 
-let usageText = """
-usage: localauth <command> [options]
-
-commands:
-  status [--user NAME] [--json]          sensor, counters, back-off, recent failures, configuration
-  check [--user NAME] [--policy owner|biometrics] [--json]
-                                         can the policy run? never prompts (exit codes in localauth(1))
-  reset [--user NAME]                    clear the counters and the back-off (root only)
-  test [--user NAME] [--policy owner|biometrics] [--reason TEXT]
-                                         a real evaluation in this terminal (root only)
-  evaluate [--policy owner|biometrics] [--reason TEXT] [--fallback-title T] [--cancel-title T]
-           [--non-interactive] [--json]  an app's evaluation for scripts; one exit code per error
-  config --check [FILE] [--pam-dir DIR] [--nsswitch FILE]  validate the configuration file and lint the PAM stacks
-
-common options:
-  --conf FILE    read FILE instead of /etc/security/localauth.conf (root only)
-  --help         help for a command
-
-"""
+var usageText: String { Command.usageText }
 
 /// Runs one command; returns the process exit code.
 public func run(arguments: [String]) -> Int32 {
@@ -45,20 +27,12 @@ public func run(arguments: [String]) -> Int32 {
     rest.removeFirst()
     do {
         switch verb {
-        case "status": return try statusCommand(try Arguments(rest, flags: ["--json"], values: ["--user", "--conf"], verb: verb)).rawValue
-        case "check": return try checkCommand(try Arguments(rest, flags: ["--json"], values: ["--user", "--conf", "--policy"], verb: verb)).rawValue
-        case "reset": return try resetCommand(try Arguments(rest, flags: [], values: ["--user", "--conf"], verb: verb)).rawValue
-        case "test": return try testCommand(try Arguments(rest, flags: [], values: ["--user", "--conf", "--policy", "--reason"], verb: verb)).rawValue
-        case "evaluate":
-            return try evaluateCommand(try Arguments(rest, flags: ["--json", "--non-interactive"],
-                                                     values: ["--policy", "--reason", "--fallback-title", "--cancel-title"],
-                                                     verb: verb)).rawValue
-        case "config": return try configCommand(try Arguments(rest, flags: ["--check"], values: ["--pam-dir", "--nsswitch"], verb: verb, positional: 1)).rawValue
         case "--help", "-h", "help":
             print(usageText, terminator: "")
             return ExitCode.success.rawValue
         default:
-            throw CLIError("unknown command '\(verb)'\n" + usageText, .usage)
+            guard let command = Command.named(verb) else { throw CLIError("unknown command '\(verb)'\n" + usageText, .usage) }
+            return try command.run(try Arguments(rest, for: command)).rawValue
         }
     } catch let error as CLIError {
         if error.code == .success {
@@ -84,7 +58,9 @@ struct Arguments {
     var positional: [String] = []
     let verb: String
 
-    init(_ arguments: [String], flags allowedFlags: Set<String>, values allowedValues: Set<String>, verb: String, positional maxPositional: Int = 0) throws {
+    init(_ arguments: [String], for command: Command) throws {
+        let verb = command.name
+        let (allowedFlags, allowedValues, maxPositional) = (command.flags, command.values, command.positional == nil ? 0 : 1)
         self.verb = verb
         var index = 0
         while index < arguments.count {
@@ -116,77 +92,9 @@ struct Arguments {
     }
 }
 
+/// A command's help (the usage for a name that is none).
 func helpText(_ verb: String) -> String {
-    switch verb {
-    case "status":
-        return """
-        usage: localauth status [--user NAME] [--json] [--conf FILE]
-          Shows the fingerprint reader (device, enrolled fingers, domain state), the
-          failure counts, whether the fingerprint is locked and why, the password
-          back-off, recent failures and the effective configuration with where each
-          value came from. Only root may name another user.
-
-        """
-    case "check":
-        return """
-        usage: localauth check [--user NAME] [--policy owner|biometrics] [--json] [--conf FILE]
-          The canEvaluatePolicy preflight: never prompts, never counts an attempt.
-          Exit 0 when the policy can run; otherwise 10 passcodeNotSet,
-          11 biometryNotAvailable, 12 biometryNotEnrolled, 13 biometryLockout, with
-          the error's name on stderr. A user other than root may ask about
-          themselves; the lockout state is then unknown (readable by root only).
-
-        """
-    case "reset":
-        return """
-        usage: localauth reset [--user NAME] [--conf FILE]
-          Clears the fingerprint and password failure counts and the back-off of a
-          user (root only), like faillock --reset.
-
-        """
-    case "test":
-        return """
-        usage: localauth test [--user NAME] [--policy owner|biometrics] [--reason TEXT] [--conf FILE]
-          Runs a real evaluation in this terminal through the engine, fprintd and the
-          passcode service, counting attempts like any prompt (root only). Try it
-          before putting the module into sudo.
-
-        """
-    case "evaluate":
-        return """
-        usage: localauth evaluate [--policy owner|biometrics] [--reason TEXT] [--fallback-title T]
-                                  [--cancel-title T] [--non-interactive] [--json]
-          Evaluates the policy for the calling user as an app would (the
-          LocalAuthentication library's evaluatePolicy), through localauth-helper:
-          the same counts, lockout and back-off as sudo and the screen lockers. The
-          conversation uses the terminal: Enter starts the fingerprint, Ctrl-C while
-          the reader waits chooses the fallback once it is offered (cancels before),
-          Ctrl-D cancels. --non-interactive shows nothing: it reports what is
-          missing, else notInteractive. Exit 0 on success; otherwise 10
-          passcodeNotSet, 11 biometryNotAvailable, 12 biometryNotEnrolled,
-          13 biometryLockout, 14 authenticationFailed, 15 userCancel, 16 userFallback,
-          17 systemCancel, 18 appCancel, 19 invalidContext, 20 biometryDisconnected,
-          21 notInteractive; 1 when the helper cannot be used, 2 for bad usage.
-          --json prints {"success", "method", "error", "error_code", "exit_code"}.
-
-        """
-    case "config":
-        return """
-        usage: localauth config --check [FILE] [--pam-dir DIR] [--nsswitch FILE]
-          Validates FILE (default /etc/security/localauth.conf), naming each bad
-          line, and lints the PAM stacks in DIR (default /etc/pam.d) against the
-          rules of pam_localauth(8): no 'done' on its lines, every path that skips
-          it reaches a mandatory password module or pam_deny.so, an authsucc line
-          after a policy=biometrics line, and a passcode service that is an
-          explicit list without fingerprint, token, pam_rootok or pam_permit
-          modules. Warns when nsswitch.conf (FILE, default /etc/nsswitch.conf)
-          lists a directory (sss, ldap, winbind) whose accounts no module of the
-          passcode service can check. Exit 1 when an error was found.
-
-        """
-    default:
-        return usageText
-    }
+    Command.named(verb)?.helpText ?? usageText
 }
 
 // MARK: - Shared context

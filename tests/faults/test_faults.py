@@ -23,7 +23,7 @@ import pytest
 from fprint_rig import DEVICE_IFACE, DIE_WITH_TESTS, FPRINT_NAME, MANAGER_IFACE, MANAGER_PATH, PY3, BusMonitor, FprintRig, process_state
 from pamenv import (BUILD, PAM_KEEPTOK, PAM_MATRIX, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_SUCCESS, PAM_SYSTEM_ERR, PASSWORDS, USERS, later_boot_clock, lookalike_records,
                     parse_record, parse_run, read_only_state, ROOT)
-from test_shipped_stacks import MATRIX_PROMPT, install
+from pamenv import MATRIX_PROMPT, install_shipped_stack as install
 from sentences import COUNTING_SUSPENDED, FIRST_PROMPT, NOT_RECORDED
 
 ALICE = PASSWORDS["alice"]

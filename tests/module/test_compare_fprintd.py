@@ -45,7 +45,7 @@ import pytest
 
 from pamenv import PAM_AUTH_ERR, PAM_FPRINTD, PAM_MATRIX, PAM_SUCCESS, PASSWORDS
 from fprint_rig import (DEVICE_IFACE, FPRINT_NAME, MANAGER_IFACE, MANAGER_PATH, _Client)
-from test_shipped_stacks import install
+from pamenv import install_shipped_stack as install
 from sentences import FIRST_PROMPT, LOCKED, NOT_RECOGNIZED as OUR_MISS
 
 REFERENCE = "fprintd-reference"

@@ -2,26 +2,12 @@
 (pam_unix swapped for a test module that checks pam_matrix's password file and keeps the token as pam_unix does, non-auth lines dropped) to show they keep
 The stack-line principles' promises: success skips the password line, a wrong passcode ends
 the stack, and every path that skips the module meets a password check."""
-import re
-
 import pytest
 
-from pamenv import MODULE, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_KEEPTOK, PAM_SUCCESS, PASSWORDS, ROOT
+from pamenv import MATRIX_PROMPT, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_SUCCESS, PASSWORDS, ROOT, install_shipped_stack as install
 
 ALICE = PASSWORDS["alice"]
 OWNER_PROMPT = "Enter Password: "
-MATRIX_PROMPT = "Password: "
-
-
-def install(pam, name, module_args=""):
-    lines = []
-    for line in (ROOT / "pam.d" / name).read_text().splitlines():
-        if not line.startswith("auth") or "pam_rootok.so" in line:
-            continue  # the tests run as root, where pam_rootok would answer for everyone
-        line = re.sub(r"\bpam_localauth\.so\b", f"{MODULE} state_dir={pam.state} conf={pam.conf} services={name} {module_args}", line)
-        line = re.sub(r"\bpam_unix\.so\b.*$", f"{PAM_KEEPTOK} passdb={pam.passdb}", line)
-        lines.append(line)
-    pam.write_service(name, lines)
 
 
 def test_passcode_service_is_an_explicit_list_and_denies_other_uses():

@@ -1,6 +1,7 @@
 """The `localauth` command, launched as a built binary ."""
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -37,15 +38,40 @@ def tool(pam, cli):
     return run
 
 
+def commands_and_options(cli):
+    """{command: its options} as `localauth --help` lists the commands and
+    each command's --help its usage (both from the tool's one table)."""
+    usage = subprocess.run([str(cli), "--help"], capture_output=True, text=True, check=True).stdout
+    listed = re.findall(r"^  ([a-z]+) ", usage.split("commands:\n", 1)[1].split("\n\n", 1)[0], re.M)
+    found = {}
+    for command in listed:
+        result = subprocess.run([str(cli), command, "--help"], capture_output=True, text=True)
+        assert result.returncode == 0 and result.stdout.startswith(f"usage: localauth {command}"), result
+        synopsis = re.split(r"\n  (?=\S)", result.stdout, maxsplit=1)[0]   # the usage, before the help's text
+        found[command] = set(re.findall(r"--[a-z-]+", synopsis))
+    return found
+
+
 def test_help_and_usage_errors(cli):
     assert subprocess.run([str(cli)], capture_output=True).returncode == 2
-    for verb in ("status", "check", "reset", "test", "config"):
-        result = subprocess.run([str(cli), verb, "--help"], capture_output=True, text=True)
-        assert result.returncode == 0 and f"usage: localauth {verb}" in result.stdout
+    assert set(commands_and_options(cli)) == {"status", "check", "reset", "test", "evaluate", "config"}
     bad = subprocess.run([str(cli), "frobnicate"], capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown command" in bad.stderr and bad.stdout == ""
     bad = subprocess.run([str(cli), "status", "--bogus"], capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown option '--bogus'" in bad.stderr
+
+
+def test_the_man_page_synopsis_is_the_tools_table(cli):
+    """localauth(1)'s SYNOPSIS names every command the tool has, each with
+    the options its --help gives, and nothing else."""
+    page = (ROOT / "man" / "localauth.1").read_text()
+    synopsis = page.split(".SH SYNOPSIS\n", 1)[1].split(".SH ", 1)[0]
+    documented = {}
+    for block in synopsis.split(".br\n"):
+        match = re.match(r"\.B localauth ([a-z]+)", block)
+        if match:
+            documented[match.group(1)] = set(re.findall(r"--[a-z-]+", block.replace("\\-", "-")))
+    assert documented == commands_and_options(cli)
 
 
 def test_status_shows_counters_failures_and_configuration(pam, tool):

@@ -537,3 +537,21 @@ def read_until(proc, marker, timeout=30):
             assert chunk, f"the harness ended before {marker!r}: {data!r}"
             data += chunk
     return data.decode()
+
+
+# The prompt of pam_matrix, the password module of the worlds' stacks.
+MATRIX_PROMPT = "Password: "
+
+
+def install_shipped_stack(pam, name, module_args=""):
+    """The shipped pam.d file `name` in `pam`'s world: its auth lines, with the
+    built module (in scope for `name`) and, for pam_unix, a module that checks
+    pam_matrix's password file and keeps the token as pam_unix does."""
+    lines = []
+    for line in (ROOT / "pam.d" / name).read_text().splitlines():
+        if not line.startswith("auth") or "pam_rootok.so" in line:
+            continue  # the tests run as root, where pam_rootok would answer for everyone
+        line = re.sub(r"\bpam_localauth\.so\b", f"{MODULE} state_dir={pam.state} conf={pam.conf} services={name} {module_args}", line)
+        line = re.sub(r"\bpam_unix\.so\b.*$", f"{PAM_KEEPTOK} passdb={pam.passdb}", line)
+        lines.append(line)
+    pam.write_service(name, lines)
