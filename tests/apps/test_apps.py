@@ -498,7 +498,7 @@ def test_the_app_waits_out_the_password_back_off_like_sudo(w):
 
 def test_an_app_cannot_evaluate_for_another_user(w):
     """The library has no user parameter; the helper it runs refuses any
-    name but the caller's own (tests/programs/test_helper.py): the probe as BARE
+    name but the caller's own (tests/programs/test_helper_attacks.py): the probe as BARE
     only ever touches BARE's record."""
     proc = probe(w, "--answer", "wrong", uid=BARE_UID, user=BARE)
     finish(proc, [])

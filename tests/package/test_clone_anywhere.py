@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mount nam
 
 # The module and the setuid helper as an unprivileged locker user uses them,
 # with pam_wrapper's directories in /tmp.
-SUBSET = ["tests/programs/test_helper.py::test_locker_password_unlocks_through_the_helper"]
+SUBSET = ["tests/programs/test_helper_client.py::test_locker_password_unlocks_through_the_helper"]
 MARKER = "localauth-clone-test-marker"
 
 # (where the clone is, the directory above it that others cannot enter)

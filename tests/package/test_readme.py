@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from pamenv import ROOT, localauth_command
+from sentences import NO_MATCH_TOUCH_OR_TYPE
 
 README = (ROOT / "README.md").read_text()
 
@@ -100,7 +101,7 @@ def test_the_transcript_is_the_modules_own_words():
     programs = (ROOT / "tests/programs/test_real_programs.py").read_text()
     constant = {name: value for name, value in re.findall(r'^(\w+) = f?"([^"]*)"', programs, re.M)}
     instruction = constant["INSTRUCTION"].replace("{USER}", "alice").replace("Swipe your finger across", "Touch")
-    assert transcript == [instruction, constant["NOT_RECOGNIZED_TRY"], constant["ID_ROOT"]], transcript
+    assert transcript == [instruction, NO_MATCH_TOUCH_OR_TYPE, constant["ID_ROOT"]], transcript
 
 
 @pytest.mark.parametrize("document", ["README.md", "CONTRIBUTING.md"] + sorted(

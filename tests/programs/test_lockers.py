@@ -16,7 +16,6 @@ import shutil
 
 import pytest
 
-from fprint_rig import RigError
 from lockers import (KSCREENLOCKER_GREET, CinnamonScreensaver, I3lock, KScreenLocker, Locker, MateScreensaver,
                      Swaylock, Vlock, Xscreensaver, Xsecurelock, Xvfb, helper_pids, in_sleep, process_description,
                      user_processes, wait_for)
@@ -84,10 +83,7 @@ def locker(request, world, rig, x):
     yield start
     for driver in started:
         driver.close()
-    try:
-        rig.feed_wait(timeout=1)
-    except RigError:
-        pass
+    rig.drop_feed()   # a test that failed half-way must not leave its feeder running
     wait_for(lambda: not helper_pids(), what="every helper gone")
     # Nothing the locker started may outlive the test (the user is private
     # to the tests): anything left is a driver bug, killed and reported.
@@ -107,17 +103,12 @@ def locker(request, world, rig, x):
     assert not left, f"processes of the test user outlived the test: {left}"
 
 
-def fed(rig):
-    report = rig.feed_wait(timeout=30)
-    assert report.ok, report
-
-
 def test_unlock_by_finger(locker, world, rig):
     lock = locker()
     rig.feed([MATCH])
     lock.submit("")
     assert lock.unlocked(), "still locked after a matching finger"
-    fed(rig)
+    rig.fed()
     assert world.counts(UID) == (0, 0)
     if isinstance(lock, Xscreensaver):
         # Nothing stood between Enter and the reader: no message to dismiss.
@@ -143,7 +134,7 @@ def test_three_misses_then_the_password(locker, world, rig):
     lock = locker()
     rig.feed([MISS] * 3)
     lock.submit("")
-    fed(rig)
+    rig.fed()
     if lock.precollects:
         lock.settle()                  # the empty answer ended the attempt
     assert lock.locked and world.counts(UID) == (3, 0)
@@ -176,12 +167,12 @@ def test_five_misses_across_two_prompts_lock_until_the_password(locker, world, r
     lock = locker()
     rig.feed([MISS] * 3)
     lock.submit("")
-    fed(rig)
+    rig.fed()
     end_attempt(lock)
     assert world.counts(UID) == (3, 0)
     rig.feed([MISS] * 2)
     lock.submit("")
-    fed(rig)
+    rig.fed()
     end_attempt(lock)
     assert lock.locked and world.counts(UID) == (5, 0)
     # Locked: an empty Enter no longer reaches the reader (straight to the
@@ -218,7 +209,7 @@ def test_locker_killed_mid_prompt_loses_no_charge(locker, world, rig):
     lock = locker()
     rig.feed([MISS])
     lock.submit("")
-    fed(rig)
+    rig.fed()
     wait_for(lambda: world.counts(UID) == (2, 0), what="the second attempt charged")
     victims = lock.pam_pids()
     assert victims, "no process runs the locker's PAM"
@@ -233,7 +224,7 @@ def test_locker_killed_mid_prompt_loses_no_charge(locker, world, rig):
         # stop); on this loaded machine (an X server, a compositor, the
         # locker) the proof is sometimes denied and the attempt stays
         # charged: failing closed. Either way the miss stays and nothing
-        # more is charged. tests/programs/test_helper.py checks the refund itself.
+        # more is charged. tests/programs/test_helper_client.py checks the refund itself.
         assert world.counts(UID) in ((1, 0), (2, 0)), world.counts(UID)
     rig.wait_until_claimable(USER, timeout=10)
 

@@ -57,7 +57,7 @@ from pathlib import Path
 
 import pytest
 
-from fprint_rig import BusMonitor, FprintRig, RigError
+from fprint_rig import BusMonitor, FprintRig
 from pamenv import MODULE, ROOT, SeededState, parse_record, password_entered
 from sentences import FIRST_PROMPT, LOCKED, NOT_RECOGNIZED as NOT_RECOGNIZED_LAST, NO_MATCH_TOUCH_OR_TYPE as NOT_RECOGNIZED_TRY
 from worlds import shared_rig
@@ -349,10 +349,7 @@ def w(world, rig):
     world.clear_state()
     world.password_entered()  # the first password of this boot: the finger is enough now
     yield world
-    try:  # a test that failed half-way must not leave its feeder running
-        rig.feed_wait(timeout=1)
-    except RigError:  # no feed running
-        pass
+    rig.drop_feed()   # a test that failed half-way must not leave its feeder running
 
 
 @pytest.fixture
@@ -370,9 +367,7 @@ def term(w):
 
 
 def fed(rig):
-    report = rig.feed_wait(timeout=30)
-    assert report.ok, report
-    return report.sent_commands()
+    return rig.fed().sent_commands()
 
 
 def sudo_id(term):

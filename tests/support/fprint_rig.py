@@ -879,6 +879,21 @@ class FprintRig:
         self._feeder = None
         return f.report
 
+    def fed(self, timeout=30):
+        """Waits for the feed to end and asserts that every scan went on its
+        cue; -> the FeedReport."""
+        report = self.feed_wait(timeout=timeout)
+        assert report.ok, report
+        return report
+
+    def drop_feed(self):
+        """After a test: ends a feed that a test failing half-way left
+        running (none running is fine)."""
+        try:
+            self.feed_wait(timeout=1)
+        except RigError:
+            pass
+
     def fprintd_log_text(self):
         try:
             with open(self.fprintd_log) as f:
