@@ -277,8 +277,12 @@ def test_install_enable_authenticate_upgrade_remove_purge(root):
                                             f"644 root root {MODULE_PATH}", "644 root root /etc/security/localauth.conf"]
     assert "Default: no" in root.run("cat /usr/share/pam-configs/localauth").stdout
 
-    # Enable: the profile's line in common-auth, which the lint accepts.
-    root.run("pam-auth-update --enable localauth")
+    # Enable as README says, on a laptop where pam_fprintd's profile is on:
+    # in its place. The profile's line in common-auth, which the lint accepts.
+    root.run("pam-auth-update --enable fprintd")
+    assert "pam_fprintd.so" in root.run("cat /etc/pam.d/common-auth").stdout
+    root.run("pam-auth-update --disable fprintd --enable localauth")
+    assert "pam_fprintd.so" not in root.run("cat /etc/pam.d/common-auth").stdout
     assert root.stacks_naming_the_module() == ["/etc/pam.d/common-auth"]
     common_auth = root.run("cat /etc/pam.d/common-auth").stdout
     assert "pam_localauth.so" in common_auth and "default=die" in common_auth
@@ -355,7 +359,11 @@ def test_install_enable_authenticate_upgrade_remove_purge(root):
              "echo '@include /etc/pam.d/common-auth' > /etc/pam.d/abs-common")
 
     # Remove: no stack names the module; configuration and state stay.
+    # pam_fprintd's profile stays off (the administrator turned it off),
+    # and the removal says so once, with the way back.
     removed = root.run("dpkg -r localauth")
+    assert removed.stdout.count("pam-auth-update --enable fprintd") == 1, removed.stdout
+    assert "pam_fprintd.so" not in root.run("cat /etc/pam.d/common-auth").stdout
     root.run("rm /etc/pam.d/sudo~ /etc/pam.d/sudo.orig /etc/pam.d/commented /etc/pam.d/abs-common")
     assert root.stacks_naming_the_module() == [], removed.stdout
     assert root.run(f"test -e {MODULE_PATH} || echo gone").stdout.strip() == "gone"

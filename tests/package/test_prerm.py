@@ -232,3 +232,22 @@ def test_includes_are_followed_however_deep_and_substacks_as_deep_as_libpam_goes
     assert_refused(fake, ["/etc/pam.d/login-fp"])
     chain(fake, "auth substack", 16)
     assert_allowed(fake)
+
+
+@pytest.mark.parametrize("fprintd_profile, enabled, said", [
+    (True, False, True),     # turned off for localauth (or never on): said, with the way back
+    (True, True, False),     # still on: nothing to say
+    (False, False, False),   # libpam-fprintd not installed: nothing to say
+])
+def test_removal_says_once_when_pam_fprintds_profile_is_still_off(fake, fprintd_profile, enabled, said):
+    """The removal never turns pam_fprintd's profile back on behind an
+    administrator's --disable; it says that the fingerprint now works
+    nowhere and how to turn the profile back on, once."""
+    fake.write("/etc/pam.d/common-auth", COMMON_AUTH)
+    if fprintd_profile:
+        fake.write("/usr/share/pam-configs/fprintd", "Name: Fingerprint authentication\nDefault: yes\n")
+    fake.write("/var/lib/pam/auth", "Module: unix\n" + ("Module: fprintd\n" if enabled else ""))
+    result = fake.remove()
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("pam-auth-update --enable fprintd") == (1 if said else 0), result.stdout
+    assert fake.calls.read_text() == f"--root {fake.root} --package --remove localauth\n"
