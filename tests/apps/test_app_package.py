@@ -1,10 +1,10 @@
 """An app depends on the LocalAuthentication product as a Swift package, by
 version, the way docs/SWIFT.md tells an app developer to: its manifest, its
 terminal app and its GUI presenter, taken from the guide as they are
-written (only the package's address changed). SwiftPM refuses a versioned
-dependency whose targets carry unsafe flags, so this builds only while the
-product's targets have none. The package is this tree (its tracked and new
-files) committed and tagged in a scratch repository; the app is built and run."""
+written (only the package's address changed), resolved against a clone of
+this repository, whose release tag the guide's version must name. SwiftPM
+refuses a versioned dependency whose targets carry unsafe flags, so the
+manifest may carry none. The app is built and run."""
 import os
 import re
 import shutil
@@ -22,8 +22,27 @@ def guide_blocks():
     the GUI presenter."""
     blocks = re.findall(r"^```swift\n(.*?)^```$", SWIFT_GUIDE.read_text(), re.M | re.S)
     assert len(blocks) == 3, f"docs/SWIFT.md has {len(blocks)} Swift blocks, not the manifest and the two examples"
-    assert PUBLISHED_URL in blocks[0] and "from: \"1.0.0\"" in blocks[0], blocks[0]
+    assert PUBLISHED_URL in blocks[0], blocks[0]
     return blocks
+
+
+def release():
+    """The version the package is released as (its Debian changelog's)."""
+    return re.match(r"localauth \(([^)]+)\)", (ROOT / "packaging/debian/changelog").read_text()).group(1)
+
+
+def test_the_guide_names_the_release_and_the_repository_has_its_tag():
+    manifest = guide_blocks()[0]
+    assert f'from: "{release()}"' in manifest, manifest
+    tags = subprocess.run(["git", "tag", "--list", release()], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    assert tags == [release()], (f"this repository has no tag {release()}, which docs/SWIFT.md's manifest names "
+                                 "(a clone without tags: git fetch --tags)")
+
+
+def test_the_manifest_carries_no_unsafe_flags():
+    """SwiftPM refuses a versioned dependency with unsafe flags: the next
+    release must not carry any either."""
+    assert "unsafeFlags" not in (ROOT / "Package.swift").read_text()
 
 
 def run(argv, cwd, env=None, timeout=900):
@@ -38,18 +57,10 @@ def test_an_app_depends_on_the_product_by_version(tmp_path):
     # SwiftPM's caches and the compiler's scratch files stay in the test's directory.
     (tmp_path / "scratch").mkdir()
     env = dict(os.environ, HOME=str(tmp_path / "home"), TMPDIR=str(tmp_path / "scratch"))
+    # A clone of this repository, tags and all, as SwiftPM would clone the
+    # published one (no network here).
     repo = tmp_path / "localauth"
-    files = run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT).stdout.split("\0")
-    for name in filter(None, files):
-        source = ROOT / name
-        if source.is_file():
-            (repo / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, repo / name)
-    git = ["git", "-c", "user.name=test", "-c", "user.email=test@localhost", "-c", "init.defaultBranch=main"]
-    run(git + ["init", "-q"], cwd=repo)
-    run(git + ["add", "-A"], cwd=repo)
-    run(git + ["commit", "-qm", "release"], cwd=repo)
-    run(git + ["tag", "1.0.0"], cwd=repo)
+    run(["git", "clone", "-q", str(ROOT), str(repo)], cwd=tmp_path)
 
     manifest, terminal_app, presenter = guide_blocks()
     app = tmp_path / "app"
