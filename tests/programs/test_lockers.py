@@ -141,7 +141,7 @@ def test_three_misses_then_the_password(locker, world, rig):
     lock.submit(PASSWORD)              # (the same attempt's password prompt, where it asks again)
     assert lock.unlocked()
     assert world.counts(UID) == (0, 0)
-    assert_shown(lock, ["Fingerprint not recognized. Try again.", "Fingerprint not recognized. Try again.",
+    assert_shown(lock, ["Fingerprint not recognized. Try again", "Fingerprint not recognized. Try again",
                         "Fingerprint not recognized."])
 
 
@@ -259,3 +259,25 @@ def test_a_read_only_state_directory_unlocks_with_the_password(locker, world):
     assert any("counting suspended, no fingerprint; the password line decides, uncounted" in line
                for line in world.syslog.since(mark)), world.syslog.since(mark)
     assert world.state_untouched()
+
+
+@pytest.mark.skipif(not LOCKERS["vlock"], reason="vlock is not installed")
+def test_vlock_ctrl_c_while_the_reader_waits_ends_the_attempt_at_once(world, rig):
+    """vlock keeps Ctrl-C from being a signal; the module, which reads
+    vlock's terminal while the reader waits, takes it as a key: the attempt
+    ends at once (within wait_for's 15 s, where the reader's timeout is 30 s),
+    uncharged, and vlock goes on to root's password as after any failed
+    attempt, saying "Conversation error"."""
+    world.clear_state()
+    world.password_entered()
+    lock = Vlock(world, UID, USER).start()
+    try:
+        wait_for(lock.at_user_prompt, what="vlock's prompt for the user")
+        assert lock.reader_waits(), lock.transcript()
+        lock.tmux("send-keys", "-t", lock.session, "C-c")
+        wait_for(lambda: lock.last_line().startswith("root's "), what="vlock on to root's password")
+        assert "vlock: Conversation error" in lock.transcript()
+        assert world.counts(UID) == (0, 0)
+        rig.wait_until_claimable(USER, timeout=10)
+    finally:
+        lock.close()

@@ -362,9 +362,12 @@ class Swaylock(Locker):
 
 class Vlock(Locker):
     """vlock (this terminal only) in a tmux pane. vlock-main is setuid root
-    and runs PAM with the user as real uid: the module runs in-process. It
-    asks "press [ENTER]" first, prefixes PAM's prompts with the user's name,
-    and after a failed attempt asks for root's password (answered empty)."""
+    and runs PAM with the user as real uid: the module runs in-process, at
+    vlock's terminal, so touch or type: after vlock's "press [ENTER]" the
+    reader waits and the module reads the keys (a password and Enter, Enter
+    alone for "Enter Password:", Ctrl-C to cancel). vlock prefixes the
+    user's name to what it shows first, and after a failed attempt asks for
+    root's password (answered empty here)."""
     name = "vlock"
     pam_process = "vlock-main"
     precollects = False
@@ -403,10 +406,23 @@ class Vlock(Locker):
         wait_for(lambda: "press [ENTER]" in self.screen(), what="vlock's first screen")
         return self
 
+    def reader_waits(self):
+        """The module's touch-or-type instruction, or a miss's message that
+        says the same, is the last thing shown: the reader waits and keys go
+        to the module (the screen's lines joined as tmux wrapped them)."""
+        shown = "".join(line for line in self.screen().splitlines() if line.strip()).rstrip()
+        # The instruction, or a miss's message; during the password back-off
+        # they do not offer typing, but the keys are read all the same.
+        return shown.endswith(("or type your password:", "or type your password.", "the fingerprint reader.",
+                               "Fingerprint not recognized. Try again."))
+
     def at_user_prompt(self):
-        """Moves vlock on until it shows a prompt for the user; True then."""
+        """Moves vlock on until it asks the user (the reader waits, or a
+        password prompt), or has exited (a finger fed beforehand); True then."""
+        if not self.locked or self.reader_waits():
+            return True
         line = self.last_line().rstrip()
-        if line.endswith(":") and not line.startswith("root's "):   # the first one has the user's name
+        if line.endswith(":") and not line.startswith("root's "):
             return True
         if "press [ENTER]" in line or line.startswith("root's "):
             before = self.screen()
@@ -414,13 +430,48 @@ class Vlock(Locker):
             wait_for(lambda: self.screen() != before, what="vlock to move on")
         return False
 
-    def submit(self, text):
-        wait_for(self.at_user_prompt, what="vlock's prompt for the user")
+    def keys(self, *keys):
         before = self.screen()
+        self.tmux("send-keys", "-t", self.session, *keys)
+        wait_for(lambda: self.screen() != before, what="vlock to take the keys")
+
+    def submit(self, text):
+        """A password: typed where vlock asks the user (while the reader
+        waits, or at a password prompt). An empty one is the fewest keys
+        toward the finger: vlock's own Enter (which starts the reader), or
+        the empty answer at a prompt of the module's (a cancel)."""
         if text:
-            self.tmux("send-keys", "-t", self.session, "-l", text)
-        self.tmux("send-keys", "-t", self.session, "Enter")
-        wait_for(lambda: self.screen() != before, what="vlock to take the answer")
+            wait_for(self.at_user_prompt, what="vlock's prompt for the user")
+            if self.locked:
+                self.tmux("send-keys", "-t", self.session, "-l", text)   # echo is off: nothing shows
+                self.keys("Enter")
+            return
+        while self.locked:
+            state = wait_for(self.empty_answer_state, what="vlock's next question")
+            if state == "waiting":
+                return
+            self.keys("Enter")
+            if state in ("start", "prompt"):
+                return
+
+    def empty_answer_state(self):
+        """Where an empty answer stands: the reader waits ("waiting"), vlock
+        asks to start ("start"), root's prompt ("root"), a prompt of the
+        module's ("prompt"); None while a miss's verdict may still be
+        followed by the next question."""
+        shown = "".join(line for line in self.screen().splitlines() if line.strip()).rstrip()
+        line = self.last_line().rstrip()
+        if not self.locked:
+            return "waiting"
+        if shown.endswith(("or type your password:", "the fingerprint reader.")):
+            return "waiting"
+        if "press [ENTER]" in line:
+            return "start"
+        if line.startswith("root's "):
+            return "root"
+        if line.endswith(":"):
+            return "prompt"
+        return None
 
     def unlocked(self, timeout=STEP):
         try:
