@@ -68,11 +68,14 @@ public struct EvaluationResult: Equatable {
     public var outcome: Outcome
     /// Ask for the application's failure delay (a charged wrong passcode).
     public var failDelay: Bool
-    public var pamCode: PAMCode { ResultTable.pamCode(for: outcome) }
+    /// The password was refused unchecked: its back-off is running.
+    public var refusedDuringBackoff: Bool
+    public var pamCode: PAMCode { refusedDuringBackoff ? ResultTable.refusedDuringBackoff : ResultTable.pamCode(for: outcome) }
 
-    public init(_ outcome: Outcome, failDelay: Bool = false) {
+    public init(_ outcome: Outcome, failDelay: Bool = false, refusedDuringBackoff: Bool = false) {
         self.outcome = outcome
         self.failDelay = failDelay
+        self.refusedDuringBackoff = refusedDuringBackoff
     }
 }
 
@@ -281,7 +284,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
             case nil: return unrecorded(request)
             case .some(let milliseconds) where milliseconds > 0:
                 say(UserText.wait(milliseconds), .error, request)
-                return EvaluationResult(.failure(.authenticationFailed))
+                return EvaluationResult(.failure(.authenticationFailed), refusedDuringBackoff: true)
             default: break
             }
             switch prompter.ask(UserText.passcodePrompt(options), into: passcode) {
@@ -301,7 +304,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         case .waiting(let milliseconds):
             passcode.wipe()
             say(UserText.wait(milliseconds), .error, request)
-            return EvaluationResult(.failure(.authenticationFailed))
+            return EvaluationResult(.failure(.authenticationFailed), refusedDuringBackoff: true)
         case .storeFailed:
             passcode.wipe()
             return unrecorded(request)

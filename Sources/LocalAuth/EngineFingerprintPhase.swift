@@ -30,10 +30,13 @@ extension Engine {
     /// offers Ctrl-C as the way to the password.
     mutating func biometricPhase(_ request: Request, user: UserIdentity, record: StateRecord,
                                  touchOrType: Bool) -> BiometricPhaseEnd {
-        // At a terminal, not while the password back-off would refuse a
-        // typed password unchecked (the program's own prompt then says
-        // so); a dialog has no other prompt.
-        let typable = touchOrType && (request.promptStaysOpen || ledger.backoffRemaining(user) == 0)
+        // While the password back-off would refuse a typed password
+        // unchecked, typing is not offered. At a terminal the keys are still
+        // read: Enter (or a password) ends the wait at once and the wait is
+        // said, and Ctrl-C cancels even where a program keeps it from being
+        // a signal (vlock). A dialog has no other prompt.
+        let offersTyping = request.promptStaysOpen || ledger.backoffRemaining(user) == 0
+        let typable = touchOrType && (offersTyping || request.mode == .terminal)
         // A terminal's keys are taken from before the reader is claimed
         // (nothing typed meanwhile is shown); so are those a helper's
         // client reads.
@@ -51,7 +54,7 @@ extension Engine {
         defer { sensor.close() }
         // A dialog's prompt opens once the reader is claimed, and says both
         // ways itself: while it is open nothing else can be said.
-        if typable && request.mode == .prompt && request.promptStaysOpen {
+        if typable && offersTyping && request.mode == .prompt && request.promptStaysOpen {
             typing = prompter.leavePromptOpen(UserText.dialogTouchOrType(scanType: scanType))
         }
 
@@ -71,7 +74,7 @@ extension Engine {
         var failures = 0
         // With instruction_in_prompt the first prompt said it all: a message
         // now would hold the reader back until a key press (xscreensaver).
-        if typing {
+        if typing && offersTyping {
             if keysRead { say(UserText.touchOrType(request, options: options, scanType: scanType), .info, request) }
         } else if !(request.mode == .prompt && options.wantsInstructionInPrompt(service: request.service)) {
             say(UserText.instruction(request, options: options, scanType: scanType,
@@ -140,11 +143,12 @@ extension Engine {
                     allowed = attemptsAllowed(after: failures, onRecord: fresh.fingerprintFailures)
                 }
                 let fallbackNow = offersFallback && failures >= options.fallbackAfter
-                if failures < allowed && typing {
+                if failures < allowed && typing && offersTyping {
                     say(UserText.noMatchTouchOrType, .error, request)
                 } else if failures < allowed {
-                    say(UserText.noMatch(options, fallbackOffered: fallbackNow && request.mode == .terminal), .error, request)
-                    if offersFallback && failures == options.fallbackAfter {
+                    // Keys read (the back-off's wait): Ctrl-C cancels, so no fallback is offered.
+                    say(UserText.noMatch(options, fallbackOffered: fallbackNow && request.mode == .terminal && !typing), .error, request)
+                    if offersFallback && failures == options.fallbackAfter && !typing {
                         prompter.offerFallback(printableText(options.fallbackTitle))
                     }
                 } else {

@@ -7,6 +7,7 @@ public enum PAMCode: Int32, Equatable, CaseIterable, Sendable {
     case success = 0
     case systemError = 4
     case authError = 7
+    case credentialsInsufficient = 8
     case authInfoUnavailable = 9
     case conversationError = 19
     case ignore = 25
@@ -18,6 +19,7 @@ public enum PAMCode: Int32, Equatable, CaseIterable, Sendable {
         case .success: return "success"
         case .systemError: return "system_err"
         case .authError: return "auth_err"
+        case .credentialsInsufficient: return "cred_insufficient"
         case .authInfoUnavailable: return "authinfo_unavail"
         case .conversationError: return "conv_err"
         case .ignore: return "ignore"
@@ -47,6 +49,14 @@ public enum ResultTable {
         guard let known = PAMCode(rawValue: code) else { return PAMCode.systemError.rawValue }
         return known == .ignore ? stepAside.rawValue : known.rawValue
     }
+
+    /// A password refused unchecked because its back-off is running. Not
+    /// `PAM_AUTH_ERR`: sudo retries that up to `passwd_tries` times, saying
+    /// "Sorry, try again." and "3 incorrect password attempts" for tries the
+    /// person never made; `PAM_CRED_INSUFFICIENT` ends its loop at once, so
+    /// the wait is said once. A failure under every control flag, as
+    /// PAM_AUTH_ERR is (the lint walks every failure code).
+    public static let refusedDuringBackoff: PAMCode = .credentialsInsufficient
 
     /// The PAM code for an LAErrorCode. `PAM_MAXTRIES` is deliberately absent:
     /// sudo turns it into instant retries and sshd disconnects on it.

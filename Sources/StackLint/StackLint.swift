@@ -246,6 +246,7 @@ public struct StackLint {
             switch code {
             case .authInfoUnavailable: meaning = "steps aside (out of scope, the biometrics fallback, no reader, a locked fingerprint)"
             case .authError: meaning = "refuses (a wrong password, the misses used up, an unknown user)"
+            case .credentialsInsufficient: meaning = "refuses a password unchecked while its back-off runs"
             case .conversationError: meaning = "is cancelled"
             case .systemError: meaning = "hits an internal error"
             case .success, .ignore: meaning = "answers \(code.libpamName)"

@@ -25,7 +25,7 @@ import pytest
 
 from desktop import GDM_PASSWORD, Worker, stack
 from lockers import helper_pids, wait_for
-from pamenv import MODULE, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_SUCCESS, ROOT
+from pamenv import MODULE, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_CRED_INSUFFICIENT, PAM_SUCCESS, ROOT
 from sentences import LOCKED, NOT_RECOGNIZED
 from worlds import shared_rig, shared_world
 
@@ -156,7 +156,7 @@ def test_the_password_conversation_has_the_back_off(gdm, world, rig):
         assert gdm("gdm-password", f"wrong-{attempt}").result() == PAM_AUTH_ERR
         assert world.counts(UID) == (0, attempt + 1)
     refused = gdm("gdm-password", PASSWORD)
-    assert refused.result() == PAM_AUTH_ERR
+    assert refused.result() == PAM_CRED_INSUFFICIENT   # refused unchecked
     assert any(text.startswith("Too many wrong passwords. Try again in ") for text in refused.errors()), refused.shown()
     assert world.counts(UID) == (0, 5)
 

@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from fprint_rig import DEVICE_IFACE, DIE_WITH_TESTS, FPRINT_NAME, MANAGER_IFACE, MANAGER_PATH, PY3, BusMonitor, FprintRig, process_state
-from pamenv import (BUILD, PAM_KEEPTOK, PAM_MATRIX, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_SUCCESS, PAM_SYSTEM_ERR, PASSWORDS, USERS, later_boot_clock, lookalike_records,
-                    parse_record, parse_run, read_only_state, ROOT)
+from pamenv import (BUILD, PAM_KEEPTOK, PAM_MATRIX, PAM_AUTH_ERR, PAM_CRED_INSUFFICIENT, PAM_CONV_ERR, PAM_SUCCESS,
+                    PAM_SYSTEM_ERR, PASSWORDS, USERS, later_boot_clock, lookalike_records, parse_record, parse_run,
+                    read_only_state, ROOT)
 from pamenv import MATRIX_PROMPT, install_shipped_stack as install
 from sentences import COUNTING_SUSPENDED, FIRST_PROMPT, NOT_RECORDED
 
@@ -366,7 +367,7 @@ def test_an_unreadable_record_is_replaced_fail_closed_and_the_password_gets_in(p
     seeded_with_one_wrong_password(pam)
     run = pam.run(answers=[ALICE], env=faulty(pam, "read", 5, FAULT_MATCH=f"{pam.state}/{UID}.rec"))
     assert faults_hit(pam)
-    assert run.code == PAM_AUTH_ERR and run.prompts() == []
+    assert run.code == PAM_CRED_INSUFFICIENT and run.prompts() == []
     assert run.texts("error") == ["Too many wrong passwords. Try again in 1 minute."]
     record = pam.record()
     assert (record.F, record.P) == (5, 5)
@@ -407,7 +408,7 @@ def test_a_wall_clock_moved_by_days_neither_ends_nor_stretches_a_wait(pam, shift
     moved = {"LD_PRELOAD": f"libpam_wrapper.so libnss_wrapper.so {FAKETIME}", "FAKETIME": shift,
              "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
     refused = pam.run(answers=[ALICE], env=moved)
-    assert refused.code == PAM_AUTH_ERR and refused.prompts() == []
+    assert refused.code == PAM_CRED_INSUFFICIENT and refused.prompts() == []
     assert refused.texts("error") == ["Too many wrong passwords. Try again in 1 minute."]
     assert 55_000 < pam.record().backoff_ms <= 60_000
     # The wait runs on the boot clock: 61 s later it is over, whatever the wall says.

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from pamenv import (HARNESS, PAM_AUTH_ERR, PAM_SUCCESS, PASSWORDS, ROOT, USERS)
+from pamenv import HARNESS, PAM_AUTH_ERR, PAM_CRED_INSUFFICIENT, PAM_SUCCESS, PASSWORDS, ROOT, USERS
 from private_world import openssl_hash
 from sentences import FIRST_PROMPT
 
@@ -173,7 +173,7 @@ def test_memcheck_damaged_record(pam):
     once = memcheck(pam, [ALICE], 1)
     damage()
     repeated = memcheck(pam, [ALICE], 4)
-    assert (once.codes(), repeated.codes()) == ({PAM_AUTH_ERR: 1}, {PAM_AUTH_ERR: 4})
+    assert (once.codes(), repeated.codes()) == ({PAM_CRED_INSUFFICIENT: 1}, {PAM_CRED_INSUFFICIENT: 4})
     record = pam.record()
     assert (record.F, record.P) == (5, 5) and record.backoff_ms > 0
     assert_memory_clean(once, repeated, 4)

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from pamenv import (PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_CONV_ERR, PAM_KEEPTOK, PAM_MATRIX, PAM_SUCCESS, PAM_SYSTEM_ERR,
-                      PASSWORDS, MODULE, later_boot_clock, lookalike_records)
+from pamenv import (PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_CRED_INSUFFICIENT, PAM_CONV_ERR, PAM_KEEPTOK, PAM_MATRIX,
+                    PAM_SUCCESS, PAM_SYSTEM_ERR, PASSWORDS, MODULE, later_boot_clock, lookalike_records)
 
 ALICE = PASSWORDS["alice"]
 
@@ -107,7 +107,7 @@ def test_backoff_refuses_without_asking_until_the_wait_ends(pam):
         assert pam.run(answers=[f"wrong-{attempt}"]).code == PAM_AUTH_ERR
     assert pam.record().P == 5
     refused = pam.run(answers=[ALICE])
-    assert refused.code == PAM_AUTH_ERR
+    assert refused.code == PAM_CRED_INSUFFICIENT
     assert refused.prompts() == []
     assert any("Try again in 2 seconds" in t for t in refused.texts("error"))
     assert pam.record().P == 5
@@ -124,18 +124,18 @@ def test_backoff_message_survives_pam_silent(pam):
     pam.write_owner_stack(args="passcode_backoff=1:1h")
     assert pam.run(answers=["wrong"], silent=True).code == PAM_AUTH_ERR
     refused = pam.run(answers=[ALICE], silent=True)
-    assert refused.code == PAM_AUTH_ERR
+    assert refused.code == PAM_CRED_INSUFFICIENT
     assert any("Try again in 1 hour" in t for t in refused.texts("error"))
 
 
 def test_32_parallel_wrong_prompts_run_exactly_5_verifications(pam):
     verifications = counting_passcode_stack(pam)
     runs = pam.run_parallel(32)
-    assert [r.code for r in runs] == [PAM_AUTH_ERR] * 32
+    assert sorted(r.code for r in runs) == [PAM_AUTH_ERR] * 5 + [PAM_CRED_INSUFFICIENT] * 27
     assert verifications() == 5
     assert pam.record().P == 5
     refused = [r for r in runs if any("Too many wrong passwords" in t for t in r.texts("error"))]
-    assert len(refused) == 27
+    assert len(refused) == 27 and all(r.code == PAM_CRED_INSUFFICIENT for r in refused)
     assert all(r.fail_delay in (None, 0) for r in refused)
 
 
@@ -152,7 +152,7 @@ def test_even_deny_root_applies_backoff_to_root(pam):
     for attempt in range(5):
         assert pam.run(user="root", answers=[f"wrong-{attempt}"]).code == PAM_AUTH_ERR
     refused = pam.run(user="root", answers=[PASSWORDS["root"]])
-    assert refused.code == PAM_AUTH_ERR and refused.prompts() == []
+    assert refused.code == PAM_CRED_INSUFFICIENT and refused.prompts() == []
 
 
 def test_a_second_prompt_inside_the_passcode_stack_makes_it_wrong(pam):
@@ -219,7 +219,7 @@ def test_five_tries_cannot_tell_a_known_name_from_an_unknown_one(pam):
         assert pam.run(user="mallory", answers=[f"wrong-{attempt}"]).code == PAM_AUTH_ERR
     known = pam.run(user="alice", answers=["again"])
     unknown = pam.run(user="mallory", answers=["again"])
-    assert known.code == unknown.code == PAM_AUTH_ERR
+    assert known.code == unknown.code == PAM_CRED_INSUFFICIENT
     assert known.messages == unknown.messages == [("error", "Too many wrong passwords. Try again in 1 hour.")]
 
 
@@ -234,7 +234,7 @@ def test_damaged_record_locks_biometrics_and_starts_the_first_backoff(pam):
     pam.state.joinpath("1001.rec").write_bytes(b"\x00garbage" * 10)
     os.chmod(pam.state / "1001.rec", 0o600)
     refused = pam.run(answers=[ALICE])
-    assert refused.code == PAM_AUTH_ERR and refused.prompts() == []
+    assert refused.code == PAM_CRED_INSUFFICIENT and refused.prompts() == []
     record = pam.record()
     assert (record.F, record.P) == (5, 5) and record.backoff_ms > 0
     run = pam.run(answers=[ALICE], wrapper=later_boot_clock(3))   # past the 2 s wait
@@ -262,7 +262,7 @@ def test_malformed_options_are_ignored_without_weakening(pam):
         assert run.code == PAM_AUTH_ERR and run.prompts() == ["Enter Password: "]
     assert pam.record().P == 5
     refused = pam.run(answers=[ALICE])
-    assert refused.code == PAM_AUTH_ERR
+    assert refused.code == PAM_CRED_INSUFFICIENT
     assert refused.prompts() == []
     assert refused.messages == [("error", "Too many wrong passwords. Try again in 1 minute.")]
     record = pam.record()

@@ -18,8 +18,8 @@ import subprocess
 
 import pytest
 
-from pamenv import (MODULE, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_CONV_ERR, PAM_IGNORE, PAM_MATRIX, PAM_SUCCESS,
-                    PAM_SYSTEM_ERR, PASSWORDS, localauth_command, reseal_record)
+from pamenv import (MODULE, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_CRED_INSUFFICIENT, PAM_CONV_ERR, PAM_IGNORE,
+                    PAM_MATRIX, PAM_SUCCESS, PAM_SYSTEM_ERR, PASSWORDS, localauth_command, reseal_record)
 
 ALICE = PASSWORDS["alice"]
 MATCH = "SCAN finger-alice"
@@ -148,7 +148,8 @@ class World:
 
 def action(control, code):
     """libpam's action for a module's answer on a line (pam_handlers.c)."""
-    name = {PAM_SUCCESS: "success", PAM_AUTH_ERR: "auth_err", PAM_AUTHINFO_UNAVAIL: "authinfo_unavail",
+    name = {PAM_SUCCESS: "success", PAM_AUTH_ERR: "auth_err", PAM_CRED_INSUFFICIENT: "cred_insufficient",
+            PAM_AUTHINFO_UNAVAIL: "authinfo_unavail",
             PAM_CONV_ERR: "conv_err", PAM_SYSTEM_ERR: "system_err", PAM_IGNORE: "ignore"}[code]
     succeeded = name == "success"
     simple = {"required": "ok" if succeeded else "ignore" if name == "ignore" else "bad",

@@ -10,8 +10,8 @@ import stat
 
 import pytest
 
-from pamenv import (PAM_AUTH_ERR, PAM_CONV_ERR, PAM_SUCCESS, PAM_SYSTEM_ERR, PASSWORDS, USERS, later_boot_clock, lookalike_records,
-                    reseal_record)
+from pamenv import (PAM_AUTH_ERR, PAM_CRED_INSUFFICIENT, PAM_CONV_ERR, PAM_SUCCESS, PAM_SYSTEM_ERR, PASSWORDS, USERS,
+                    later_boot_clock, lookalike_records, reseal_record)
 
 ALICE = PASSWORDS["alice"]
 BOB = USERS["bob"]
@@ -134,7 +134,7 @@ def test_an_odd_file_is_replaced_fail_closed_and_the_password_gets_in(pam, kind)
     ODD_FILES[kind](pam)
 
     refused = pam.run(answers=[ALICE], env={"PAM_WRAPPER_DEBUGLEVEL": "1"})  # warnings too
-    assert refused.code == PAM_AUTH_ERR and refused.prompts() == [], refused.stdout
+    assert refused.code == PAM_CRED_INSUFFICIENT and refused.prompts() == [], refused.stdout
     assert f"record of uid {USERS['alice']} was replaced" in refused.stdout + refused.stderr
     assert "Too many wrong passwords. Try again in 1 minute." in refused.texts("error")
     record = pam.record()
@@ -168,7 +168,7 @@ def test_a_huge_stored_wait_ends_after_max_backoff(pam):
     path = pam.record_path()
     path.write_bytes(reseal_record(path.read_bytes(), P=5, backoff_ms=2 ** 62))
     refused = pam.run(answers=[ALICE])
-    assert refused.code == PAM_AUTH_ERR and refused.prompts() == []
+    assert refused.code == PAM_CRED_INSUFFICIENT and refused.prompts() == []
     assert "Too many wrong passwords. Try again in 1 hour." in refused.texts("error")
     later = pam.run(answers=[ALICE], wrapper=later_boot_clock(3601))
     assert later.code == PAM_SUCCESS, later.stdout
@@ -254,6 +254,6 @@ def test_a_record_whose_name_leads_nowhere_now_is_a_reused_uids(pam):
     with open(pam.passdb, "a") as passdb:
         passdb.write(f"dave:{ALICE}:localauth-passcode\n")
     run = pam.run(user="dave", answers=["wrong"])
-    assert run.code == PAM_AUTH_ERR
+    assert run.code == PAM_CRED_INSUFFICIENT
     record = pam.record()
     assert record.name == "dave" and record.F == LOCKOUT and record.P >= FIRST_BACKOFF, record

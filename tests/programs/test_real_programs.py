@@ -700,6 +700,32 @@ def test_sudo_wrong_password_typed_while_waiting_is_one_password_attempt(w, rig,
     assert w.counts() == (0, 1)
 
 
+def test_sudo_during_the_password_back_off_says_the_wait_once(w, term):
+    """A user without an enrolled finger (sudo asks only the password): five
+    wrong ones over two sudo runs start the back-off, and the refusal of the
+    next try unasked ends that sudo at once. A later sudo says the wait once
+    and stops: no "Sorry, try again." and no "incorrect password attempts"
+    for tries the person never made, and nothing is charged."""
+    wait = r"Too many wrong passwords\. Try again in \d+ (second|minute)s?\."
+    stopped = ["sudo: PAM authentication error: Insufficient credentials to access authentication data",
+               "sudo: a password is required"]
+    for wrongs in (3, 2):
+        t = term("sudo", "-k", "/usr/bin/id", uid=OTHER_UID)
+        for n in range(wrongs):
+            t.expect(PASSCODE_PROMPT)
+            t.type(f"wrong-{n}\n")
+        assert t.finish() == 1
+    # The second run's third try came after the 5th wrong password: refused unasked.
+    lines = t.text.splitlines()
+    assert re.fullmatch(wait, lines[-3]) and lines[-2:] == stopped, t.text
+    assert w.counts(OTHER_UID) == (0, 5)
+    t = term("sudo", "-k", "/usr/bin/id", uid=OTHER_UID)
+    assert t.finish() == 1
+    lines = t.text.splitlines()
+    assert len(lines) == 3 and re.fullmatch(wait, lines[0]) and lines[1:] == stopped, t.text
+    assert w.counts(OTHER_UID) == (0, 5), "nothing charged"
+
+
 @pytest.mark.parametrize("early", ["", "early-keys\n"], ids=["enter", "enter-then-keys"])
 def test_sudo_enter_alone_asks_the_password(w, rig, term, early):
     """Enter alone asks the password. Keys typed at once after it, before

@@ -58,6 +58,8 @@ PAM_KEEPTOK = BUILD / "pam_keeptok.so"
 
 PAM_SUCCESS, PAM_SYSTEM_ERR, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL = 0, 4, 7, 9
 PAM_CONV_ERR, PAM_IGNORE, PAM_PERM_DENIED = 19, 25, 6
+# A password refused unchecked while its back-off runs (sudo then stops at once).
+PAM_CRED_INSUFFICIENT = 8
 
 USERS = {"root": 0, "alice": 1001, "bob": 1002, "carol": 1003}
 PASSWORDS = {"alice": "alice-secret", "bob": "bob-secret", "root": "root-secret", "carol": "carol-secret"}

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pamenv import PAM_AUTH_ERR, PAM_CONV_ERR, PAM_SUCCESS, parse_run
+from pamenv import PAM_AUTH_ERR, PAM_CONV_ERR, PAM_CRED_INSUFFICIENT, PAM_SUCCESS, parse_run
 from sentences import LOCKED, NOT_RECOGNIZED, READER_BUSY
 from .world import (BACKOFF, HINTS, INSTRUCTION, KIND_FINGERPRINT, KIND_PASSWORD, MAX_FAILURES, PASSCODE_PROMPT,
                     SETTLED, SOAK_SERVICE, Snapshot, UNEXPECTED, password_of)
@@ -97,8 +97,10 @@ def outcome_of(plan: Planned, stdout: str) -> Outcome:
     # What the result code must be, given what the transaction saw.
     if result.fingerprint_success or (result.password_charged and result.password_right):
         expected = PAM_SUCCESS
-    elif result.password_charged or result.refused:
+    elif result.password_charged:
         expected = PAM_AUTH_ERR
+    elif result.refused:
+        expected = PAM_CRED_INSUFFICIENT   # refused unchecked by the back-off
     else:
         expected = PAM_CONV_ERR   # the answers ran out: a cancel
     if run.code != expected:

@@ -111,7 +111,7 @@ final class EngineTests: XCTestCase {
             let told = w.prompter.told.count
             let refused = w.prompt()
             XCTAssertEqual(refused.outcome, .failure(.authenticationFailed))
-            XCTAssertEqual(refused.pamCode, .authError)
+            XCTAssertEqual(refused.pamCode, .credentialsInsufficient, "sudo stops at once")
             XCTAssertFalse(refused.failDelay)
             XCTAssertEqual(w.prompter.asked.count, asked + 1, "refused without asking")
             XCTAssertEqual(w.verifier.verifyCalls, checks + 1)
@@ -121,7 +121,7 @@ final class EngineTests: XCTestCase {
 
             // One second before the end: still refused.
             w.clock.advance(seconds: step.seconds - 1)
-            XCTAssertEqual(w.prompt().pamCode, .authError)
+            XCTAssertEqual(w.prompt().pamCode, .credentialsInsufficient)
             XCTAssertEqual(w.prompter.told.last, Told(text: Text.waitPrefix + "1 second.", kind: .error))
             XCTAssertEqual(w.prompter.asked.count, asked + 1)
             w.clock.advance(seconds: 1)
@@ -133,7 +133,7 @@ final class EngineTests: XCTestCase {
     func testCorrectPasscodeAfterTheWaitClearsEverything() {
         let w = World(sensor: FakeSensor(.unreachable), store: FakeStore(storedRecord(f: 5, p: 4)))
         w.prompt(answers: [wrongAnswer])
-        XCTAssertEqual(w.prompt().pamCode, .authError)
+        XCTAssertEqual(w.prompt().pamCode, .credentialsInsufficient)
         w.clock.advance(seconds: 60)
         XCTAssertEqual(w.prompt(answers: [rightAnswer]).outcome, .success(.passcode))
         XCTAssertEqual(w.store.record?.passcodeFailures, 0)
@@ -215,7 +215,7 @@ final class EngineTests: XCTestCase {
         options.evenDenyRoot = true
         let w = World(options: options, sensor: FakeSensor(.unreachable))
         for _ in 1...5 { w.prompt(rootUser, answers: [wrongAnswer]) }
-        XCTAssertEqual(w.prompt(rootUser).pamCode, .authError)
+        XCTAssertEqual(w.prompt(rootUser).pamCode, .credentialsInsufficient)
         XCTAssertEqual(w.verifier.verifyCalls, 5)
         XCTAssertEqual(w.prompter.asked.count, 5)
         XCTAssertEqual(w.prompter.told.last, Told(text: Text.waitPrefix + "1 minute.", kind: .error))
@@ -229,8 +229,9 @@ final class EngineTests: XCTestCase {
         for _ in 1...32 {
             let asked = w.prompter.asked.count
             let result = w.prompt(answers: w.prompter.answers.isEmpty ? [wrongAnswer] : [])
-            XCTAssertEqual(result.pamCode, .authError)
-            if w.prompter.asked.count == asked { refused += 1 }
+            let wasRefused = w.prompter.asked.count == asked
+            XCTAssertEqual(result.pamCode, wasRefused ? .credentialsInsufficient : .authError)
+            if wasRefused { refused += 1 }
         }
         XCTAssertEqual(w.verifier.verifyCalls, 5)
         XCTAssertEqual(w.store.passcodeFailures, 5)
@@ -505,7 +506,7 @@ final class EngineTests: XCTestCase {
         let w = World(store: FakeStore(storedRecord(p: 4)))
         w.prompt(mode: .prompt, answers: [wrongAnswer])
         let refused = SecretBuffer()
-        XCTAssertEqual(w.prompt(mode: .prompt, answers: [rightAnswer], passcode: refused).pamCode, .authError)
+        XCTAssertEqual(w.prompt(mode: .prompt, answers: [rightAnswer], passcode: refused).pamCode, .credentialsInsufficient)
         XCTAssertTrue(refused.isEmpty)
         // The unknown user's dummy check.
         let unknown = World()

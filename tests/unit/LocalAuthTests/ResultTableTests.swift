@@ -52,6 +52,9 @@ final class ResultTableTests: XCTestCase {
         XCTAssertEqual(EvaluationResult(.failure(.userFallback)).pamCode, .authInfoUnavailable)
         XCTAssertEqual(EvaluationResult(.success(.passcode)).pamCode, .success)
         XCTAssertFalse(EvaluationResult(.success(.passcode)).failDelay)
+        // A password refused during its back-off: sudo's retries end at once.
+        XCTAssertEqual(EvaluationResult(.failure(.authenticationFailed), refusedDuringBackoff: true).pamCode, .credentialsInsufficient)
+        XCTAssertEqual(EvaluationResult(.failure(.authenticationFailed)).pamCode, .authError)
         // Only a success is PAM_SUCCESS.
         var outcomes: [Outcome] = [.outOfScope, .internalError, .success(.biometry), .success(.passcode)]
         outcomes += LAErrorCode.allCases.map { Outcome.failure($0) }
@@ -84,10 +87,11 @@ final class ResultTableTests: XCTestCase {
         XCTAssertEqual(PAMCode.success.rawValue, PAM_SUCCESS)
         XCTAssertEqual(PAMCode.systemError.rawValue, PAM_SYSTEM_ERR)
         XCTAssertEqual(PAMCode.authError.rawValue, PAM_AUTH_ERR)
+        XCTAssertEqual(PAMCode.credentialsInsufficient.rawValue, PAM_CRED_INSUFFICIENT)
         XCTAssertEqual(PAMCode.authInfoUnavailable.rawValue, PAM_AUTHINFO_UNAVAIL)
         XCTAssertEqual(PAMCode.conversationError.rawValue, PAM_CONV_ERR)
         XCTAssertEqual(PAMCode.ignore.rawValue, PAM_IGNORE)
-        XCTAssertEqual(PAMCode.allCases.count, 6, "a new PAMCode needs its C constant checked here")
+        XCTAssertEqual(PAMCode.allCases.count, 7, "a new PAMCode needs its C constant checked here")
         // PAM_MAXTRIES is deliberately never used (docs/DESIGN.md, "Result codes").
         for code in PAMCode.allCases { XCTAssertNotEqual(code.rawValue, PAM_MAXTRIES) }
     }

@@ -556,7 +556,7 @@ func scenarios() -> [Scenario] {
         $0.initial = .record(f: 0, p: 5, backoffMilliseconds: 30_000)
         $0.script = [SensorStep(.interrupted)]
         $0.choices = [.typedPassword]
-        $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+        $0.outcome = .failure(.authenticationFailed); $0.code = .credentialsInsufficient
         $0.f = 0; $0.p = 5; $0.backoffAfter = 30_000
         $0.sensorOpens = 1; $0.fingerprintAttempts = 1
         $0.passcodeBegins = 1
@@ -1016,7 +1016,7 @@ func scenarios() -> [Scenario] {
     add("R9 owner: a running back-off refuses without asking, saying how long", .owner) {
         $0.availability = .unreachable
         $0.initial = .record(f: 0, p: 5, backoffMilliseconds: 60_000)
-        $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+        $0.outcome = .failure(.authenticationFailed); $0.code = .credentialsInsufficient
         $0.p = 5
         $0.saysError = [Text.waitPrefix + "1 minute."]
     }
@@ -1039,16 +1039,39 @@ func scenarios() -> [Scenario] {
     add("R9 owner: back-off after the fingerprint phase refuses the passcode without asking", .owner) {
         $0.initial = .record(f: 0, p: 5, backoffMilliseconds: 60_000)
         $0.script = [.noMatch, .noMatch, .noMatch]
-        $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+        $0.outcome = .failure(.authenticationFailed); $0.code = .credentialsInsufficient
         $0.f = 3; $0.p = 5
         $0.sensorOpens = 1; $0.fingerprintAttempts = 3
+        $0.saysError = [Text.waitPrefix + "1 minute."]
+    }
+    add("R9 owner at a terminal: during a back-off typing is not offered, yet Enter ends the wait and the wait is said", .owner) {
+        $0.typed = ""
+        $0.initial = .record(f: 0, p: 5, backoffMilliseconds: 60_000)
+        $0.script = [SensorStep(.interrupted)]
+        $0.choices = [.passwordWanted]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .credentialsInsufficient
+        $0.f = 0; $0.p = 5
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.says = [Text.place]   // the instruction, without "or type your password"
+        $0.saysError = [Text.waitPrefix + "1 minute."]
+    }
+    add("R9 owner at a terminal: a password typed during a back-off is refused unchecked and uncharged", .owner) {
+        $0.typed = "hunter2"
+        $0.initial = .record(f: 0, p: 5, backoffMilliseconds: 60_000)
+        $0.script = [SensorStep(.interrupted)]
+        $0.choices = [.typedPassword]
+        $0.outcome = .failure(.authenticationFailed); $0.code = .credentialsInsufficient
+        $0.f = 0; $0.p = 5
+        $0.sensorOpens = 1; $0.fingerprintAttempts = 1
+        $0.passcodeBegins = 1
+        $0.says = [Text.place]   // the instruction, without "or type your password"
         $0.saysError = [Text.waitPrefix + "1 minute."]
     }
     add("R9 owner prompt mode: a typed passcode during a back-off is refused unchecked", .owner) {
         $0.mode = .prompt
         $0.initial = .record(f: 0, p: 5, backoffMilliseconds: 60_000)
         $0.answers = [rightAnswer]
-        $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+        $0.outcome = .failure(.authenticationFailed); $0.code = .credentialsInsufficient
         $0.p = 5
         $0.passcodeBegins = 1
         $0.prompts = [Text.firstPrompt]
@@ -1069,7 +1092,7 @@ func scenarios() -> [Scenario] {
         $0.configure = { $0.evenDenyRoot = true }
         $0.availability = .unreachable
         $0.initial = .record(f: 0, p: 9, backoffMilliseconds: 3_600_000)
-        $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+        $0.outcome = .failure(.authenticationFailed); $0.code = .credentialsInsufficient
         $0.p = 9
         $0.saysError = [Text.waitPrefix + "1 hour."]
     }
@@ -1078,7 +1101,7 @@ func scenarios() -> [Scenario] {
     for damage in [RecordDamage.badChecksum, .foreign, .unsafeFile, .unreadable, .wrongSize] {
         add("R12 owner: damaged record (\(damage)) → F = L, P = 5, wait, never success", .owner) {
             $0.initial = .damaged(damage)
-            $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+            $0.outcome = .failure(.authenticationFailed); $0.code = .credentialsInsufficient
             $0.f = 5; $0.p = 5; $0.backoffAfter = 60_000
             $0.saysError = [Text.locked, Text.waitPrefix + "1 minute."]
             $0.logs = [(.warning, "was replaced")]
@@ -1094,7 +1117,7 @@ func scenarios() -> [Scenario] {
     add("R12 owner prompt mode: damaged record → no fingerprint offer, wait", .owner) {
         $0.mode = .prompt
         $0.initial = .damaged(.malformed)
-        $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+        $0.outcome = .failure(.authenticationFailed); $0.code = .credentialsInsufficient
         $0.f = 5; $0.p = 5
         $0.saysError = [Text.waitPrefix + "1 minute."]
     }
@@ -1295,7 +1318,7 @@ func scenarios() -> [Scenario] {
         $0.silent = true
         $0.configure = { $0.silent = true }
         $0.initial = .record(f: 5, p: 7, backoffMilliseconds: 900_000)
-        $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+        $0.outcome = .failure(.authenticationFailed); $0.code = .credentialsInsufficient
         $0.f = 5; $0.p = 7
         $0.saysError = [Text.locked, Text.waitPrefix + "15 minutes."]
     }
@@ -1377,7 +1400,7 @@ func scenarios() -> [Scenario] {
     add("R16 owner password mode: the back-off holds", .owner) {
         $0.mode = .password
         $0.initial = .record(f: 0, p: 5, backoffMilliseconds: 60_000)
-        $0.outcome = .failure(.authenticationFailed); $0.code = .authError
+        $0.outcome = .failure(.authenticationFailed); $0.code = .credentialsInsufficient
         $0.p = 5
         $0.prompts = []
         $0.saysError = [Text.waitPrefix + "1 minute."]
@@ -1466,7 +1489,14 @@ final class ScenarioTests: XCTestCase {
 
         XCTAssertEqual(result.outcome, expectedOutcome, "\(label): outcome")
         XCTAssertEqual(result.pamCode, expectedCode, "\(label): PAM code")
-        XCTAssertEqual(ResultTable.pamCode(for: result.outcome), expectedCode, "\(label): table")
+        if result.refusedDuringBackoff {
+            // A password refused unchecked by its back-off: a refusal without a delay, its own code.
+            XCTAssertEqual(result.outcome, .failure(.authenticationFailed), "\(label): refused by the back-off")
+            XCTAssertFalse(result.failDelay, "\(label): delay on a refusal")
+            XCTAssertEqual(ResultTable.refusedDuringBackoff, expectedCode, "\(label): table")
+        } else {
+            XCTAssertEqual(ResultTable.pamCode(for: result.outcome), expectedCode, "\(label): table")
+        }
         XCTAssertEqual(result.failDelay, s.failDelay, "\(label): fail delay")
         if case .success = result.outcome { XCTAssertFalse(result.failDelay, "\(label): delay on success") }
 

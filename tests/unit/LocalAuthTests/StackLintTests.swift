@@ -354,7 +354,7 @@ final class StackLintTests: XCTestCase {
     /// What the lint tells an administrator comes from the result table:
     /// every code the module answers without granting, the step-aside first.
     func testTheModulesFailuresComeFromTheResultTable() {
-        XCTAssertEqual(StackLint.moduleFailures.map(\.code), ["authinfo_unavail", "system_err", "auth_err", "conv_err"])
+        XCTAssertEqual(StackLint.moduleFailures.map(\.code), ["authinfo_unavail", "system_err", "auth_err", "cred_insufficient", "conv_err"])
         XCTAssertEqual(StackLint.stepAside, "authinfo_unavail")
         XCTAssertFalse(StackLint.moduleFailures.contains { $0.code == "ignore" || $0.code == "success" })
     }
