@@ -16,6 +16,14 @@ extension Syscalls {
         return bytes(ofCString: name)
     }
 
+    /// A variable of this process's environment (nil when unset). For the
+    /// command-line tool's defaults only: nothing that decides access reads
+    /// the environment, and the module and the helper never call this.
+    public static func environmentValue(_ name: StaticString) -> [UInt8]? {
+        guard let value = getenv(UnsafeRawPointer(name.utf8Start).assumingMemoryBound(to: CChar.self)) else { return nil }
+        return bytes(ofCString: value)
+    }
+
     /// Makes writes (and reads) on `fd` return at once instead of waiting.
     public static func setNonBlocking(_ fd: Int32) {
         let flags = la_fcntl_getfl(fd)

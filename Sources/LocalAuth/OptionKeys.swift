@@ -262,6 +262,9 @@ extension Options {
         case (_, .number(let number)):
             if case .duration = key.kind { return "\(number)s" }
             return "\(number)"
+        case (_, .services), (_, .optionalServices):
+            // The whole list (a value is at most OptionParser.maxValueLength bytes).
+            return printableText(wireValue(of: key) ?? [], limit: Int.max)
         default: return printableText(wireValue(of: key) ?? [], limit: 200)
         }
     }

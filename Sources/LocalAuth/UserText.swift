@@ -46,6 +46,15 @@ public enum UserText {
         }
     }
 
+    /// `localauth test` run as root through sudo: whose prompt it tries.
+    public static func testingInvoker(_ name: String) -> String {
+        "Testing the prompt of \(name), who ran sudo (--user NAME tests another account)."
+    }
+    /// `localauth test` run as root itself.
+    public static var testingRoot: String {
+        "Testing root's own prompt. To try yours: `sudo localauth test` from your account, or `localauth test --user NAME`."
+    }
+
     public static var readerBusy: String { "The fingerprint reader is in use by another prompt." }
     public static var notRecognized: String { "Fingerprint not recognized." }
     public static var timedOut: String { "Timed out waiting for a fingerprint." }

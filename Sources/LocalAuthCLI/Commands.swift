@@ -19,7 +19,8 @@ struct CommandOption {
     static func value(_ name: String, _ placeholder: String) -> CommandOption {
         CommandOption(name: name, value: placeholder, listed: true)
     }
-    /// `--conf FILE`: every command that reads the configuration takes it.
+    /// `--conf FILE`: another configuration file, for the commands that read it
+    /// as the module would (status, check, reset, test; root only).
     static var conf: CommandOption { CommandOption(name: "--conf", value: "FILE", listed: false,
                                     summary: "read FILE instead of \(Options.defaultConfigPath) (root only)") }
     /// The options the usage describes once, under the commands.

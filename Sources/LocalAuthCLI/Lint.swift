@@ -10,11 +10,9 @@ let maxServiceFiles = 4096
 
 func configCommand(_ arguments: Arguments) throws -> ExitCode {
     guard arguments.flags.contains("--check") else { throw CLIError("config needs --check\n" + helpText("config"), .usage) }
-    var errors = 0
-    var warnings = 0
-    func report(_ severity: String, _ message: String) {
-        print("\(severity): \(message)")
-        if severity == "error" { errors += 1 } else { warnings += 1 }
+    var findings = LintReport()
+    func report(_ severity: String, _ message: String, service: String? = nil) {
+        findings.add(severity, message, service: service)
     }
 
     // The configuration file.
@@ -118,10 +116,10 @@ func configCommand(_ arguments: Arguments) throws -> ExitCode {
     for service in services {
         if passcodeFiles.contains(where: { sameName($0, service) }) {
             for finding in lint.passcodeServiceFindings(service) + lint.directoryAccountFindings(service, sources: accountSources) {
-                report(finding.severity, finding.text)
+                report(finding.severity, finding.text, service: service)
             }
         } else {
-            for finding in lint.serviceFindings(service) { report(finding.severity, finding.text) }
+            for finding in lint.serviceFindings(service) { report(finding.severity, finding.text, service: service) }
         }
     }
     for service in passcodeServices where serviceFile(service) == nil {
@@ -132,7 +130,44 @@ func configCommand(_ arguments: Arguments) throws -> ExitCode {
             for finding in lint.passcodeServiceFindings(other) { report(finding.severity, "as the passcode service: " + finding.text) }
         }
     }
-    print("\(errors) error(s), \(warnings) warning(s)")
-    return errors == 0 ? .success : .failure
+    for line in findings.lines { print(line) }
+    print("\(findings.errors) error(s), \(findings.warnings) warning(s)")
+    return findings.errors == 0 ? .success : .failure
+}
+
+/// The lint's findings, each said once: a line of a file that many services
+/// include (common-auth) is one finding, naming the services that reach it,
+/// not one per service.
+struct LintReport {
+    private var order: [String] = []
+    private var found: [String: (severity: String, services: [String])] = [:]
+
+    /// How many services a finding names before "and N more".
+    static let servicesNamed = 3
+
+    mutating func add(_ severity: String, _ message: String, service: String?) {
+        let key = severity + ": " + message
+        if found[key] == nil {
+            order.append(key)
+            found[key] = (severity, [])
+        }
+        // A finding about the service's own file names it already.
+        if let service, !message.hasPrefix(service + ":"), !(found[key]?.services.contains(service) ?? true) {
+            found[key]?.services.append(service)
+        }
+    }
+
+    var lines: [String] {
+        order.map { key in
+            let services = found[key]?.services ?? []
+            guard !services.isEmpty else { return key }
+            let named = services.prefix(LintReport.servicesNamed).joined(separator: ", ")
+            let more = services.count > LintReport.servicesNamed ? " and \(services.count - LintReport.servicesNamed) more" : ""
+            return key + " (reached from " + named + more + ")"
+        }
+    }
+
+    var errors: Int { order.filter { found[$0]?.severity == "error" }.count }
+    var warnings: Int { order.count - errors }
 }
 

@@ -353,7 +353,7 @@ func resetCommand(_ arguments: Arguments) throws -> ExitCode {
 // MARK: - test
 
 func testCommand(_ arguments: Arguments) throws -> ExitCode {
-    let user = try targetUser(arguments)
+    let user = try testedUser(arguments)
     let configuration = try loadConfiguration(arguments)
     var options = configuration.options
     options.policy = try parsePolicy(arguments, default: options.policy)
@@ -385,6 +385,21 @@ func testCommand(_ arguments: Arguments) throws -> ExitCode {
     case .outOfScope:
         return .failure
     }
+}
+
+/// Whose prompt `localauth test` tries: `--user`'s; else, for root through
+/// sudo, the account that ran sudo (root has no finger of its own, and the
+/// person wants to try theirs); else the caller's, said first when that is
+/// root's. SUDO_USER only picks among the accounts root may test anyway.
+func testedUser(_ arguments: Arguments) throws -> UserIdentity {
+    if arguments.values["--user"] != nil || Syscalls.realUserID() != 0 { return try targetUser(arguments) }
+    if let invoker = Syscalls.environmentValue("SUDO_USER"), !invoker.isEmpty, invoker != utf8Bytes("root"),
+       let found = Syscalls.lookupUser(invoker) {
+        print(UserText.testingInvoker(printableText(found.name)))
+        return UserIdentity(uid: found.uid, name: found.name)
+    }
+    print(UserText.testingRoot)
+    return try targetUser(arguments)
 }
 
 /// `localauth test` run by a user: the helper evaluates (in prompt mode),

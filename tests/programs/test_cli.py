@@ -95,6 +95,11 @@ def test_status_shows_counters_failures_and_configuration(pam, tool):
     assert data["sensor"]["availability"] == "unreachable"
     sources = {row["key"]: row["source"] for row in data["config"]}
     assert sources["state_dir"] == str(pam.conf) and sources["lockout"] == "default"
+    # The whole list of services (over 200 characters by default), in both.
+    services = next(line for line in text.stdout.splitlines() if line.strip().startswith("services = "))
+    shown = services.split(" = ", 1)[1].split("  (", 1)[0].split(",")
+    assert len(",".join(shown)) > 200 and shown[0] == "sudo" and shown[-1] == "localauth-app", services
+    assert {row["key"]: row["value"] for row in data["config"]}["services"] == ",".join(shown)
 
 
 def test_status_reports_the_wait_and_a_damaged_record(pam, tool):
@@ -238,6 +243,19 @@ def test_test_verb_runs_a_real_evaluation(pam, tool, cli):
         assert (pam.record().F, pam.record().P) == (0, 0)
         code, output = run_in_terminal(command, pam.env(rig.env()), ["wrong"])
         assert code == 1 and "not authenticated: authenticationFailed (-1)" in output
+        # `sudo localauth test` (root, SUDO_USER set, no --user): the prompt of
+        # the person who ran sudo, said first.
+        own = [str(cli), "test", "--conf", str(pam.conf)]
+        rig.feed(["SCAN finger-alice"])
+        code, output = run_in_terminal(own, pam.env(dict(rig.env(), SUDO_USER="alice")), [])
+        rig.feed_wait(timeout=30)
+        assert code == 0, output
+        assert output.index("Testing the prompt of alice, who ran sudo") < output.index("authenticated: fingerprint"), output
+        # Root itself: whose prompt this is, and how to try one's own.
+        env = pam.env(rig.env())
+        env.pop("SUDO_USER", None)
+        code, output = run_in_terminal(own, env, [""])
+        assert code == 1 and "Testing root's own prompt. To try yours: `sudo localauth test`" in output, output
 
 
 def lint(cli, directory, config=None, passwd="files"):
@@ -321,6 +339,29 @@ def test_config_check_accepts_the_shipped_stacks(cli, tmp_path):
     shipped = subprocess.run([str(cli), "config", "--check", "config/localauth.conf", "--pam-dir", str(shipped_dir)], cwd=ROOT,
                              capture_output=True, text=True, timeout=30)
     assert shipped.returncode == 0 and "0 error(s), 0 warning(s)" in shipped.stdout, shipped.stdout
+
+
+def test_config_check_says_a_finding_of_an_included_file_once(cli, tmp_path):
+    """Before localauth is enabled, on a laptop where pam_fprintd's profile
+    is on: the pam_fprintd line of common-auth is one warning, naming the
+    services that reach it, not one per service that includes common-auth."""
+    pam_dir = tmp_path / "pam.d"
+    pam_dir.mkdir()
+    (pam_dir / "localauth-passcode").write_text((ROOT / "pam.d" / "localauth-passcode").read_text())
+    (pam_dir / "common-auth").write_text("auth [success=2 default=ignore] pam_fprintd.so max-tries=1 timeout=10\n"
+                                         "auth [success=1 default=ignore] pam_unix.so nullok try_first_pass\n"
+                                         "auth requisite pam_deny.so\nauth required pam_permit.so\n")
+    services = ["cron", "login", "su", "sudo", "sudo-i", "xscreensaver"]
+    for name in services:
+        (pam_dir / name).write_text("@include common-auth\n")
+    result = lint(cli, pam_dir)
+    warnings = [line for line in result.stdout.splitlines() if "pam_fprintd.so checks fingerprints outside" in line]
+    assert len(warnings) == 1, result.stdout
+    assert warnings[0].startswith("warning: common-auth:1: pam_fprintd.so"), warnings
+    named = warnings[0].split(" (reached from ", 1)[1]
+    assert named.endswith(f" and {len(services) - 3} more)"), warnings
+    assert all(name in services for name in named.split(" and ")[0].split(", ")), warnings
+    assert "0 error(s), 1 warning(s)" in result.stdout, result.stdout
 
 
 def test_config_check_names_each_problem(cli, tmp_path):
