@@ -54,8 +54,9 @@ public enum ResultTable {
     /// `PAM_AUTH_ERR`: sudo retries that up to `passwd_tries` times, saying
     /// "Sorry, try again." and "3 incorrect password attempts" for tries the
     /// person never made; `PAM_CRED_INSUFFICIENT` ends its loop at once, so
-    /// the wait is said once. A failure under every control flag, as
-    /// PAM_AUTH_ERR is (the lint walks every failure code).
+    /// the wait is said once. A failure under every control flag; a policy
+    /// owner line must end the stack on it as on PAM_AUTH_ERR, which the
+    /// lint requires of every answer but the step-aside.
     public static let refusedDuringBackoff: PAMCode = .credentialsInsufficient
 
     /// The PAM code for an LAErrorCode. `PAM_MAXTRIES` is deliberately absent:

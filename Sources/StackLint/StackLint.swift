@@ -254,6 +254,11 @@ public struct StackLint {
             return (code.libpamName, meaning)
         }
 
+    /// The module's answers that a policy-owner line must turn into the end
+    /// of the stack: all but the step-aside, a wrong password first.
+    static let answersThatMustEndTheStack: [String] =
+        ["auth_err"] + moduleFailures.map(\.code).filter { $0 != stepAside && $0 != "auth_err" }
+
     /// What a pam_localauth.so line can give besides a grant: the module's
     /// answers, and libpam's own when it cannot load the module (a caller
     /// can make that happen, with a low address-space limit before sudo).
@@ -334,10 +339,13 @@ public struct StackLint {
                 error(rule, "success jumps onto pam_deny.so: every match and correct password would fail")
             }
             if !biometrics {
-                // A wrong passcode, a cancel or an internal error must end the
-                // stack: going on to the password line would give an uncounted
-                // guess and bypass the back-off (R3, R9).
-                for code in ["auth_err", "conv_err", "system_err"] {
+                // Every answer of the module but the step-aside must end the
+                // stack (a wrong passcode, a refusal during the back-off, a
+                // cancel, an internal error): going on to the password line
+                // would give an uncounted guess and bypass the back-off (R3,
+                // R9). The codes come from the result table, so a new one is
+                // checked here too.
+                for code in StackLint.answersThatMustEndTheStack {
                     let action = rule.control.action(named: code)
                     let next = paths.next(paths.outcome(index, answer(code)))
                     let landsOnDeny = next.map { rules[$0].moduleName == "pam_deny.so" } ?? false

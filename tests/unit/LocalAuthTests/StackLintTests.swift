@@ -165,6 +165,13 @@ final class StackLintTests: XCTestCase {
              "can reach its end with no password asked"),
             ("owner without default=die",
              "auth [success=2 default=ignore] pam_localauth.so\n" + passwordLines, "must end the stack (default=die)"),
+            // Safe while the back-off's refusal was auth_err: its own code must end the stack too.
+            ("owner naming every failure but the back-off's refusal",
+             "auth [success=2 ignore=ignore authinfo_unavail=ignore auth_err=die conv_err=die system_err=die default=ignore] "
+             + "pam_localauth.so\n" + passwordLines, "cred_insufficient must end the stack (default=die)"),
+            ("owner jumping onto pam_deny for every failure but the back-off's refusal",
+             "auth [success=2 ignore=ignore authinfo_unavail=ignore auth_err=1 conv_err=1 system_err=1 default=ignore] "
+             + "pam_localauth.so\n" + passwordLines, "cred_insufficient must end the stack (default=die)"),
             ("success onto pam_deny",
              "auth [success=1 ignore=ignore authinfo_unavail=ignore default=die] pam_localauth.so\nauth required pam_unix.so\nauth requisite pam_deny.so\n",
              "success jumps onto pam_deny.so"),
@@ -354,6 +361,7 @@ final class StackLintTests: XCTestCase {
     /// What the lint tells an administrator comes from the result table:
     /// every code the module answers without granting, the step-aside first.
     func testTheModulesFailuresComeFromTheResultTable() {
+        XCTAssertEqual(StackLint.answersThatMustEndTheStack, ["auth_err", "system_err", "cred_insufficient", "conv_err"])
         XCTAssertEqual(StackLint.moduleFailures.map(\.code), ["authinfo_unavail", "system_err", "auth_err", "cred_insufficient", "conv_err"])
         XCTAssertEqual(StackLint.stepAside, "authinfo_unavail")
         XCTAssertFalse(StackLint.moduleFailures.contains { $0.code == "ignore" || $0.code == "success" })
