@@ -30,6 +30,7 @@ func configCommand(_ arguments: Arguments) throws -> ExitCode {
     }
     for diagnostic in configuration.diagnostics { report("error", "\(printableText(path)): \(diagnostic)") }
     let options = configuration.options
+    findings.servicesFirst = options.services.map { printableText($0) }
 
     // The PAM stacks.
     let directory = utf8Bytes(arguments.values["--pam-dir"] ?? "/etc/pam.d")
@@ -139,6 +140,9 @@ func configCommand(_ arguments: Arguments) throws -> ExitCode {
 /// include (common-auth) is one finding, naming the services that reach it,
 /// not one per service.
 struct LintReport {
+    /// The services a finding names first, in this order (the module's
+    /// `services`: the ones a person knows); the others follow by name.
+    var servicesFirst: [String] = []
     private var order: [String] = []
     private var found: [String: (severity: String, services: [String])] = [:]
 
@@ -159,8 +163,9 @@ struct LintReport {
 
     var lines: [String] {
         order.map { key in
-            let services = found[key]?.services ?? []
-            guard !services.isEmpty else { return key }
+            let reached = found[key]?.services ?? []
+            guard !reached.isEmpty else { return key }
+            let services = servicesFirst.filter { reached.contains($0) } + reached.filter { !servicesFirst.contains($0) }.sorted()
             let named = services.prefix(LintReport.servicesNamed).joined(separator: ", ")
             let more = services.count > LintReport.servicesNamed ? " and \(services.count - LintReport.servicesNamed) more" : ""
             return key + " (reached from " + named + more + ")"

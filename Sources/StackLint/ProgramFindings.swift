@@ -46,7 +46,9 @@ extension StackLint {
                 }
             }
         }
-        guard service != "other",
+        // `other` and Debian's common-* files are included by services, never
+        // services of their own: no program starts PAM with their names.
+        guard service != "other", !service.hasPrefix("common-"),
               let rule = rules.first(where: { $0.isLocalAuth && !$0.isAuthsucc && $0.options.map { !$0.covers(service: Array(service.utf8)) } ?? false })
         else { return findings }
         findings.append(Finding(severity: "warning", text: "\(name): reaches pam_localauth.so (\(rule.location)) but '\(service)' is "
