@@ -441,7 +441,11 @@ def test_dialog_cancel_with_fprintd_hung_ends_the_helper_at_its_deadline(dialog,
     with BusMonitor(rig) as bus:
         run = dialog.pkexec()
         dialog.wait_text("agent", DIALOG_PROMPT)
-        bus.wait_for("VerifyStart")
+        # fprintd sends this signal as it answers VerifyStart: stopped any
+        # earlier, it would leave the helper inside that call (a CI run
+        # once stopped it between the call and its answer), where no
+        # deadline of the wait applies yet.
+        bus.wait_for("VerifyFingerSelected")
     os.kill(rig.fprintd_pid, signal.SIGSTOP)
     try:
         dialog.keys("agent", "cancel")
