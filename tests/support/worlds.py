@@ -13,11 +13,9 @@ import os
 
 import pytest
 
+from desktop import WORKER as GDM_WORKER
 from fprint_rig import FprintRig
-from pamenv import BUILD
 from private_world import PrivateWorld
-
-GDM_WORKER = BUILD / "gdmworker"
 
 
 def shared_rig(enroll=None, scope="module", **options):
