@@ -118,7 +118,7 @@ def test_unlock_by_finger(locker, world, rig):
 def test_unlock_by_password(locker, world):
     lock = locker()
     lock.submit(PASSWORD)
-    assert lock.unlocked()
+    assert lock.unlocked(), lock.report()
     assert world.counts(UID) == (0, 0)
 
 
@@ -137,9 +137,9 @@ def test_three_misses_then_the_password(locker, world, rig):
     rig.fed()
     if lock.precollects:
         lock.settle()                  # the empty answer ended the attempt
-    assert lock.locked and world.counts(UID) == (3, 0)
+    assert lock.locked and world.counts(UID) == (3, 0), lock.report()
     lock.submit(PASSWORD)              # (the same attempt's password prompt, where it asks again)
-    assert lock.unlocked()
+    assert lock.unlocked(), lock.report()
     assert world.counts(UID) == (0, 0)
     assert_shown(lock, ["Fingerprint not recognized. Try again", "Fingerprint not recognized. Try again",
                         "Fingerprint not recognized."])
@@ -182,7 +182,7 @@ def test_five_misses_across_two_prompts_lock_until_the_password(locker, world, r
     assert lock.locked and world.counts(UID) == (5, 0)
     assert_shown(lock, [LOCKED])
     lock.submit(PASSWORD)
-    assert lock.unlocked()
+    assert lock.unlocked(), lock.report()
     assert world.counts(UID) == (0, 0)
 
 
@@ -253,7 +253,7 @@ def test_a_read_only_state_directory_unlocks_with_the_password(locker, world):
         lock.settle()
         assert lock.locked
         lock.submit(PASSWORD)
-        assert lock.unlocked()
+        assert lock.unlocked(), lock.report()
     finally:
         world.read_only_state = False
     assert any("counting suspended, no fingerprint; the password line decides, uncounted" in line

@@ -259,6 +259,11 @@ class Locker:
         kwargs.setdefault("stderr", subprocess.DEVNULL)
         self.proc = subprocess.Popen(self.world.argv(*argv, uid=self.uid), env=env, **kwargs)
 
+    def report(self):
+        """What a failed assertion shows of this locker: the state counts and,
+        where the locker writes one, its own log's end."""
+        return f"{self.name}: counts {self.world.counts(self.uid)}, locked {self.locked}"
+
     def unlocked(self, timeout=STEP):
         try:
             return self.proc.wait(timeout=timeout) == 0
@@ -877,6 +882,10 @@ class KScreenLocker(Locker):
                                                  for task in tasks(pid))
         wait_for(over, what="the attempt over")
         time.sleep(0.4)
+
+    def report(self):
+        self.log.flush()
+        return super().report() + "\n" + (self.home / "greeter.log").read_text(errors="replace")[-3000:]
 
     def close(self):
         super().close()
