@@ -4,6 +4,11 @@
 #   install-deps.sh          everything (make deps: the demonstration and the tests)
 #   install-deps.sh build    only what building the module, the tool and the
 #                            package needs (make build-deps)
+#   install-deps.sh --list RELEASE
+#                            the packages a root of that release holds for
+#                            the release tiers (tools/in-release: trixie,
+#                            forky), one per line: the test packages below,
+#                            under the names that release gives them
 set -euo pipefail
 build=(
     make gcc binutils pkg-config util-linux
@@ -30,11 +35,38 @@ packages=(
     opendoas                             # the real doas end to end
     xvfb xdotool x11-utils tmux          # driving them headless
     lintian                              # the package's check
+    mmdebstrap                           # the roots of the other releases (tools/in-release)
 )
+# A root of a later release: what the tiers run there need, not what
+# building needs (the artifacts are built on this machine).
+release_packages() {
+    local release=$1 package
+    case "$release" in
+    trixie|forky) ;;
+    *) echo "install-deps.sh: no package list for the release '$release' (trixie, forky)" >&2; return 2 ;;
+    esac
+    for package in "${packages[@]}"; do
+        case "$package" in
+        # Building, and the tools that run on the host only.
+        gcc|binutils|pkg-config|libpam0g-dev|libsystemd-dev|dpkg-dev|libpolkit-agent-1-dev|valgrind|mmdebstrap) ;;
+        # Plasma 5's greeter is gone after Debian 12; Plasma 6's goes into
+        # the release tier's desktop root, not this one.
+        libkscreenlocker5|plasma-workspace|qml-module-org-kde-kquickcontrolsaddons) ;;
+        # Split differently after Debian 12: cinnamon-screensaver's own
+        # dependencies bring what it imports there.
+        cinnamon-common|gir1.2-cvc-1.0) ;;
+        *) echo "$package" ;;
+        esac
+    done
+    # The release's own login-screen stack files (gdm-password,
+    # gdm-fingerprint), and what every root needs to run the suite.
+    printf '%s\n' gdm3 procps git
+}
 case "${1:-all}" in
 build) packages=("${build[@]}") ;;
 all) ;;
-*) echo "usage: install-deps.sh [build]" >&2; exit 2 ;;
+--list) release_packages "${2:-}"; exit ;;
+*) echo "usage: install-deps.sh [build | --list RELEASE]" >&2; exit 2 ;;
 esac
 missing=()
 for package in "${packages[@]}"; do

@@ -11,6 +11,7 @@ import select
 import shutil
 import struct
 import subprocess
+import sysconfig
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -42,10 +43,13 @@ MODULE = BUILD / "pam_localauth.so"
 HARNESS = BUILD / "pamharness"
 CLAIM_DELAY_SHIM = BUILD / "claimdelay.so"
 # Asked from the system, not assumed: the multiarch triple (x86_64-linux-gnu
-# here) and where libpam keeps its modules.
-MULTIARCH = subprocess.run(["gcc", "-print-multiarch"], capture_output=True, text=True, check=True).stdout.strip()
-PAM_MODULE_DIR = Path(subprocess.run(["pkg-config", "--variable=securedir", "pam"], capture_output=True, text=True).stdout.strip()
-                      or f"/lib/{MULTIARCH}/security")
+# here; Debian's Python knows it, and a release root has no compiler) and
+# where libpam keeps its modules (the directory of pam_unix.so: /lib/… on
+# Debian 12, /usr/lib/… later, the same directory under merged /usr).
+MULTIARCH = sysconfig.get_config_var("MULTIARCH") or subprocess.run(
+    ["gcc", "-print-multiarch"], capture_output=True, text=True, check=True).stdout.strip()
+PAM_MODULE_DIR = next((Path(d) for d in (f"/lib/{MULTIARCH}/security", f"/usr/lib/{MULTIARCH}/security")
+                       if Path(d, "pam_unix.so").exists()), Path(f"/lib/{MULTIARCH}/security"))
 PAM_WRAPPER_MODULES = Path(f"/usr/lib/{MULTIARCH}/pam_wrapper")
 PAM_FPRINTD = PAM_MODULE_DIR / "pam_fprintd.so"
 PAM_MATRIX = PAM_WRAPPER_MODULES / "pam_matrix.so"
@@ -444,7 +448,11 @@ def build():
 
 @functools.lru_cache(maxsize=None)
 def swift_bin() -> Path:
-    """Where swift build puts the Swift products (the command, the probe)."""
+    """Where swift build puts the Swift products (the command, the probe);
+    in a release root, which cannot run the toolchain's own programs, as
+    tools/in-release asked it on the host."""
+    if os.environ.get("LOCALAUTH_SWIFT_BIN"):
+        return Path(os.environ["LOCALAUTH_SWIFT_BIN"])
     return Path(subprocess.run(["swift", "build", "--show-bin-path"], cwd=ROOT, check=True, capture_output=True,
                                text=True).stdout.strip())
 
