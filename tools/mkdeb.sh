@@ -19,11 +19,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # The tree dpkg-shlibdeps expects: a source directory, the package in debian/<name>.
 root=$work/src/debian/localauth
-# libpam's module directory on the release this is built for, asked as the
-# Makefile asks (bookworm: /lib/<triplet>/security; later: under /usr).
-pamdir=$(pkg-config --variable=securedir pam)
-[ -n "$pamdir" ] || pamdir=$(pkg-config --variable=libdir pam)/security
-case "$pamdir" in /*/"$multiarch"/security) ;; *) echo "mkdeb: unexpected PAM module directory $pamdir" >&2; exit 1 ;; esac
+# libpam's module directory, under /usr (merged /usr): Debian 13 and later
+# install there and lintian calls /lib/… an aliased location; Debian 12,
+# whose systems are all merged (/lib is a link to usr/lib), asks libpam for
+# /lib/<triplet>/security, the same directory. One package serves 12, 13
+# and 14.
+pamdir=/usr/lib/$multiarch/security
 
 make -s install DESTDIR="$root" PREFIX=/usr PAMDIR="$pamdir" >/dev/null
 helper=$(make -s --no-print-directory helper-path)   # declared once, in the C shim

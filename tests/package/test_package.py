@@ -12,34 +12,30 @@ package database are hashed before and after: unchanged.
 
 In the root: install (nothing enabled), enable the profile, a wrong and a
 correct password through the installed module with real sudo's stack and
-pam_unix, an upgrade to a rebuilt package (the configuration, the state
+pam_unix, an upgrade to a later version (the configuration, the state
 and a dpkg-statoverride kept), a removal refused while a hand-written
 stack still names the module, then remove and purge: afterwards no
 /etc/pam.d file names it.
 """
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from pamenv import HELPER_PATH, ROOT, parse_record
+from pamenv import HELPER_PATH, MULTIARCH, ROOT, parse_record
 
-VERSION = subprocess.run(["dpkg-parsechangelog", "-l", str(ROOT / "packaging/debian/changelog"), "-S", "Version"],
-                         capture_output=True, text=True, check=True).stdout.strip()
+# The changelog's top entry (read here: a release root has no dpkg-dev).
+VERSION = re.match(r"localauth \(([^)]+)\)", (ROOT / "packaging/debian/changelog").read_text()).group(1)
 UPGRADE = VERSION + "+upgrade1"
 ARCH = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True, check=True).stdout.strip()
 HELPER = HELPER_PATH
-def pam_module_directory():
-    """Where libpam keeps its modules on this release, as tools/mkdeb.sh asks."""
-    ask = lambda variable: subprocess.run(["pkg-config", f"--variable={variable}", "pam"], capture_output=True,
-                                          text=True, check=True).stdout.strip()
-    return ask("securedir") or ask("libdir") + "/security"
-
-
-MODULE_PATH = pam_module_directory() + "/pam_localauth.so"
+# Under /usr on every release (tools/mkdeb.sh): Debian 12's libpam asks for
+# /lib/<triplet>/security, the same directory on its merged /usr.
+MODULE_PATH = f"/usr/lib/{MULTIARCH}/security/pam_localauth.so"
 PASSWORD = "package-test-secret"
 # Files of ours that a host may hold from `make install`: hidden in the root.
 OURS_ON_HOST = ["/etc/security/localauth.conf", "/etc/pam.d/localauth-passcode", "/usr/share/pam-configs/localauth",
@@ -48,13 +44,11 @@ OURS_ON_HOST = ["/etc/security/localauth.conf", "/etc/pam.d/localauth-passcode",
 NAMES_MODULE = r"^[[:space:]]*[^#[:space:]].*pam_localauth\.so"
 
 
-def build(out, version=None):
+def build(out):
     env = dict(os.environ, DEB_OUT=str(out))
-    if version:
-        env["DEB_VERSION"] = version
     result = subprocess.run(["make", "-s", "deb"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, f"make deb failed:\n{result.stdout}\n{result.stderr}"
-    deb = out / f"localauth_{version or VERSION}_{ARCH}.deb"
+    deb = out / f"localauth_{VERSION}_{ARCH}.deb"
     assert deb.is_file(), result.stdout
     return deb
 
@@ -62,12 +56,15 @@ def build(out, version=None):
 UPGRADE_MARK = "# changed by the upgrade"
 
 
-def changed_for_the_upgrade(deb, work):
-    """The rebuilt package as a release with new files would be: its
-    profile gains a module argument and its passcode service a line, so
-    the upgrade shows what the maintainer scripts and dpkg do with them."""
+def the_upgrade(deb, work):
+    """The package repacked as a later release with new files would be: its
+    version is UPGRADE, its profile gains a module argument and its
+    passcode service a line, so the upgrade shows what the maintainer
+    scripts and dpkg do with them."""
     tree = work / "tree"
     subprocess.run(["dpkg-deb", "-R", str(deb), str(tree)], check=True)
+    control = tree / "DEBIAN/control"
+    control.write_text(re.sub(r"^Version: .*$", f"Version: {UPGRADE}", control.read_text(), flags=re.M))
     profile = tree / "usr/share/pam-configs/localauth"
     profile.write_text(profile.read_text().replace("pam_localauth.so", "pam_localauth.so silent"))
     passcode = tree / "etc/pam.d/localauth-passcode"
@@ -75,14 +72,19 @@ def changed_for_the_upgrade(deb, work):
     sums = subprocess.run("find . -path ./DEBIAN -prune -o -type f -printf '%P\\0' | LC_ALL=C sort -z | xargs -0 md5sum",
                           shell=True, cwd=tree, capture_output=True, text=True, check=True).stdout
     (tree / "DEBIAN/md5sums").write_text(sums)
-    subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(tree), str(deb)], check=True, capture_output=True)
-    return deb
+    upgrade = work / f"localauth_{UPGRADE}_{ARCH}.deb"
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(tree), str(upgrade)], check=True, capture_output=True)
+    return upgrade
 
 
 @pytest.fixture(scope="module")
 def debs(tmp_path_factory):
+    """The package as `make deb` builds it (in a release root, which cannot
+    build, the one tools/in-release's caller built: LOCALAUTH_DEB), and its
+    upgrade."""
     base = tmp_path_factory.mktemp("debs")
-    return {"first": build(base / "first"), "upgrade": changed_for_the_upgrade(build(base / "upgrade", UPGRADE), base)}
+    first = Path(os.environ["LOCALAUTH_DEB"]) if os.environ.get("LOCALAUTH_DEB") else build(base / "first")
+    return {"first": first, "upgrade": the_upgrade(first, base)}
 
 
 def field(deb, name):
