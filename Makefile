@@ -189,7 +189,24 @@ unit-test:
 integration-test: test-artifacts
 	tools/isolated $(PYTHON) -m pytest -q tests
 
-test: unit-test integration-test check-quick
+test: unit-test integration-test release-test check-quick
+
+# The release tier: the real programs (sudo, su, login, doas), polkit with
+# pkexec and its agents, the screen lockers, the login screens' stacks and
+# the package's lifecycle, run again in a root of a later Debian release
+# made from the package archive and entered by tools/in-release, with the
+# package and the test programs built here. `make test` (and so CI) runs it
+# on Debian 13; `make test-releases` runs what does not fit in CI.
+RELEASE ?= trixie
+RELEASE_TIER := tests/programs/test_real_programs.py tests/programs/test_doas.py tests/programs/test_lockers.py \
+	tests/desktop/test_polkit.py tests/desktop/test_gnome.py tests/desktop/test_display_managers.py \
+	tests/package/test_package.py
+.PHONY: release-test test-releases
+release-test: test-artifacts module cli
+	deb=$$(DEB_OUT=.build/release-deb bash tools/mkdeb.sh | tail -n 1) && \
+		LOCALAUTH_DEB="$(CURDIR)/$$deb" tools/in-release $(RELEASE) /usr/bin/python3 -m pytest -q $(RELEASE_TIER)
+test-releases:
+	$(MAKE) release-test RELEASE=forky
 
 # The quick forms of the long checks, part of `make test` (and so of CI): the
 # unit suite under ASan and each fuzz target for FUZZ_QUICK_SECONDS. The

@@ -20,7 +20,7 @@ import pytest
 
 from lockers import helper_pids, wait_for
 from pamenv import PAM_AUTH_ERR, PAM_SUCCESS, reseal_record
-from desktop import GDM_PASSWORD, Worker, stack
+from desktop import Worker, gdm_password_stack, stack
 from worlds import shared_rig, shared_world
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mount namespaces)")
@@ -36,7 +36,7 @@ STACKS = {
                "@include common-auth\n@include common-account\n",
     "sddm": "#%PAM-1.0\nauth    required        pam_succeed_if.so user != root quiet_success\n@include common-auth\n"
             "@include common-account\n",
-    "gdm-password": GDM_PASSWORD,
+    "gdm-password": gdm_password_stack(),
     # login(1)'s, as greetd includes it (auth lines).
     "login": "#%PAM-1.0\nauth       optional   pam_faildelay.so  delay=3000000\nauth requisite pam_nologin.so\n"
              "@include common-auth\n@include common-account\n",

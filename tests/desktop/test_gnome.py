@@ -23,7 +23,7 @@ import os
 
 import pytest
 
-from desktop import GDM_PASSWORD, Worker, stack
+from desktop import Worker, gdm_password_stack, stack
 from lockers import helper_pids, wait_for
 from pamenv import MODULE, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, PAM_CRED_INSUFFICIENT, PAM_SUCCESS, ROOT
 from sentences import LOCKED, NOT_RECOGNIZED
@@ -41,7 +41,7 @@ PASSWORD_PROMPT = "Enter Password: "
 def write_gdm_stacks(world):
     world.write_profile_common_auth()
     (world.pamd / "gdm-fingerprint").write_text(stack((ROOT / "pam.d/gdm-fingerprint").read_text()))
-    (world.pamd / "gdm-password").write_text(stack(GDM_PASSWORD))
+    (world.pamd / "gdm-password").write_text(stack(gdm_password_stack()))
 
 
 rig = shared_rig(enroll=USER)

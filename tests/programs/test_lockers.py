@@ -20,6 +20,7 @@ from lockers import (KSCREENLOCKER_GREET, CinnamonScreensaver, I3lock, KScreenLo
                      Swaylock, Vlock, Xscreensaver, Xsecurelock, Xvfb, helper_pids, in_sleep, process_description,
                      user_processes, wait_for)
 from pamenv import MODULE, ROOT
+from releases import cannot_run
 from sentences import LOCKED
 from worlds import shared_rig, shared_world
 
@@ -63,6 +64,8 @@ def x():
 
 @pytest.fixture(params=sorted(LOCKERS))
 def locker(request, world, rig, x):
+    if cannot_run(request.param):
+        pytest.skip(cannot_run(request.param))
     if not LOCKERS[request.param]:
         pytest.skip(f"{request.param} is not installed")
     world.clear_state()

@@ -21,6 +21,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+from pathlib import Path
 
 from lockers import descendants, gone, wait_for
 from pamenv import BUILD, MODULE
@@ -121,13 +122,25 @@ def stack(name):
 
 
 # gdm3 43's /etc/pam.d/gdm-password (Debian 12), auth and account lines.
-GDM_PASSWORD = """#%PAM-1.0
+GDM43_PASSWORD = """#%PAM-1.0
 auth    requisite       pam_nologin.so
 auth\trequired\tpam_succeed_if.so user != root quiet_success
 @include common-auth
 auth    optional        pam_gnome_keyring.so
 @include common-account
 """
+
+
+def gdm_password_stack():
+    """gdm3's gdm-password, its auth and account lines: this system's own
+    where gdm3 is installed (a release root holds its release's: gdm3 48 on
+    Debian 13, 51 on 14), else gdm3 43's, Debian 12's."""
+    installed = Path("/etc/pam.d/gdm-password")
+    text = installed.read_text() if installed.exists() else GDM43_PASSWORD
+    kept = [line for line in text.splitlines()
+            if line.startswith("#%PAM") or re.match(r"(auth|account)\s|@include common-(auth|account)$", line)]
+    assert any("common-auth" in line for line in kept), f"{installed}: no common-auth line\n{text}"
+    return "\n".join(kept) + "\n"
 
 
 class Worker:
