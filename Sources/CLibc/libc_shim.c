@@ -25,3 +25,13 @@ int la_keep_this_object_loaded(void) {
     if (dladdr((void *)la_keep_this_object_loaded, &info) == 0 || info.dli_fname == NULL) return -1;
     return dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) == NULL ? -1 : 0;
 }
+/* SO_PEERCRED of a connected socket: the peer's pid and effective uid when
+   it connected (struct ucred needs _GNU_SOURCE); 0 on success. */
+int la_peer_credentials(int fd, int *pid, unsigned *uid) {
+    struct ucred peer;
+    socklen_t size = sizeof peer;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0) return -1;
+    *pid = peer.pid;
+    *uid = peer.uid;
+    return 0;
+}

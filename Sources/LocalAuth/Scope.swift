@@ -16,11 +16,17 @@ public struct ScopeFacts: Equatable {
     /// This machine's host name (sudo sets `PAM_RHOST` to it).
     public var localHostName: [UInt8]
     /// logind's word on the caller's session: true when it calls it remote;
-    /// nil when there is no logind or no session.
+    /// nil when there is no logind or no session. For polkit's
+    /// socket-activated helper, the agent's session.
     public var sessionIsRemote: Bool?
+    /// Inside polkit's socket-activated agent helper (root, one instance per
+    /// connection): the real uid of the agent on the other end of its
+    /// standard input, read from the kernel while that agent was alive; nil
+    /// everywhere else, or when the agent could not be told.
+    public var polkitAgentUID: UInt32?
 
     public init(service: [UInt8], callerUID: UInt32, targetUID: UInt32?, targetName: [UInt8], requestingUser: [UInt8],
-                remoteHost: [UInt8], localHostName: [UInt8], sessionIsRemote: Bool?) {
+                remoteHost: [UInt8], localHostName: [UInt8], sessionIsRemote: Bool?, polkitAgentUID: UInt32? = nil) {
         self.service = service
         self.callerUID = callerUID
         self.targetUID = targetUID
@@ -29,6 +35,7 @@ public struct ScopeFacts: Equatable {
         self.remoteHost = remoteHost
         self.localHostName = localHostName
         self.sessionIsRemote = sessionIsRemote
+        self.polkitAgentUID = polkitAgentUID
     }
 }
 
@@ -51,10 +58,20 @@ public enum Scope {
         guard options.covers(service: facts.service) else { return .outOfScope(.service) }
         // polkit 127 and later run the agent helper as root for any local
         // client of its socket, which names the account before polkitd has
-        // checked anything: a root caller there stands for nobody in
-        // particular. (Up to 126 the helper is setuid: the real uid is the
-        // person's.) The password line decides, uncounted.
-        if facts.callerUID == 0 && bytesEqual(facts.service, "polkit-1") { return .outOfScope(.requester) }
+        // checked anything: a root caller there stands only for the agent
+        // on the other end, and only when that agent runs as the account
+        // itself (its real uid: pkexec's own text agent is setuid root, so
+        // its effective uid says nothing). Its session then stands for the
+        // caller's: a remote one is out of scope here, and the seat rules
+        // decide whose touch it is (R17). An agent of another uid, or one
+        // that could not be told, leaves the password line to decide,
+        // uncounted. (Up to 126 the helper is setuid: the real uid is the
+        // person's.)
+        if facts.callerUID == 0 && isPolkit(facts.service) {
+            guard let agent = facts.polkitAgentUID, agent != 0, let target = facts.targetUID, agent == target else {
+                return .outOfScope(.requester)
+            }
+        }
         guard isLocal(facts.remoteHost, localHostName: facts.localHostName, service: facts.service), facts.sessionIsRemote != true else {
             return .outOfScope(.remote)
         }
@@ -65,6 +82,11 @@ public enum Scope {
         if facts.callerUID == target && requesterNamesTarget { return .inScope }
         if facts.callerUID == 0 && requesterNamesTarget { return .inScope }
         return .outOfScope(.requester)
+    }
+
+    /// polkit's service, whose root caller is its socket-activated helper.
+    public static func isPolkit(_ service: [UInt8]) -> Bool {
+        KnownServices.named(service)?.kind == .administratorDialog
     }
 
     /// The services the helper acts for on one request: the configured

@@ -27,6 +27,9 @@ public struct RequestFacts {
     /// polkit's agent helper: the dialog's prompt left open while the reader
     /// waits (touch or type); its answer ends the wait.
     public var openPrompt: OpenPrompt?
+    /// The logind session the seat rules look at, where it is not the
+    /// caller's own (polkit's socket-activated helper: the agent's).
+    public var sessionID: [UInt8]?
 
     public init(mode: InteractionMode, tty: [UInt8] = [], remoteHost: [UInt8] = [], requestingUser: [UInt8] = [],
                 channel: Int32? = nil, keyboard: TerminalKeyboard? = nil) {
@@ -58,7 +61,8 @@ public func makeSystemEngine<Conversation: Prompter, Store: StateStore, Log: Eve
     return Engine(options: options, sensor: FprintdSensor(interruption: interruption, clock: SystemClock(), bus: bus),
                   verifier: PAMPasscodeVerifier(service: options.passcodeService, tty: facts.tty, remoteHost: facts.remoteHost,
                                                 requestingUser: facts.requestingUser),
-                  prompter: prompter, store: store, clock: SystemClock(), log: log, seat: LogindSeat(bus: bus))
+                  prompter: prompter, store: store, clock: SystemClock(), log: log,
+                  seat: LogindSeat(sessionID: facts.sessionID, bus: bus))
 }
 
 public func makeSystemEngine<Conversation: Prompter, Log: EventLog>(

@@ -40,9 +40,11 @@ func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv:
         return resetAfterPasswordModule(handle, options: options, log: log)
     }
     let scope: ScopeDecision, userName: [UInt8], target: (uid: UInt32, name: [UInt8])?, session: CallerSession
+    let socketAgentProgram: [UInt8]?
     switch callScope(handle, options: options, log: &log) {
     case .decided(let end): return end
-    case .acting(let decision, let name, let found, let caller): (scope, userName, target, session) = (decision, name, found, caller)
+    case .acting(let decision, let name, let found, let caller, let agentProgram):
+        (scope, userName, target, session, socketAgentProgram) = (decision, name, found, caller, agentProgram)
     }
     let service = handle.service
     let tty = handle.tty
@@ -79,17 +81,24 @@ func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv:
     var request = Request(scope: scope, userName: userName, user: user, service: service, tty: tty, remoteHost: remoteHost,
                           mode: mode, silent: flags & PAMValue.silentFlag != 0)
     request.session = session.name
-    request.callerActsForAName = Syscalls.realUserID() == 0
+    // A root caller acts for whatever name it was given, except polkit's
+    // socket-activated helper, whose agent is the account's own (scope):
+    // the agent stands for the caller there, as the setuid helper's real
+    // uid does, and hears why the reader is not used.
+    request.callerActsForAName = Syscalls.realUserID() == 0 && socketAgentProgram == nil
     // polkit's dialogs whose agent takes the verdict while prompting: the
     // password prompt stays open while the reader waits (touch or type).
     request.promptStaysOpen = AdministratorDialog.promptStaysOpen(service: service, mode: mode, ownProgram: Syscalls.ownProgram(),
-                                                                  agentProgram: Syscalls.parentProgram())
+                                                                  agentProgram: socketAgentProgram ?? Syscalls.parentProgram())
     // A person at the program's own terminal: the module reads the keys
     // while the reader waits (touch or type), and puts the terminal back.
     let keyboard = TerminalKeyboard()
     defer { keyboard.end() }
     let openPrompt = request.promptStaysOpen ? OpenPrompt(handle: handle) : OpenPrompt()
-    var engine = makeTerminalEngine(options, RequestFacts(mode: mode, tty: tty, remoteHost: remoteHost, requestingUser: requestingUser),
+    var facts = RequestFacts(mode: mode, tty: tty, remoteHost: remoteHost, requestingUser: requestingUser)
+    // The seat rules look at the agent's session where the agent asks.
+    if socketAgentProgram != nil { facts.sessionID = session.name }
+    var engine = makeTerminalEngine(options, facts,
                                     conversation: PAMPrompter(handle: handle), keyboard: keyboard, openPrompt: openPrompt,
                                     promptStaysOpen: request.promptStaysOpen, log: log)
     let passcode = SecretBuffer()
@@ -141,8 +150,9 @@ enum CallScope {
     /// Nothing more to do: the PAM code to return (no user, out of scope).
     case decided(Int32)
     /// The module acts: the decision, the target as PAM named it, the
-    /// account if it exists, and the caller's logind session.
-    case acting(ScopeDecision, [UInt8], (uid: UInt32, name: [UInt8])?, CallerSession)
+    /// account if it exists, the caller's logind session, and in polkit's
+    /// socket-activated helper the agent's program.
+    case acting(ScopeDecision, [UInt8], (uid: UInt32, name: [UInt8])?, CallerSession, [UInt8]?)
 }
 
 func callScope(_ handle: PAMHandle, options: Options, log: inout PAMLog) -> CallScope {
@@ -153,16 +163,24 @@ func callScope(_ handle: PAMHandle, options: Options, log: inout PAMLog) -> Call
     case .failed(let code): return .decided(code.rawValue)
     }
     let target = Syscalls.lookupUser(userName)
-    let session = LogindSession.caller()
-    let facts = ScopeFacts(service: service, callerUID: Syscalls.realUserID(), targetUID: target?.uid, targetName: userName,
+    let callerUID = Syscalls.realUserID()
+    var session = LogindSession.caller()
+    var agent: PolkitAgent? = nil
+    if callerUID == 0 && Scope.isPolkit(service) {
+        // polkit's socket-activated helper: the agent on its standard input
+        // asks, from the agent's session (the helper itself is in none).
+        agent = PolkitAgent.onStandardInput()
+        session = agent?.session ?? .none
+    }
+    let facts = ScopeFacts(service: service, callerUID: callerUID, targetUID: target?.uid, targetName: userName,
                            requestingUser: handle.requestingUser, remoteHost: handle.remoteHost,
-                           localHostName: Syscalls.hostName(), sessionIsRemote: session.isRemote)
+                           localHostName: Syscalls.hostName(), sessionIsRemote: session.isRemote, polkitAgentUID: agent?.uid)
     let scope = Scope.decide(facts, options: options)
     if case .outOfScope = scope {
         log.log(.debug, "out of scope for service \(printableText(service)); ignoring")
         return .decided(ResultTable.pamCode(for: .outOfScope).rawValue)
     }
-    return .acting(scope, userName, target, session)
+    return .acting(scope, userName, target, session, agent?.program)
 }
 
 /// What the stack line may tell the helper: presentation only.

@@ -6,9 +6,10 @@ import LocalAuth
 /// would be in scope.
 final class ScopeTests: XCTestCase {
     func facts(service: String = "sudo", caller: UInt32 = 1000, target: UInt32? = 1000, name: String = "alice",
-               ruser: String = "", rhost: String = "", hostName: String = "workstation", remote: Bool? = nil) -> ScopeFacts {
+               ruser: String = "", rhost: String = "", hostName: String = "workstation", remote: Bool? = nil,
+               agent: UInt32? = nil) -> ScopeFacts {
         ScopeFacts(service: bytes(service), callerUID: caller, targetUID: target, targetName: bytes(name), requestingUser: bytes(ruser),
-                   remoteHost: bytes(rhost), localHostName: bytes(hostName), sessionIsRemote: remote)
+                   remoteHost: bytes(rhost), localHostName: bytes(hostName), sessionIsRemote: remote, polkitAgentUID: agent)
     }
 
     func decide(_ facts: ScopeFacts, _ options: Options = Options()) -> ScopeDecision { Scope.decide(facts, options: options) }
@@ -52,6 +53,36 @@ final class ScopeTests: XCTestCase {
         XCTAssertEqual(decide(facts(service: "polkit-1", caller: 0, target: 1000, ruser: "alice")), .outOfScope(.requester))
         XCTAssertEqual(decide(facts(service: "polkit-1", caller: 0, target: nil, name: "nosuch")), .outOfScope(.requester))
         XCTAssertEqual(decide(facts(service: "login", caller: 0, target: 1000)), .inScope)
+    }
+
+    /// polkit 127 and later: the root helper stands for the agent on its
+    /// socket, and only when that agent's real uid is the account's; its
+    /// session's remoteness is the caller's. A row per (agent uid, target,
+    /// PAM_RUSER, the agent's session remote) and the decision.
+    func testPolkitsSocketHelperStandsForAnAgentOfTheAccount() {
+        let rows: [(agent: UInt32?, target: UInt32?, ruser: String, remote: Bool?, decision: ScopeDecision)] = [
+            (1000, 1000, "alice", false, .inScope),            // the person at this seat, for their own account
+            (1000, 1000, "alice", nil, .inScope),              // no logind: the seat rules do not apply, as elsewhere
+            (1000, 1000, "", false, .inScope),
+            (1000, 1000, "alice", true, .outOfScope(.remote)), // an agent in an ssh session (pkttyagent over ssh)
+            (1001, 1000, "alice", false, .outOfScope(.requester)),  // bob's agent asking for alice's account
+            (nil, 1000, "alice", false, .outOfScope(.requester)),   // the agent could not be told
+            (0, 1000, "alice", false, .outOfScope(.requester)),     // a root agent stands for nobody in particular
+            (0, 0, "root", false, .outOfScope(.requester)),
+            (1000, nil, "nosuch", false, .outOfScope(.requester)),  // no such account: as any other refusal (R14)
+            (1000, 1000, "bob", false, .outOfScope(.requester)),    // PAM_RUSER naming someone else
+        ]
+        for row in rows {
+            let asked = facts(service: "polkit-1", caller: 0, target: row.target, name: row.target == nil ? "nosuch" : "alice",
+                              ruser: row.ruser, remote: row.remote, agent: row.agent)
+            XCTAssertEqual(decide(asked), row.decision, "\(row)")
+        }
+        // The agent's uid matters only to polkit's root helper.
+        XCTAssertEqual(decide(facts(service: "polkit-1", caller: 1000, target: 1000, agent: 1001)), .inScope)
+        XCTAssertEqual(decide(facts(service: "sudo", caller: 0, target: 1000, agent: 1001)), .inScope)
+        var options = Options()
+        options.services.removeAll { $0 == bytes("polkit-1") }
+        XCTAssertEqual(decide(facts(service: "polkit-1", caller: 0, target: 1000, agent: 1000), options), .outOfScope(.service))
     }
 
     func testOtherServicesAreNot() {
