@@ -262,6 +262,8 @@ install: module cli
 	test -e $(DESTDIR)$(SYSCONFDIR)/security/localauth.conf || \
 		install -m 0644 config/localauth.conf $(DESTDIR)$(SYSCONFDIR)/security/localauth.conf
 	install -m 0644 config/pam-auth-update.localauth $(DESTDIR)/usr/share/pam-configs/localauth
+	install -D -m 0644 packaging/polkit-agent-helper-localauth.conf \
+		$(DESTDIR)/usr/lib/systemd/system/polkit-agent-helper@.service.d/50-localauth.conf
 	install -m 0644 man/localauth.1 $(DESTDIR)$(PREFIX)/share/man/man1/localauth.1
 	install -m 0644 man/localauth.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/localauth.conf.5
 	install -m 0644 man/pam_localauth.8 $(DESTDIR)$(PREFIX)/share/man/man8/pam_localauth.8
@@ -288,7 +290,9 @@ uninstall:
 	rm -f $(DESTDIR)$(PAMDIR)/pam_localauth.so $(DESTDIR)$(SYSCONFDIR)/pam.d/localauth-passcode \
 		$(DESTDIR)$(PREFIX)/bin/localauth $(DESTDIR)/usr/share/pam-configs/localauth \
 		$(DESTDIR)$(PREFIX)/share/man/man1/localauth.1 $(DESTDIR)$(PREFIX)/share/man/man5/localauth.conf.5 \
-		$(DESTDIR)$(PREFIX)/share/man/man8/pam_localauth.8
+		$(DESTDIR)$(PREFIX)/share/man/man8/pam_localauth.8 \
+		$(DESTDIR)/usr/lib/systemd/system/polkit-agent-helper@.service.d/50-localauth.conf
+	-rmdir $(DESTDIR)/usr/lib/systemd/system/polkit-agent-helper@.service.d
 
 clean:
 	rm -rf .build

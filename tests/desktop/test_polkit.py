@@ -1,7 +1,9 @@
-"""polkit end to end: the real polkitd 122, the real setuid
-polkit-agent-helper-1, `pkexec` and the text agent `pkttyagent`, with the
-stack pam-auth-update writes from the package's profile (the module, then
-pam_unix), against the fprintd rig.
+"""polkit end to end: the real polkitd (122 on Debian 12, 126 on 13: the
+setuid polkit-agent-helper-1; 128 on 14: the helper started per
+connection to its socket, in its sandbox, tests/support/polkit_socket.py),
+`pkexec` and the text agent `pkttyagent`, with the stack pam-auth-update
+writes from the package's profile (the module, then pam_unix), against the
+fprintd rig.
 
 The world (tests/support/private_world.py) binds the rig's directory over /run/dbus,
 so every program in it, polkitd included, finds the rig's bus at the system
@@ -46,6 +48,7 @@ import pytest
 from fprint_rig import BusMonitor
 from desktop import TmuxDesk
 from pamenv import BUILD
+from polkit_socket import AgentHelperSocket, socket_activated
 from lockers import Xvfb, process_description, user_processes, wait_for
 from sentences import LOCKED
 from worlds import shared_rig, shared_world
@@ -78,14 +81,25 @@ def run_polkitd(world):
     world.write_profile_common_auth()
     shutil.copy("/etc/pam.d/sudo", world.pamd / "sudo")
     log = open(world.base / "polkitd.log", "w")
-    polkitd = subprocess.Popen(world.argv(POLKITD, "--no-debug"), env=world.env(), stdout=log,
+    # polkitd 127 and later log the agents' registrations only from level
+    # info up (the tests wait for them); 122 logs them always.
+    options = subprocess.run([POLKITD, "--help"], capture_output=True, text=True).stdout
+    levels = ["--log-level=info"] if "--log-level" in options else []
+    polkitd = subprocess.Popen(world.argv(POLKITD, "--no-debug", *levels), env=world.env(), stdout=log,
                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    # polkit 127 and later: the agent helper is started per connection to
+    # its socket, in its sandbox (tests/support/polkit_socket.py).
+    listener = None
     try:
         wait_for(lambda: world.rig.ctl.has_owner("org.freedesktop.PolicyKit1") or polkitd.poll() is not None,
                  what="polkitd on the bus")
         assert polkitd.poll() is None, (world.base / "polkitd.log").read_text()
+        if socket_activated():
+            listener = AgentHelperSocket(world)
         yield
     finally:
+        if listener:
+            listener.close()
         polkitd.kill()
         polkitd.wait()
         log.close()
@@ -115,7 +129,7 @@ class Desktop(TmuxDesk):
             wait_for(lambda: any("Registered Authentication Agent" in line for line in self.world.syslog.since(mark)),
                      what="the agent registered with polkitd")
         except AssertionError as error:
-            raise AssertionError(f"{error}; the agent shows: {self.agent()[-10:]}; syslog: {self.world.syslog.since(mark)[-8:]}") from None
+            raise AssertionError(f"{error}; the agent shows: {self.agent()[-10:]}; syslog: {self.world.syslog.since(mark)[-8:]}; polkitd: {(self.world.base / 'polkitd.log').read_text()[-1500:]}") from None
         return self
 
     def agent(self):
@@ -313,8 +327,21 @@ def dialog_lines(desk, since=0):
 
 
 def helpers_gone():
-    """No polkit-agent-helper-1 left (setuid: its real uid is the user's)."""
-    return not any("/polkit-agent-helper-1 " in process_description(pid) for pid in user_processes(UID))
+    """No polkit-agent-helper-1 left: the setuid one (polkit 126 and
+    earlier) runs with the user's real uid, the socket-activated one as
+    root."""
+    processes = user_processes(UID) + user_processes(0) if socket_activated() else user_processes(UID)
+    return not any(command_name(pid) == "polkit-agent-he" for pid in processes)
+
+
+def command_name(pid):
+    """The process's comm (15 characters): its program's, not an argument
+    naming the helper (the socket's listener carries the helper's path)."""
+    try:
+        with open(f"/proc/{pid}/comm") as comm:
+            return comm.read().strip()
+    except OSError:
+        return None
 
 
 def test_dialog_a_touch_completes_it_with_nothing_typed(dialog, world, rig):
@@ -437,7 +464,14 @@ def test_dialog_cancel_with_fprintd_hung_ends_the_helper_at_its_deadline(dialog,
     """The agent waits for the helper to end after Cancel (GNOME Shell's
     whole shell meanwhile): with fprintd hung, the helper does not wait for
     it to prove no finger was judged, but ends within its short deadline,
-    with the attempt still counted (it cannot be proved unjudged)."""
+    with the attempt still counted (it cannot be proved unjudged).
+
+    polkit 127 and later: the agent cannot signal a helper that runs as
+    root; it closes the connection and waits for nothing. The helper reads
+    the end of its input as the cancel and ends once fprintd's answers to
+    the stop are overdue (5 s) and its release call has timed out (5 s
+    more), the attempt counted all the same. The dialog is long closed by
+    then; only the hung reader waits."""
     with BusMonitor(rig) as bus:
         run = dialog.pkexec()
         dialog.wait_text("agent", DIALOG_PROMPT)
@@ -449,8 +483,9 @@ def test_dialog_cancel_with_fprintd_hung_ends_the_helper_at_its_deadline(dialog,
     os.kill(rig.fprintd_pid, signal.SIGSTOP)
     try:
         dialog.keys("agent", "cancel")
-        # fprintd's calls time out after 5 s each; the helper's deadline is 0.5 s.
-        wait_for(helpers_gone, timeout=4, what="the agent helper gone while fprintd is hung")
+        # fprintd's calls time out after 5 s each; the helper's deadline is
+        # 0.5 s (socket-activated: the stop's and the release's 5 s each).
+        wait_for(helpers_gone, timeout=13 if socket_activated() else 4, what="the agent helper gone while fprintd is hung")
         dialog.wait_text("agent", "DIALOG-CLOSED", timeout=4)
     finally:
         os.kill(rig.fprintd_pid, signal.SIGCONT)

@@ -382,3 +382,32 @@ def test_install_enable_authenticate_upgrade_remove_purge(root):
     assert root.stacks_naming_the_module() == []
     assert root.run(f"grep -r -l -E '{NAMES_MODULE}' /etc || true").stdout.split() == []
     assert root.run("grep -r -l /usr/share/localauth /etc/pam.d || true").stdout.split() == []
+
+
+POLKIT_HELPER_UNIT = Path("/usr/lib/systemd/system/polkit-agent-helper@.service")
+
+
+def test_the_polkit_drop_in_keeps_the_state_directory_writable(tmp_path):
+    """polkit 127 and later run their agent helper in a read-only sandbox:
+    the package's drop-in for that unit keeps the module's default state
+    directory writable (declared in Options.swift), and, where the unit
+    ships (Debian 14's polkitd), systemd reads the drop-in without a
+    complaint (a misspelled copy is reported, so the check reads it)."""
+    default = re.search(r'public var stateDir: \[UInt8\] = literalBytes\("([^"]+)"\)',
+                        (ROOT / "Sources/LocalAuth/Options.swift").read_text()).group(1)
+    drop_in = (ROOT / "packaging/polkit-agent-helper-localauth.conf").read_text()
+    assert re.search(rf"^ReadWritePaths=-?{re.escape(default)}$", drop_in, re.M), drop_in
+    if not POLKIT_HELPER_UNIT.exists():
+        return   # polkit 126 and earlier: a setuid helper, no unit to check against
+    units = tmp_path / "units"
+    (units / f"{POLKIT_HELPER_UNIT.name}.d").mkdir(parents=True)
+    shutil.copy(POLKIT_HELPER_UNIT, units)
+
+    def verify(text):
+        (units / f"{POLKIT_HELPER_UNIT.name}.d/50-localauth.conf").write_text(text)
+        result = subprocess.run(["systemd-analyze", "verify", "polkit-agent-helper@1.service"], capture_output=True,
+                                text=True, env=dict(os.environ, SYSTEMD_UNIT_PATH=f"{units}:"))
+        return result.returncode, result.stdout + result.stderr
+    assert verify(drop_in) == (0, "")
+    code, said = verify(drop_in.replace("ReadWritePaths=", "ReadWritePath="))
+    assert "Unknown key 'ReadWritePath'" in said, said
