@@ -3,9 +3,9 @@
 // one instance per connection, with the agent's connection as its standard
 // input. What the module may believe about the agent (its real uid, its
 // logind session, its program) is read by pid, and a pid names the agent
-// only while the agent lives: so the process is held by a pidfd, and every
-// fact read by pid counts only if that pidfd still shows it alive after the
-// last read.
+// only while the agent lives: so the process is held by a pidfd (from the
+// kernel, SO_PEERPIDFD), and every fact read by pid counts only if that
+// pidfd still shows it running after the last read.
 import CLibc
 import LocalAuth
 
@@ -19,27 +19,19 @@ public struct SocketPeer: ~Copyable {
 
     /// The agent's process, or nil when standard input is no connected
     /// AF_UNIX socket or its peer cannot be held. SO_PEERPIDFD (Linux 6.5
-    /// and later) gives the connecting process itself. Before, the pid the
-    /// kernel recorded at connect time is opened as a pidfd; a process that
-    /// took that pid over after the agent exited started after the
-    /// connection, and so after this helper (socket activation starts it
-    /// for an accepted connection): a peer younger than this process is
-    /// refused.
+    /// and later) gives the connecting process itself, while it lives.
+    /// Nothing else is tried: the pid the kernel recorded at connect time
+    /// may name another process by the time it is opened (a peer that
+    /// connected and exited makes SO_PEERPIDFD fail on purpose), and polkit
+    /// 127 and later run on kernels that have the option. No pidfd: out of
+    /// scope, the password line decides.
     public static func onStandardInput() -> SocketPeer? {
         guard la_socket_domain(0) == unixDomain else { return nil }
         var pid: Int32 = 0
         var effectiveUID: UInt32 = 0
         guard la_peer_credentials(0, &pid, &effectiveUID) == 0, pid > 0 else { return nil }
-        var pidfd = la_peer_pidfd(0)
-        if pidfd < 0 {
-            pidfd = la_pidfd_open(pid)
-            guard pidfd >= 0 else { return nil }
-            guard let peerStart = Syscalls.processStartTime(pid), let ownStart = Syscalls.procSelfStatField(22),
-                  peerStart <= ownStart else {
-                Syscalls.close(pidfd)
-                return nil
-            }
-        }
+        let pidfd = la_peer_pidfd(0)
+        guard pidfd >= 0 else { return nil }
         return SocketPeer(pid: pid, pidfd: pidfd)
     }
 
@@ -63,21 +55,14 @@ public struct SocketPeer: ~Copyable {
         Syscalls.programLink(Array("/proc/\(pid)/exe".utf8))
     }
 
-    /// Whether the process held is still alive, so that what was read by
-    /// its pid was read of it. Call after the last read.
+    /// Whether the process held still runs (not exited, not a zombie), so
+    /// that what was read by its pid was read of it. Call after the last
+    /// read.
     public func stillAlive() -> Bool {
-        la_pidfd_alive(pidfd) == 0
+        la_pidfd_running(pidfd) != 0
     }
 
     deinit {
         Syscalls.close(pidfd)
-    }
-}
-
-extension Syscalls {
-    /// Field 22 of /proc/PID/stat: when the process started, in clock ticks
-    /// after boot.
-    static func processStartTime(_ pid: Int32) -> Int? {
-        procStatField(Array("/proc/\(pid)/stat".utf8), 22)
     }
 }

@@ -6,9 +6,14 @@
 import LocalAuth
 
 extension FileStateStore {
+    /// The privilege is asked only of a filesystem gone read-only, the one
+    /// case where it matters: its probe (syslog(2)) is outside the system
+    /// calls a sandboxed service may make (polkit 127's agent helper, whose
+    /// filter would kill the process for it), and a sandbox's read-only
+    /// view of a writable filesystem is no such case.
     public func storageFacts() -> StorageFacts {
-        StorageFacts(readOnlyFilesystem: SystemPrivilege.readOnlyFilesystem(holding: directoryPath),
-                     systemPrivileged: SystemPrivilege.isSystemPrivileged())
+        let readOnly = SystemPrivilege.readOnlyFilesystem(holding: directoryPath)
+        return StorageFacts(readOnlyFilesystem: readOnly, systemPrivileged: readOnly && SystemPrivilege.isSystemPrivileged())
     }
 }
 

@@ -19,12 +19,12 @@ public struct PolkitAgent {
     /// Its executable (what the dialog agents' table matches).
     public var program: [UInt8]
 
-    /// The agent, or nil when standard input is no socket whose peer can
-    /// be held, or the peer was gone before everything about it was read
-    /// (its pid may then name another process). One package serves systems
-    /// with and without `sd_pidfd_get_session` (systemd 253): the session
-    /// is looked up by pid and counts because the pidfd shows the same
-    /// process alive after the lookup.
+    /// The agent, or nil when standard input is no socket whose peer the
+    /// kernel hands over as a pidfd, or the peer was gone before everything
+    /// about it was read (its pid may then name another process). One
+    /// package serves systems with and without `sd_pidfd_get_session`
+    /// (systemd 253): the session is looked up by pid and counts because
+    /// the pidfd shows the same process running after the lookup.
     public static func onStandardInput() -> PolkitAgent? {
         guard let peer = SocketPeer.onStandardInput(), let uid = peer.realUID() else { return nil }
         let session = LogindSession.of(pid: peer.pid)

@@ -566,3 +566,31 @@ def test_lxpolkit_a_password_typed_while_the_reader_waits(lxpolkit, world, rig):
     wait_for(lambda: not lxpolkit_dialog_up(lxpolkit), what="the dialog closed")
     assert world.counts(UID) == (0, 0)
     rig.wait_until_claimable(USER, timeout=10)
+
+
+# ---- polkit 127 and later: the helper started per connection, as root ------
+
+@pytest.mark.skipif(not socket_activated(), reason="polkit 127 and later (Debian 14: make test-releases)")
+def test_a_peer_gone_before_the_stack_runs_stands_for_nobody(world, rig):
+    """A client of the socket that names the user and exits at once: the
+    helper, started for its connection, runs the stack after the peer is
+    gone, so nothing tells who asked (a pid alone may name another process
+    by then). The module steps aside, the password line meets a closed
+    connection, and nothing is charged. (Here the gone peer's /proc entry
+    is missing too; a pid taken over by another process, which only the
+    pidfd from the kernel catches, cannot be arranged on demand.)"""
+    world.clear_state()
+    world.password_entered(USER)
+    world.write_config(["debug"])
+    mark = world.syslog.mark()
+    try:
+        client = ("import socket; s = socket.socket(socket.AF_UNIX); s.connect('/run/polkit/agent-helper.socket'); "
+                  f"s.sendall(b'{USER}\\n1-not-a-cookie\\n')")
+        subprocess.run(world.argv("/usr/bin/python3", "-c", client, uid=UID), env=world.env(USER), check=True, timeout=30)
+        wait_for(lambda: any("pam_localauth(polkit-1:auth): out of scope" in line for line in world.syslog.since(mark)),
+                 what="the module stepping aside for the gone peer")
+        wait_for(helpers_gone, what="the helper gone")
+    finally:
+        world.write_config([])
+    assert world.counts(UID) == (0, 0)
+    assert not any("fingerprint" in line for line in world.syslog.since(mark)), world.syslog.since(mark)

@@ -11,14 +11,18 @@ root inside the world. Each instance enters the sandbox first
 (polkit-sandbox.sh, written by AgentHelperSocket): a mount namespace of its
 own where every filesystem is read-only but /dev, /proc and /sys
 (ProtectSystem=strict), a private /tmp (PrivateTmp=yes), the environment
-cleared but PATH and LANG, and writable only what localauth's drop-in
+cleared but PATH and LANG, standard error on the connection (the unit
+leaves it to inherit the socket), and writable only what localauth's drop-in
 (packaging/polkit-agent-helper-localauth.conf) lists in ReadWritePaths:
 the state directory, which is this world's own in the tests (the
 /var/lib/localauth of the drop-in is translated to it). The helper has no
-PAM_TTY and no PAM_RHOST there, as under systemd. Not reproduced: the
-network, device and system-call filters (the module needs none of what
-they take away; the real unit is checked with systemd-analyze verify in
-tests/package)."""
+PAM_TTY and no PAM_RHOST there, as under systemd. logind is the suite's
+mock (tests/support/logind_mock.py), with the agents in session cgroups of
+its making. Not reproduced: the network, device and system-call filters
+(the module needs none of what they allow it; its one call outside
+@system-service, syslog(2), is made only for a disk gone read-only, which
+a sandbox's view is not; the drop-in is checked with systemd-analyze verify
+in tests/package)."""
 import os
 import re
 import shutil
@@ -77,7 +81,9 @@ class AgentHelperSocket:
             # Then the writable paths, bound back read-write.
             + "".join(f"mkdir -p '{path}'\nmount --bind --no-canonicalize /proc/$$/fd/{3 + index} '{path}'\n"
                       f"mount -o remount,bind,rw '{path}'\nexec {3 + index}<&-\n" for index, path in enumerate(writable))
-            + "umask 077\n"
+            # StandardError is not set in the unit: it inherits the
+            # socket, so anything written there reaches the agent.
+            + "umask 077\nexec 2>&1\n"
             'exec env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C "$@"\n')
         os.makedirs(os.path.dirname(SOCKET), exist_ok=True)
         activate = shutil.which("systemd-socket-activate")

@@ -123,18 +123,22 @@ static inline int la_default_signal(int sig) { return signal(sig, SIG_DFL) == SI
 static inline int la_ignore_signal(int sig) { return signal(sig, SIG_IGN) == SIG_ERR ? -1 : 0; }
 /* The process at the other end of a connected socket (polkit's
    socket-activated agent helper, whose standard input is the agent's
-   connection). SO_PEERPIDFD is Linux 6.5's (its number is 77 wherever
-   asm-generic's socket numbers apply, x86_64 and aarch64 among them);
-   before, the call fails with ENOPROTOOPT. */
-#ifndef SO_PEERPIDFD
+   connection). SO_PEERPIDFD is Linux 6.5's; its number is 77 on x86_64 and
+   aarch64 (asm-generic's), and it is left undefined elsewhere, where the
+   call then fails. */
+#if !defined(SO_PEERPIDFD) && (defined(__x86_64__) || defined(__aarch64__))
 #define SO_PEERPIDFD 77
 #endif
-int la_peer_credentials(int fd, int *pid, unsigned *uid);
+#ifdef SO_PEERPIDFD
 static inline int la_peer_pidfd(int fd) { int pidfd = -1; socklen_t size = sizeof pidfd; return getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &size) == 0 ? pidfd : -1; }
+#else
+static inline int la_peer_pidfd(int fd) { (void)fd; errno = ENOPROTOOPT; return -1; }
+#endif
+int la_peer_credentials(int fd, int *pid, unsigned *uid);
 static inline int la_socket_domain(int fd) { int domain = -1; socklen_t size = sizeof domain; return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &size) == 0 ? domain : -1; }
-static inline int la_pidfd_open(int pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
-/* Signal 0 through a pidfd: 0 while that very process lives (a pid, once
-   its process is gone, may name another; a pidfd never does). */
-static inline int la_pidfd_alive(int pidfd) { return (int)syscall(SYS_pidfd_send_signal, pidfd, 0, (void *)0, 0); }
+/* Whether the process a pidfd holds still runs: its pidfd turns readable
+   once it has exited, zombie or reaped (a pid, once its process is gone,
+   may name another; a pidfd never does). */
+static inline int la_pidfd_running(int pidfd) { struct pollfd watch = { .fd = pidfd, .events = POLLIN, .revents = 0 }; return poll(&watch, 1, 0) == 0; }
 
 #endif
