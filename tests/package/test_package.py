@@ -221,8 +221,8 @@ class ThrowawayRoot:
             mounts.append("rm -rf " + " ".join(f"{self.root}{path}" for path in OURS_ON_HOST))
             self.fresh = False
         setup = "set -e\n" + "\n".join(mounts) + f'\nexec chroot {self.root} /bin/sh -ec "$1"'
-        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C.UTF-8",
-               "HOME": "/root"}
+        env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND": "noninteractive",
+               "LC_ALL": "C.UTF-8", "HOME": "/root"}
         result = subprocess.run(["unshare", "--mount", "--propagation", "private", "bash", "-c", setup, "bash", script],
                                 capture_output=True, text=True, env=env, timeout=600, stdin=subprocess.DEVNULL)
         if check:
