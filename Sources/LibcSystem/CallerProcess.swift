@@ -36,18 +36,13 @@ extension Syscalls {
 
     /// A numeric field of /proc/self/stat, numbered as in proc(5).
     static func procSelfStatField(_ number: Int) -> Int? {
-        procStatField(literalBytes("/proc/self/stat"), number)
-    }
-
-    /// A numeric field of a /proc/PID/stat file, numbered as in proc(5).
-    static func procStatField(_ path: [UInt8], _ number: Int) -> Int? {
-        guard number >= 3, let fd = try? open(at: nil, path, flags: O_RDONLY) else { return nil }
+        guard number >= 3, let fd = try? open(at: nil, literalBytes("/proc/self/stat"), flags: O_RDONLY) else { return nil }
         defer { close(fd) }
         // The command name (field 2) may hold spaces; fields resume after its ")".
         guard let text = try? readAll(fd, limit: 4096), let closing = text.lastIndex(of: 0x29), closing + 2 < text.count else { return nil }
         let fields = splitBytes(text[(closing + 2)...], on: 0x20)
         guard fields.count > number - 3 else { return nil }
-        return parseDecimal(trimmedSpaces(fields[number - 3]), limit: 999_999_999_999)
+        return parseDecimal(trimmedSpaces(fields[number - 3]), limit: Int(Int32.max))
     }
 
     /// The number of threads of this process (field 20 of /proc/self/stat).

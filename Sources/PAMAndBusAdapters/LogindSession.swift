@@ -28,7 +28,7 @@ public enum LogindSession {
         withSession(of: pid) { name in
             let remote = sd_session_is_remote(name)
             return CallerSession(name: Syscalls.bytes(ofCString: name, limit: 64), isRemote: remote < 0 ? nil : remote > 0)
-        } ?? CallerSession(name: [], isRemote: nil)
+        } ?? .none
     }
 
     /// True when logind calls the caller's session remote; nil when there is

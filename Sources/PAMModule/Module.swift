@@ -164,14 +164,11 @@ func callScope(_ handle: PAMHandle, options: Options, log: inout PAMLog) -> Call
     }
     let target = Syscalls.lookupUser(userName)
     let callerUID = Syscalls.realUserID()
-    var session = LogindSession.caller()
-    var agent: PolkitAgent? = nil
-    if callerUID == 0 && Scope.isPolkit(service) {
-        // polkit's socket-activated helper: the agent on its standard input
-        // asks, from the agent's session (the helper itself is in none).
-        agent = PolkitAgent.onStandardInput()
-        session = agent?.session ?? .none
-    }
+    // polkit's socket-activated helper: the agent on its standard input
+    // asks, from the agent's session (the helper itself is in none).
+    let inPolkitsSocketHelper = callerUID == 0 && Scope.isPolkit(service)
+    let agent = inPolkitsSocketHelper ? PolkitAgent.onStandardInput() : nil
+    let session = inPolkitsSocketHelper ? agent?.session ?? .none : LogindSession.caller()
     let facts = ScopeFacts(service: service, callerUID: callerUID, targetUID: target?.uid, targetName: userName,
                            requestingUser: handle.requestingUser, remoteHost: handle.remoteHost,
                            localHostName: Syscalls.hostName(), sessionIsRemote: session.isRemote, polkitAgentUID: agent?.uid)

@@ -49,7 +49,7 @@ from fprint_rig import BusMonitor
 from desktop import TmuxDesk
 from pamenv import BUILD
 from polkit_socket import AgentHelperSocket, socket_activated
-from lockers import Xvfb, process_description, user_processes, wait_for
+from lockers import Xvfb, process_description, processes_named, user_processes, wait_for
 from sentences import LOCKED
 from worlds import shared_rig, shared_world
 
@@ -330,18 +330,10 @@ def helpers_gone():
     """No polkit-agent-helper-1 left: the setuid one (polkit 126 and
     earlier) runs with the user's real uid, the socket-activated one as
     root."""
-    processes = user_processes(UID) + user_processes(0) if socket_activated() else user_processes(UID)
-    return not any(command_name(pid) == "polkit-agent-he" for pid in processes)
-
-
-def command_name(pid):
-    """The process's comm (15 characters): its program's, not an argument
-    naming the helper (the socket's listener carries the helper's path)."""
-    try:
-        with open(f"/proc/{pid}/comm") as comm:
-            return comm.read().strip()
-    except OSError:
-        return None
+    owners = (UID, 0) if socket_activated() else (UID,)
+    # By its comm, not its command line: the socket's listener carries the
+    # helper's path as an argument.
+    return not any(processes_named("polkit-agent-he", owner) for owner in owners)
 
 
 def test_dialog_a_touch_completes_it_with_nothing_typed(dialog, world, rig):

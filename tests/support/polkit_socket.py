@@ -29,6 +29,7 @@ import shutil
 import stat
 import subprocess
 
+from fprint_rig import stop_process
 from lockers import wait_for
 from pamenv import ROOT
 
@@ -99,12 +100,7 @@ class AgentHelperSocket:
         os.chmod(SOCKET, 0o666)
 
     def close(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc, term_timeout=10)
         self.log.close()
         if os.path.exists(SOCKET):
             os.unlink(SOCKET)
