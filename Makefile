@@ -199,6 +199,7 @@ test: unit-test integration-test release-test check-quick
 # on Debian 13; `make test-releases` runs what does not fit in CI.
 RELEASE ?= trixie
 RELEASE_TIER := tests/programs/test_real_programs.py tests/programs/test_doas.py tests/programs/test_lockers.py \
+	tests/programs/test_plasma6_lockscreen.py \
 	tests/desktop/test_polkit.py tests/desktop/test_gnome.py tests/desktop/test_display_managers.py \
 	tests/package/test_package.py
 .PHONY: release-test test-releases

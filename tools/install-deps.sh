@@ -49,18 +49,20 @@ release_packages() {
         case "$package" in
         # Building, and the tools that run on the host only.
         gcc|binutils|pkg-config|libpam0g-dev|libsystemd-dev|dpkg-dev|libpolkit-agent-1-dev|valgrind|mmdebstrap) ;;
-        # Plasma 5's greeter is gone after Debian 12; Plasma 6's goes into
-        # the release tier's desktop root, not this one.
-        libkscreenlocker5|plasma-workspace|qml-module-org-kde-kquickcontrolsaddons) ;;
+        # Plasma 5's greeter is gone after Debian 12 (Plasma 6's below).
+        libkscreenlocker5|qml-module-org-kde-kquickcontrolsaddons) ;;
         # Debian 13's archive has no Cinnamon, whose settings
         # cinnamon-screensaver needs to start (tests/support/releases.py).
         cinnamon-screensaver|cinnamon-common|gir1.2-cvc-1.0) ;;
         *) echo "$package" ;;
         esac
     done
-    # The release's own login-screen stack files (gdm-password,
-    # gdm-fingerprint), and what every root needs to run the suite.
-    printf '%s\n' gdm3 procps git
+    # Plasma 6's greeter and the lock screen it loads (plasma-desktop's
+    # shell package, with the QML modules that imports beyond
+    # plasma-workspace's); the release's own login-screen stack files
+    # (gdm-password, gdm-fingerprint); what every root needs to run the suite.
+    printf '%s\n' libkscreenlocker6 plasma-desktop-data qml6-module-qt5compat-graphicaleffects \
+        qml6-module-org-kde-kcmutils gdm3 procps git
 }
 case "${1:-all}" in
 build) packages=("${build[@]}") ;;

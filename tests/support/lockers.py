@@ -830,7 +830,7 @@ class KScreenLocker(Locker):
 
     def start(self):
         env = dict(self.world.env(self.user), DISPLAY=self.x.display, HOME=str(self.home), XDG_RUNTIME_DIR=str(self.home),
-                   QT_QPA_PLATFORM="xcb")
+                   QT_QPA_PLATFORM="xcb", QT_LOGGING_RULES="kscreenlocker_greet.debug=true")
         self.log = open(self.home / "greeter.log", "w")
         self.launch(session_bus(self.home) + [KSCREENLOCKER_GREET, "--testing"], env, stdout=self.log,
                     stderr=subprocess.STDOUT)
@@ -848,7 +848,10 @@ class KScreenLocker(Locker):
             if not helper_pids():
                 self.x.xdotool("key", "shift")    # the lock screen shows itself and starts PAM
             return False
-        wait_for(prompt_up, timeout=2 * STEP, what="the greeter's prompt")
+        try:
+            wait_for(prompt_up, timeout=2 * STEP, what="the greeter's prompt")
+        except AssertionError as error:
+            raise AssertionError(f"{error}\n{self.report()}") from None
         helper = helper_waiting_for_answer()
         before = bytes_read(helper)
         # The answer is in when the helper has read it (until then the
