@@ -338,7 +338,9 @@ class Swaylock(Locker):
         os.chmod(self.runtime, 0o700)
         os.chown(self.runtime, self.uid, self.uid)
         config = self.runtime / "sway.conf"
-        config.write_text("output HEADLESS-1 resolution 1024x768\n")
+        # No Xwayland (where it is installed, sway would start one on a
+        # display of the shared /tmp, left behind with its lock file).
+        config.write_text("output HEADLESS-1 resolution 1024x768\nxwayland disable\n")
         self.sway = subprocess.Popen(self.world.argv("sway", "-c", config, uid=self.uid), env=self.wayland_env(),
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(lambda: list(self.runtime.glob("wayland-?")), what="sway's socket")
