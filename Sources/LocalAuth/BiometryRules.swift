@@ -145,6 +145,24 @@ public enum BiometryRules {
         }
     }
 
+    /// The session a process in no login session stands in when it runs in
+    /// `account`'s own user manager (systemd's user@UID.service, where
+    /// GNOME's and Plasma's default sessions run the desktop's terminals,
+    /// apps and polkit agents): the account's one active local session on a
+    /// seat, as `sessions` (logind's list) shows it, and only while the
+    /// account has no remote session (an ssh login, open or closing, can
+    /// start processes in that same user manager). nil: none, and the
+    /// reader stays out. systemd and polkit take such a process for the
+    /// account's graphical session too; two active seats are no one seat.
+    public static func userManagerStandIn(_ sessions: [SessionFacts], account: UInt32) -> SessionFacts? {
+        var seated: [SessionFacts] = []
+        for session in sessions where session.uid == account {
+            if session.remote { return nil }
+            if session.active && !session.seat.isEmpty { seated.append(session) }
+        }
+        return seated.count == 1 ? seated[0] : nil
+    }
+
     /// Whether logind places the caller outside `user`'s own active local
     /// session on a seat (a login screen, a greeter, another user's or a
     /// remote session); false when logind is absent or did not answer.

@@ -20,12 +20,19 @@ public struct LogindSeat: SeatObserver {
 
     /// The session whose facts are asked for; nil: the caller's own.
     let sessionID: [UInt8]?
+    /// With an empty `sessionID`: the uid whose user manager that process
+    /// runs in (the caller's own is read when `sessionID` is nil).
+    let userManagerOwner: UInt32?
     /// The prompt's connection, shared with the reader: logind is asked
     /// before the reader is claimed and again when a match arrives.
     private let line: SharedSystemBus
+    /// At most this many sessions in logind's list are read; a longer list
+    /// is no answer.
+    static let sessionsRead = 256
 
-    public init(sessionID: [UInt8]? = nil, bus line: SharedSystemBus = SharedSystemBus()) {
+    public init(sessionID: [UInt8]? = nil, userManagerOwner: UInt32? = nil, bus line: SharedSystemBus = SharedSystemBus()) {
         self.sessionID = sessionID
+        self.userManagerOwner = userManagerOwner
         self.line = line
     }
 
@@ -57,16 +64,40 @@ public struct LogindSeat: SeatObserver {
         } else if !LogindSeat.isMissingProperty(lid.errorName) {
             return .unanswered
         }
-        guard let found else { return .seen(session: nil, lidClosed: lidClosed) }
+        guard let found else {
+            // In no session: a process of a user manager may stand in its
+            // account's own session.
+            let owner = id.isEmpty ? userManagerOwner ?? (sessionID == nil ? LogindSession.userManagerOwner(of: 0) : nil) : nil
+            guard let owner else { return .seen(session: nil, lidClosed: lidClosed) }
+            switch LogindSeat.standIn(for: owner, bus) {
+            case .answered(let session): return .seen(session: session, lidClosed: lidClosed)
+            case .unanswered: return .unanswered
+            }
+        }
         guard found.succeeded else {
             // logind knows no such session: the caller is in none it manages.
             return LogindSeat.isNoAnswer(found.errorName) ? .unanswered : .seen(session: nil, lidClosed: lidClosed)
         }
         guard let path = found.message?.readObjectPath(limit: 256) else { return .unanswered }
+        switch LogindSeat.facts(id: id, path: path, bus) {
+        case .answered(let session): return .seen(session: session, lidClosed: lidClosed)
+        case .unanswered: return .unanswered
+        }
+    }
+
+    /// A session's facts as logind answers (`answered(nil)`: it knows no
+    /// such session), or no answer.
+    enum SessionAnswer {
+        case answered(SessionFacts?)
+        case unanswered
+    }
+
+    /// The facts of the session at `path`.
+    static func facts(id: [UInt8], path: [UInt8], _ bus: SystemBus) -> SessionAnswer {
         let all = bus.call(destination: LogindSeat.name, path: path, interface: LogindSeat.properties, member: literalBytes("GetAll"),
                            arguments: [LogindSeat.sessionInterface])
         guard all.succeeded else {
-            return LogindSeat.isNoAnswer(all.errorName) ? .unanswered : .seen(session: nil, lidClosed: lidClosed)
+            return LogindSeat.isNoAnswer(all.errorName) ? .unanswered : .answered(nil)
         }
         let flagNames = [literalBytes("Active"), literalBytes("Remote"), literalBytes("LockedHint")]
         guard let read = all.message?.readProperties(flags: flagNames, namedPath: literalBytes("Seat"),
@@ -77,9 +108,28 @@ public struct LogindSeat: SeatObserver {
         guard flag("LockedHint") != nil else { return .unanswered }
         // A session whose activity or remoteness is not stated is not
         // taken for an active local one.
-        let session = SessionFacts(id: id, uid: uid, active: flag("Active") ?? false, remote: flag("Remote") ?? true,
-                                   seat: read.name ?? [], locked: flag("LockedHint") ?? false)
-        return .seen(session: session, lidClosed: lidClosed)
+        return .answered(SessionFacts(id: id, uid: uid, active: flag("Active") ?? false, remote: flag("Remote") ?? true,
+                                      seat: read.name ?? [], locked: flag("LockedHint") ?? false))
+    }
+
+    /// The session a process of `owner`'s user manager stands in: logind's
+    /// list, the facts of each of `owner`'s sessions, and the rule
+    /// (BiometryRules.userManagerStandIn). A session of theirs that cannot
+    /// be read is no answer: it could be the remote one.
+    static func standIn(for owner: UInt32, _ bus: SystemBus) -> SessionAnswer {
+        let list = bus.call(destination: LogindSeat.name, path: LogindSeat.managerPath, interface: LogindSeat.managerInterface,
+                            member: literalBytes("ListSessions"))
+        guard list.succeeded, let entries = list.message?.readSessionList(count: sessionsRead, limit: 256) else {
+            return .unanswered
+        }
+        var sessions: [SessionFacts] = []
+        for entry in entries where entry.uid == owner {
+            guard case .answered(let session?) = facts(id: entry.id, path: entry.path, bus), session.uid == owner else {
+                return .unanswered
+            }
+            sessions.append(session)
+        }
+        return .answered(BiometryRules.userManagerStandIn(sessions, account: owner))
     }
 
     /// No answer came: sd-bus's own errors for a call that timed out or a

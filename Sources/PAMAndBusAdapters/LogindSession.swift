@@ -6,10 +6,13 @@ import LibcSystem
 
 /// The caller's logind session, read once for a call: its name (empty
 /// without one) and whether logind calls it remote (nil: no logind, no
-/// session).
+/// session); without a session, the uid whose user manager the process runs
+/// in, if it does (the seat rules may then take the account's own session:
+/// BiometryRules.userManagerStandIn).
 public struct CallerSession: Sendable {
     public var name: [UInt8]
     public var isRemote: Bool?
+    public var userManagerOwner: UInt32? = nil
 
     /// No session.
     public static let none = CallerSession(name: [], isRemote: nil)
@@ -28,7 +31,19 @@ public enum LogindSession {
         withSession(of: pid) { name in
             let remote = sd_session_is_remote(name)
             return CallerSession(name: Syscalls.bytes(ofCString: name, limit: 64), isRemote: remote < 0 ? nil : remote > 0)
-        } ?? .none
+        } ?? CallerSession(name: [], isRemote: nil, userManagerOwner: userManagerOwner(of: pid))
+    }
+
+    /// The uid whose user manager (user@UID.service) process `pid` (0: this
+    /// one) runs in, by its cgroup: the uid is the slice's above the
+    /// manager, which root makes and no process of the user can leave for
+    /// another uid's; nil when it runs in no user manager.
+    public static func userManagerOwner(of pid: Int32) -> UInt32? {
+        var unit: UnsafeMutablePointer<CChar>? = nil
+        guard sd_pid_get_user_unit(pid, &unit) >= 0, let unit else { return nil }
+        Syscalls.release(unit)
+        var owner = uid_t(0)
+        return sd_pid_get_owner_uid(pid, &owner) >= 0 ? UInt32(owner) : nil
     }
 
     /// True when logind calls the caller's session remote; nil when there is

@@ -86,6 +86,25 @@ struct BusMessage {
         return Syscalls.bytes(ofCString: value, limit: limit)
     }
 
+    /// logind's `ListSessions` answer (`a(susso)`): each session's id, uid
+    /// and object path, each string at most `limit` bytes; nil when it is
+    /// not that or holds more than `count` (a list read in part could leave
+    /// out the session that matters).
+    func readSessionList(count: Int, limit: Int) -> [(id: [UInt8], uid: UInt32, path: [UInt8])]? {
+        guard sd_bus_message_enter_container(raw, typeCode("a"), "(susso)") > 0 else { return nil }
+        var sessions: [(id: [UInt8], uid: UInt32, path: [UInt8])] = []
+        while true {
+            var id: UnsafePointer<CChar>? = nil, user: UnsafePointer<CChar>? = nil
+            var seat: UnsafePointer<CChar>? = nil, path: UnsafePointer<CChar>? = nil
+            var uid: UInt32 = 0
+            let read = la_bus_read_session_entry(raw, &id, &uid, &user, &seat, &path)
+            if read == 0 { break }
+            guard read > 0, let id, let path, sessions.count < count else { return nil }
+            sessions.append((Syscalls.bytes(ofCString: id, limit: limit), uid, Syscalls.bytes(ofCString: path, limit: limit)))
+        }
+        return sessions
+    }
+
     /// A variant holding a boolean (a `Properties.Get` reply).
     func readVariantFlag() -> Bool? {
         var value: Int32 = 0

@@ -30,6 +30,9 @@ public struct RequestFacts {
     /// The logind session the seat rules look at, where it is not the
     /// caller's own (polkit's socket-activated helper: the agent's).
     public var sessionID: [UInt8]?
+    /// With an empty `sessionID`: the uid whose user manager that process
+    /// runs in, if it does (its account's session may stand in).
+    public var userManagerOwner: UInt32?
 
     public init(mode: InteractionMode, tty: [UInt8] = [], remoteHost: [UInt8] = [], requestingUser: [UInt8] = [],
                 channel: Int32? = nil, keyboard: TerminalKeyboard? = nil) {
@@ -62,7 +65,7 @@ public func makeSystemEngine<Conversation: Prompter, Store: StateStore, Log: Eve
                   verifier: PAMPasscodeVerifier(service: options.passcodeService, tty: facts.tty, remoteHost: facts.remoteHost,
                                                 requestingUser: facts.requestingUser),
                   prompter: prompter, store: store, clock: SystemClock(), log: log,
-                  seat: LogindSeat(sessionID: facts.sessionID, bus: bus))
+                  seat: LogindSeat(sessionID: facts.sessionID, userManagerOwner: facts.userManagerOwner, bus: bus))
 }
 
 public func makeSystemEngine<Conversation: Prompter, Log: EventLog>(

@@ -97,7 +97,10 @@ func authenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv:
     let openPrompt = request.promptStaysOpen ? OpenPrompt(handle: handle) : OpenPrompt()
     var facts = RequestFacts(mode: mode, tty: tty, remoteHost: remoteHost, requestingUser: requestingUser)
     // The seat rules look at the agent's session where the agent asks.
-    if socketAgentProgram != nil { facts.sessionID = session.name }
+    if socketAgentProgram != nil {
+        facts.sessionID = session.name
+        facts.userManagerOwner = session.userManagerOwner
+    }
     var engine = makeTerminalEngine(options, facts,
                                     conversation: PAMPrompter(handle: handle), keyboard: keyboard, openPrompt: openPrompt,
                                     promptStaysOpen: request.promptStaysOpen, log: log)

@@ -197,6 +197,46 @@ def test_no_session_an_inactive_one_or_a_remote_one_gets_the_password(pam, rig, 
     assert (pam.record().F, pam.record().P) == (0, 0), "a reader kept out charges nothing"
 
 
+def test_a_process_of_the_users_own_user_manager_stands_in_their_session(pam, rig, logind):
+    """GNOME's and Plasma's default sessions run the desktop's terminals,
+    apps and polkit agents under systemd's user manager (user@UID.service),
+    in no login session. Such a caller stands in the account's one active
+    local session on a seat, with its rules (the lock included), and only
+    while no session of the account is remote: an ssh login can start
+    processes in the same user manager."""
+    pam.password_entered("alice", rig)
+    logind.add_session("lt11", ALICE_UID, "alice")
+    manager = logind.add_user_manager(ALICE_UID)
+    result = run(pam, rig, [""], [MATCH], real_uid=ALICE_UID, **in_session(manager))
+    assert result.code == PAM_SUCCESS and result.prompts() == [FIRST_PROMPT], result.messages
+
+    def password_only(case):
+        result = run(pam, rig, [ALICE], real_uid=ALICE_UID, **in_session(manager))
+        assert result.code == PAM_SUCCESS and result.prompts() == [PASSCODE_PROMPT], (case, result.messages)
+        return result
+    # An ssh login of the account (remote, on no seat's active place).
+    logind.add_session("lt12", ALICE_UID, "alice", active=False)
+    logind.set_remote("lt12", True)
+    assert NOT_ACTIVE in password_only("an ssh login open").texts("error")
+    logind.set_remote("lt12", False)        # now a local session that is not the seat's active one
+    result = run(pam, rig, [""], [MATCH], real_uid=ALICE_UID, **in_session(manager))
+    assert result.code == PAM_SUCCESS and result.prompts() == [FIRST_PROMPT], ("no remote session", result.messages)
+    # The account's session is not the seat's active one: no stand-in.
+    logind.set_active("lt11", False)
+    assert NOT_ACTIVE in password_only("not the seat's active session").texts("error")
+    logind.set_active("lt11", True)
+    # Its session locked: sudo from the user manager waits behind it too.
+    logind.set_locked("lt11", True)
+    assert LOCKED_SCREEN in password_only("the screen locked").texts("error")
+    logind.set_locked("lt11", False)
+    # Another account's user manager stands in that account's session only.
+    bob = logind.add_user_manager(USERS["bob"])
+    logind.add_session("lt13", USERS["bob"], "bob", seat="seat1")
+    result = run(pam, rig, [ALICE], real_uid=ALICE_UID, **in_session(bob))
+    assert result.prompts() == [PASSCODE_PROMPT] and NOT_ACTIVE in result.texts("error"), result.messages
+    assert (pam.record().F, pam.record().P) == (0, 0), "a reader kept out charges nothing"
+
+
 def test_a_locked_screen_keeps_the_reader_for_the_locker(pam, rig, logind):
     pam.password_entered("alice", rig)
     session = logind.add_session("lt8", ALICE_UID, "alice")

@@ -63,6 +63,25 @@ class Session:
             pass
 
 
+class UserManagerPlace(Session):
+    """Where systemd's user manager of `uid` runs a unit (user@UID.service,
+    below the user-UID.slice root makes): GNOME's and Plasma's default
+    sessions run the desktop's terminals, apps and polkit agents there, in
+    no login session. A process enters it as it enters a session."""
+
+    def __init__(self, uid):
+        self.name = f"user@{uid}"
+        self.path = CGROUP_ROOT / "localauth-test.slice" / f"user-{uid}.slice" / f"user@{uid}.service" / "app.slice" / "localauth-test.scope"
+
+    def remove(self):
+        super().remove()
+        for parent in list(self.path.parents)[:3]:   # app.slice, user@UID.service, user-UID.slice
+            try:
+                parent.rmdir()
+            except OSError:
+                pass
+
+
 class LogindMock:
     def __init__(self, rig):
         self.rig = rig
@@ -102,6 +121,13 @@ class LogindMock:
         session.create()
         self.sessions.append(session)
         return session
+
+    def add_user_manager(self, uid):
+        """A place in `uid`'s user manager, as sd-login finds it."""
+        place = UserManagerPlace(uid)
+        place.create()
+        self.sessions.append(place)
+        return place
 
     def _set(self, path, interface, name, value):
         self.client.call(LOGIND, path, PROPERTIES, "Set", GLib.Variant("(ssv)", (interface, name, value)))

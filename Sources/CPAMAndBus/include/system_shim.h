@@ -68,6 +68,11 @@ static inline int la_bus_read_sb(sd_bus_message *message, const char **text, int
 static inline int la_bus_read_sss(sd_bus_message *message, const char **a, const char **b, const char **c) {
     return sd_bus_message_read(message, "sss", a, b, c);
 }
+/* One entry of logind's ListSessions: (id, uid, user, seat, path). */
+static inline int la_bus_read_session_entry(sd_bus_message *message, const char **id, uint32_t *uid,
+                                            const char **user, const char **seat, const char **path) {
+    return sd_bus_message_read(message, "(susso)", id, uid, user, seat, path);
+}
 
 /* pam_syslog is variadic; the message is always passed as data, never as a format. */
 static inline void la_pam_syslog(const pam_handle_t *pamh, int priority, const char *message) {

@@ -203,6 +203,32 @@ final class BiometryRulesTests: XCTestCase {
         }
     }
 
+    func testAUserManagersProcessStandsInItsAccountsOneSeatedSessionWhileNoneIsRemote() {
+        func named(_ id: String, uid: UInt32 = 1000, active: Bool = true, remote: Bool = false, seat: String = "seat0") -> SessionFacts {
+            SessionFacts(id: bytes(id), uid: uid, active: active, remote: remote, seat: bytes(seat), locked: false)
+        }
+        let rows: [(String, [SessionFacts], String?)] = [
+            ("the account's one session at the seat", [named("c1")], "c1"),
+            ("with a seatless local one beside it (cron, the user manager's own)", [named("c1"), named("c2", seat: "")], "c1"),
+            ("another account's sessions do not count", [named("c1"), named("c9", uid: 1001, remote: true)], "c1"),
+            ("an ssh login of the account, open or closing", [named("c1"), named("c2", remote: true, seat: "")], nil),
+            ("a remote session listed first", [named("c2", remote: true, seat: ""), named("c1")], nil),
+            ("its session is not the seat's active one", [named("c1", active: false)], nil),
+            ("no session at all (lingering)", [], nil),
+            ("only another account's", [named("c9", uid: 1001)], nil),
+            ("active sessions on two seats", [named("c1"), named("c3", seat: "seat1")], nil),
+            ("a session on no seat only", [named("c2", seat: "")], nil),
+        ]
+        for (name, sessions, expected) in rows {
+            let standIn = BiometryRules.userManagerStandIn(sessions, account: 1000)
+            XCTAssertEqual(standIn.map { String(decoding: $0.id, as: UTF8.self) }, expected, name)
+            if let standIn {
+                XCTAssertNil(BiometryRules.touchDenial(.seen(session: standIn, lidClosed: false), user: alice, service: bytes("sudo"),
+                                                       options: Options()), name)
+            }
+        }
+    }
+
     func testALockedScreenSendsSudoToThePasswordAndLetsTheLockerUseTheReader() {
         let w = World(seat: FakeSeat(.seen(session: session(locked: true), lidClosed: false)))
         XCTAssertEqual(w.prompt(answers: [rightAnswer]).outcome, .success(.passcode))
