@@ -46,7 +46,9 @@ extension Engine {
         switch sensor.open(userName: user.name) {
         case .opened(let type): scanType = type
         case .busy:
-            say(UserText.readerBusy, .info, request, status: true)
+            // Said even to a silent caller: the person must know that a
+            // touch now would go to another prompt (R15).
+            say(UserText.readerBusy, .info, request)
             return .ended(.biometryNotAvailable)
         case .failed:
             return .ended(.biometryNotAvailable)

@@ -48,6 +48,7 @@ public enum OptionKey: CaseIterable, Sendable {
     case policy, services, maxTries, lockout, timeout, fallbackAfter, fallbackTitle, cancelTitle, reason, mode
     case instructionInPrompt, passcodeService, passcodeBackoff, maxBackoff, evenDenyRoot, passcodeAfterBoot
     case unlockInterval, passcodeInterval, fingerprintInterval, lockerServices, passwordServices, skipWhenLidClosed, answerTimeout
+    case userManagerStandIn
     case stateDir, debug, silent, authsucc, conf
 
     /// The name an administrator writes.
@@ -75,6 +76,7 @@ public enum OptionKey: CaseIterable, Sendable {
         case .lockerServices: "locker_services"
         case .passwordServices: "password_services"
         case .skipWhenLidClosed: "skip_when_lid_closed"
+        case .userManagerStandIn: "user_manager_stand_in"
         case .answerTimeout: "answer_timeout"
         case .stateDir: "state_dir"
         case .debug: "debug"
@@ -102,7 +104,8 @@ public enum OptionKey: CaseIterable, Sendable {
         case .passcodeService: .serviceName
         case .passcodeBackoff: .backoff
         case .stateDir, .conf: .path
-        case .instructionInPrompt, .evenDenyRoot, .passcodeAfterBoot, .skipWhenLidClosed, .debug, .silent, .authsucc: .flag
+        case .instructionInPrompt, .evenDenyRoot, .passcodeAfterBoot, .skipWhenLidClosed, .userManagerStandIn, .debug, .silent,
+             .authsucc: .flag
         }
     }
 
@@ -182,6 +185,7 @@ extension Options {
         case .lockerServices: .optionalServices(lockerServices)
         case .passwordServices: .services(passwordServices)
         case .skipWhenLidClosed: .flag(skipWhenLidClosed)
+        case .userManagerStandIn: .flag(userManagerStandIn)
         case .answerTimeout: .number(answerTimeoutSeconds)
         case .stateDir: .bytes(stateDir)
         case .debug: .flag(debug)
@@ -217,6 +221,7 @@ extension Options {
         case (.lockerServices, .services(let new)): lockerServices = new
         case (.passwordServices, .services(let new)): passwordServices = new
         case (.skipWhenLidClosed, .flag(let new)): skipWhenLidClosed = new
+        case (.userManagerStandIn, .flag(let new)): userManagerStandIn = new
         case (.answerTimeout, .number(let new)): answerTimeoutSeconds = new
         case (.stateDir, .bytes(let new)): stateDir = new
         case (.debug, .flag(let new)): debug = new

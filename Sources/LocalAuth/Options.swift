@@ -102,6 +102,10 @@ public struct Options: Equatable {
     public var passwordServices: [[UInt8]] = Options.defaultPasswordServices
     /// No fingerprint while logind reports the lid closed.
     public var skipWhenLidClosed = true
+    /// A caller in no session that runs in its account's own user manager
+    /// stands in that account's session (BiometryRules.userManagerStandIn);
+    /// off: such a caller gets no fingerprint.
+    public var userManagerStandIn = true
 
     /// The screen lockers localauth knows, for the `locker_services` default.
     public static var knownLockers: [[UInt8]] { KnownServices.table.filter { $0.unlocksTheScreen }.map { $0.bytes } }

@@ -84,7 +84,7 @@ func statusReport(user: UserIdentity, _ configuration: LoadedConfiguration) -> S
         let current = record ?? StateRecord(uid: user.uid, userName: user.name, createdWallSeconds: moment.wall)
         requirement = BiometryRules.passcodeRequirement(current, moment: moment, domainState: domainState ?? [], options: options)
     }
-    var logind = LogindSeat()
+    var logind = LogindSeat(standInAllowed: options.userManagerStandIn)
     let seat = logind.observe()
     let denial = BiometryRules.touchDenial(seat, user: user, service: literalBytes(KnownServices.test), options: options)
     let rows = configurationRows(options).map { key, value in

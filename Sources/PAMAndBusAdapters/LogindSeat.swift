@@ -23,16 +23,22 @@ public struct LogindSeat: SeatObserver {
     /// With an empty `sessionID`: the uid whose user manager that process
     /// runs in (the caller's own is read when `sessionID` is nil).
     let userManagerOwner: UInt32?
+    /// `user_manager_stand_in`: whether such a process may stand in its
+    /// account's session.
+    let standInAllowed: Bool
     /// The prompt's connection, shared with the reader: logind is asked
     /// before the reader is claimed and again when a match arrives.
     private let line: SharedSystemBus
-    /// At most this many sessions in logind's list are read; a longer list
+    /// At most this many sessions in logind's list are read, every user's
+    /// (logind's own bound, SessionsMax, is 8192 by default); a longer list
     /// is no answer.
-    static let sessionsRead = 256
+    static let sessionsRead = 8192
 
-    public init(sessionID: [UInt8]? = nil, userManagerOwner: UInt32? = nil, bus line: SharedSystemBus = SharedSystemBus()) {
+    public init(sessionID: [UInt8]? = nil, userManagerOwner: UInt32? = nil, standInAllowed: Bool = true,
+                bus line: SharedSystemBus = SharedSystemBus()) {
         self.sessionID = sessionID
         self.userManagerOwner = userManagerOwner
+        self.standInAllowed = standInAllowed
         self.line = line
     }
 
@@ -67,7 +73,8 @@ public struct LogindSeat: SeatObserver {
         guard let found else {
             // In no session: a process of a user manager may stand in its
             // account's own session.
-            let owner = id.isEmpty ? userManagerOwner ?? (sessionID == nil ? LogindSession.userManagerOwner(of: 0) : nil) : nil
+            let owner = id.isEmpty && standInAllowed
+                ? userManagerOwner ?? (sessionID == nil ? LogindSession.userManagerOwner(of: 0) : nil) : nil
             guard let owner else { return .seen(session: nil, lidClosed: lidClosed) }
             switch LogindSeat.standIn(for: owner, bus) {
             case .answered(let session): return .seen(session: session, lidClosed: lidClosed)
@@ -119,9 +126,8 @@ public struct LogindSeat: SeatObserver {
     static func standIn(for owner: UInt32, _ bus: SystemBus) -> SessionAnswer {
         let list = bus.call(destination: LogindSeat.name, path: LogindSeat.managerPath, interface: LogindSeat.managerInterface,
                             member: literalBytes("ListSessions"))
-        guard list.succeeded, let entries = list.message?.readSessionList(count: sessionsRead, limit: 256) else {
-            return .unanswered
-        }
+        let entries = withExtendedLifetime(list) { list.succeeded ? list.message?.readSessionList(count: sessionsRead, limit: 256) : nil }
+        guard let entries else { return .unanswered }
         var sessions: [SessionFacts] = []
         for entry in entries where entry.uid == owner {
             guard case .answered(let session?) = facts(id: entry.id, path: entry.path, bus), session.uid == owner else {

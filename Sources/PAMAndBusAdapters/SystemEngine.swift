@@ -65,7 +65,8 @@ public func makeSystemEngine<Conversation: Prompter, Store: StateStore, Log: Eve
                   verifier: PAMPasscodeVerifier(service: options.passcodeService, tty: facts.tty, remoteHost: facts.remoteHost,
                                                 requestingUser: facts.requestingUser),
                   prompter: prompter, store: store, clock: SystemClock(), log: log,
-                  seat: LogindSeat(sessionID: facts.sessionID, userManagerOwner: facts.userManagerOwner, bus: bus))
+                  seat: LogindSeat(sessionID: facts.sessionID, userManagerOwner: facts.userManagerOwner,
+                                   standInAllowed: options.userManagerStandIn, bus: bus))
 }
 
 public func makeSystemEngine<Conversation: Prompter, Log: EventLog>(

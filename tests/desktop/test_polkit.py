@@ -560,6 +560,55 @@ def test_lxpolkit_a_password_typed_while_the_reader_waits(lxpolkit, world, rig):
     rig.wait_until_claimable(USER, timeout=10)
 
 
+def test_an_agent_of_the_users_own_manager_gets_the_finger_unless_an_ssh_login_is_open(desktop, logind, world, rig):
+    """GNOME Shell and Plasma's polkit agent run under systemd's user
+    manager (user@UID.service) in the default sessions, in no login session,
+    and so do the terminals pkexec is typed in. Reproduced: lxpolkit and the
+    user's shell in that place, polkitd taking them for the user's display
+    session (sd-login's user file) as it does; the helper stands in that
+    session. With an ssh login of the user open, the dialog asks the
+    password alone."""
+    if not shutil.which("lxpolkit"):
+        pytest.skip("lxpolkit is not installed: run make deps")
+    x = Xvfb(":58")
+    try:
+        logind.add_session("pk3", uid=UID, name=USER)
+        world.add_session("pk3", UID, USER)
+        world.add_display(UID, "pk3")
+        manager = logind.add_user_manager(UID)
+        desk = desktop(remote_session=manager,
+                       agent=("env", f"DISPLAY={x.display}", "NO_AT_BRIDGE=1", "POLKIT_DEBUG=1", "lxpolkit"))
+        desk.x = x
+        with BusMonitor(rig) as bus:
+            run = lxpolkit_asks(desk, bus)
+            rig.feed([MATCH], on_cue=False)
+            rig.fed()
+        desk.wait_text("agent", "emitting ::completed(TRUE)")
+        assert desk.exit_status(run) == 0
+        wait_for(lambda: not lxpolkit_dialog_up(desk), what="the dialog closed")
+        assert world.counts(UID) == (0, 0)
+        rig.wait_until_claimable(USER, timeout=10)
+        # An ssh login of the user: the same dialog, the password alone.
+        logind.add_session("pk4", uid=UID, name=USER, active=False)
+        logind.set_remote("pk4", True)
+        run = desk.run("pkexec --disable-internal-agent /usr/bin/id -u")
+        # The reason first: lxpolkit shows an error in a message box of its
+        # own, which Enter closes; then the prompt asks the password alone.
+        desk.wait_text("agent", "::show-error('The fingerprint reader is used only from your active session at this computer.')")
+        wait_for(lambda: lxpolkit_dialog_up(desk), what="lxpolkit's message box")
+        desk.x.xdotool("key", "Return")
+        desk.wait_text("agent", f"emitting ::request('{PASSWORD_PROMPT}")
+        wait_for(lambda: lxpolkit_dialog_up(desk), what="lxpolkit's dialog")
+        window = desk.x.xdotool("search", "--onlyvisible", "--class", "lxpolkit").stdout.split()[-1]
+        desk.x.xdotool("windowfocus", "--sync", window)
+        desk.x.type(PASSWORD)
+        desk.wait_text("agent", "emitting ::completed(TRUE)", 2)
+        assert desk.exit_status(run) == 0
+        assert world.counts(UID) == (0, 0)
+    finally:
+        x.close()
+
+
 # ---- polkit 127 and later: the helper started per connection, as root ------
 
 @pytest.mark.skipif(not socket_activated(), reason="polkit 127 and later (Debian 14: make test-releases)")

@@ -234,6 +234,9 @@ def test_a_process_of_the_users_own_user_manager_stands_in_their_session(pam, ri
     logind.add_session("lt13", USERS["bob"], "bob", seat="seat1")
     result = run(pam, rig, [ALICE], real_uid=ALICE_UID, **in_session(bob))
     assert result.prompts() == [PASSCODE_PROMPT] and NOT_ACTIVE in result.texts("error"), result.messages
+    # The administrator's choice: no stand-in at all.
+    pam.conf.write_text("user_manager_stand_in = no\n")
+    assert NOT_ACTIVE in password_only("user_manager_stand_in = no").texts("error")
     assert (pam.record().F, pam.record().P) == (0, 0), "a reader kept out charges nothing"
 
 

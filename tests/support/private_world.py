@@ -148,13 +148,17 @@ class PrivateWorld(SeededState):
                  (self.shadow, "/etc/shadow"), (self.security, "/etc/security")]
         if rig is not None:
             binds.append((rig.dir, "/run/dbus"))
-        # sd-login's session files (sessions=True): a directory of this
-        # world's over /run/systemd/sessions, for add_session.
-        self.sessions = None
+        # sd-login's session and user files (sessions=True): directories of
+        # this world's over /run/systemd/sessions and /run/systemd/users,
+        # for add_session and add_display.
+        self.sessions = self.user_files = None
         if sessions:
             self.sessions = base / "sessions"
             self.sessions.mkdir(mode=0o755)
             binds.append((self.sessions, "/run/systemd/sessions"))
+            self.user_files = base / "users"
+            self.user_files.mkdir(mode=0o755)
+            binds.append((self.user_files, "/run/systemd/users"))
         self.syslog = SystemLog(base / "log.sock")
         host_dev = base / "host-dev"
         host_dev.mkdir()
@@ -190,6 +194,13 @@ class PrivateWorld(SeededState):
         those of the cgroup session-NAME.scope (tests/support/logind_mock.py)."""
         (self.sessions / name).write_text(f"UID={uid}\nUSER={user}\nACTIVE=1\nSTATE=active\nREMOTE=0\nTYPE=x11\n"
                                           f"CLASS=user\nSEAT=seat0\nSCOPE=session-{name}.scope\n")
+
+    def add_display(self, uid, name):
+        """sd-login's file of user `uid` whose display session is `name`
+        (added with add_session): what polkitd takes a process of the
+        user's manager, in no session, to belong to."""
+        (self.user_files / str(uid)).write_text(f"NAME=u{uid}\nSTATE=active\nDISPLAY={name}\nSESSIONS={name}\n"
+                                           f"ACTIVE_SESSIONS={name}\nONLINE_SESSIONS={name}\n")
 
     def close(self):
         self.syslog.close()

@@ -1289,7 +1289,7 @@ func scenarios() -> [Scenario] {
         $0.prompts = [Text.passcodePrompt]
         $0.says = [Text.noMatchTryAgain + " " + Text.ctrlC]
     }
-    add("R15 silent option: busy reader chatter suppressed", .owner) {
+    add("R15 silent option: a busy reader is said anyway (a touch now would go to another prompt)", .owner) {
         $0.configure = { $0.silent = true }
         $0.open = .busy
         $0.answers = [rightAnswer]
@@ -1297,7 +1297,7 @@ func scenarios() -> [Scenario] {
         $0.sensorOpens = 1
         $0.passcodeBegins = 1; $0.passcodeChecks = 1
         $0.prompts = [Text.passcodePrompt]
-        $0.saysNot = [Text.busy]
+        $0.says = [Text.busy]
     }
     add("R15 silent: disconnect chatter suppressed", .biometrics) {
         $0.silent = true
