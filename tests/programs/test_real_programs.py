@@ -597,6 +597,20 @@ def test_sudo_with_the_lid_closed_asks_the_password_and_the_finger_works_once_it
     assert t.text == transcript(INSTRUCTION, ID_ROOT)
 
 
+def test_sudo_typed_in_a_desktop_terminal_under_the_user_manager_gets_the_finger(w, rig, term, logind):
+    """GNOME's and Plasma's terminals run under systemd's user manager
+    (user@UID.service), in no login session: real sudo there stands in the
+    user's active session at the seat and takes the finger."""
+    logind.add_session("lt22", UID, USER)
+    manager = logind.add_user_manager(UID)
+    rig.feed([MATCH])
+    t = term("sudo", "-k", "/usr/bin/id", prefix=manager.prefix())
+    assert t.finish() == 0
+    assert fed(rig) == [MATCH]
+    assert t.text == transcript(INSTRUCTION, ID_ROOT)
+    assert w.counts() == (0, 0)
+
+
 def test_sudo_behind_a_locked_screen_gets_the_password_not_the_lockers_touch(w, rig, term, logind):
     session = logind.add_session("lt21", UID, USER)
     logind.set_locked("lt21", True)
