@@ -63,6 +63,8 @@ release_packages() {
     # (gdm-password, gdm-fingerprint); what every root needs to run the suite.
     printf '%s\n' libkscreenlocker6 plasma-desktop-data qml6-module-qt5compat-graphicaleffects \
         qml6-module-org-kde-kcmutils gdm3 procps git
+    # hyprlock is in the archive from Debian 14 on.
+    if [ "$release" = forky ]; then echo hyprlock; fi
 }
 case "${1:-all}" in
 build) packages=("${build[@]}") ;;

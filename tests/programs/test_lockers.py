@@ -19,6 +19,7 @@ import pytest
 from lockers import (KSCREENLOCKER_GREET, CinnamonScreensaver, I3lock, KScreenLocker, Locker, MateScreensaver,
                      Swaylock, Vlock, Xscreensaver, Xsecurelock, Xvfb, helper_pids, in_sleep, process_description,
                      user_processes, wait_for)
+from hyprlock import Hyprlock
 from pamenv import MODULE, ROOT
 from releases import cannot_run
 from sentences import LOCKED
@@ -33,7 +34,8 @@ LOCKERS = {"i3lock": shutil.which("i3lock"), "swaylock": shutil.which("swaylock"
            "vlock": shutil.which("vlock") and shutil.which("tmux"), "xsecurelock": shutil.which("xsecurelock"),
            "xscreensaver": shutil.which("xscreensaver"), "mate-screensaver": shutil.which("mate-screensaver"),
            "kscreenlocker": KSCREENLOCKER_GREET.exists() and shutil.which("dbus-run-session"),
-           "cinnamon-screensaver": shutil.which("cinnamon-screensaver")}
+           "cinnamon-screensaver": shutil.which("cinnamon-screensaver"),
+           "hyprlock": shutil.which("hyprlock") and shutil.which("sway")}
 
 
 def shipped_stack(name):
@@ -42,7 +44,7 @@ def shipped_stack(name):
 
 
 def write_locker_stacks(world):
-    for name in ("i3lock", "swaylock", "xscreensaver", "xsecurelock", "vlock"):
+    for name in ("i3lock", "swaylock", "xscreensaver", "xsecurelock", "vlock", "hyprlock"):
         (world.pamd / name).write_text(shipped_stack(name))
     # mate-screensaver's own file includes common-auth (Debian's, without
     # pam_gnome_keyring), here as pam-auth-update writes it from the profile.
@@ -80,7 +82,8 @@ def locker(request, world, rig, x):
                   "xscreensaver": lambda: Xscreensaver(world, UID, USER, x),
                   "mate-screensaver": lambda: MateScreensaver(world, UID, USER, x),
                   "kscreenlocker": lambda: KScreenLocker(world, UID, USER, x),
-                  "cinnamon-screensaver": lambda: CinnamonScreensaver(world, UID, USER, x)}[request.param]()
+                  "cinnamon-screensaver": lambda: CinnamonScreensaver(world, UID, USER, x),
+                  "hyprlock": lambda: Hyprlock(world, UID, USER)}[request.param]()
         started.append(driver)
         return driver.start()
     yield start
@@ -153,7 +156,7 @@ def assert_shown(lock, texts):
     in this order (each text a part of a message)."""
     if isinstance(lock, Xscreensaver):
         shown = [text for _, text in lock.messages]
-    elif isinstance(lock, (MateScreensaver, CinnamonScreensaver)):
+    elif isinstance(lock, (MateScreensaver, CinnamonScreensaver, Hyprlock)):
         shown = lock.messages
     elif isinstance(lock, Vlock):
         shown = lock.transcript()

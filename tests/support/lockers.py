@@ -334,7 +334,8 @@ class Swaylock(Locker):
             env["WAYLAND_DISPLAY"] = sockets[0].name
         return env
 
-    def start(self):
+    def start_sway(self):
+        """The headless sway the locker runs in (hyprlock's too)."""
         os.chmod(self.runtime, 0o700)
         os.chown(self.runtime, self.uid, self.uid)
         config = self.runtime / "sway.conf"
@@ -344,6 +345,9 @@ class Swaylock(Locker):
         self.sway = subprocess.Popen(self.world.argv("sway", "-c", config, uid=self.uid), env=self.wayland_env(),
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(lambda: list(self.runtime.glob("wayland-?")), what="sway's socket")
+
+    def start(self):
+        self.start_sway()
         self.launch(["swaylock", "-c", "336699"], self.wayland_env())
         wait_for(lambda: self.pam_pids(), what="swaylock running")
         time.sleep(1.0)  # swaylock takes the session lock and its keyboard
