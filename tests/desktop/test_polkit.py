@@ -36,6 +36,11 @@ of its agent. It registers for the user's shell as pkttyagent does. The
 real lxpolkit, a graphical agent of Debian 12, is driven under Xvfb with
 xdotool, in a logind session (it registers for its session), with
 POLKIT_DEBUG showing what its session read from the helper.
+
+logind is mocked: python-dbusmock's logind template on the rig's bus for
+the module's seat rules, and sd-login's files (sessions, a user's display
+session) in the world for polkitd; the processes are put in the cgroups
+sd-login reads (tests/support/logind_mock.py).
 """
 import os
 import re
