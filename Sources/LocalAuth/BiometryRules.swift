@@ -153,14 +153,19 @@ public enum BiometryRules {
     /// account has no remote session (an ssh login, open or closing, can
     /// start processes in that same user manager). nil: none, and the
     /// reader stays out. systemd and polkit take such a process for the
-    /// account's graphical session too; two active seats are no one seat.
+    /// account's graphical session too. The account's only session on a
+    /// seat, whatever its state: with two (a locked desktop and a text
+    /// console switched to), nothing says which one the process belongs to,
+    /// and standing in the active one would let the locked desktop's
+    /// terminals and dialogs take the reader past its lock.
     public static func userManagerStandIn(_ sessions: [SessionFacts], account: UInt32) -> SessionFacts? {
         var seated: [SessionFacts] = []
         for session in sessions where session.uid == account {
             if session.remote { return nil }
-            if session.active && !session.seat.isEmpty { seated.append(session) }
+            if !session.seat.isEmpty { seated.append(session) }
         }
-        return seated.count == 1 ? seated[0] : nil
+        guard seated.count == 1, seated[0].active else { return nil }
+        return seated[0]
     }
 
     /// Whether logind places the caller outside `user`'s own active local

@@ -200,27 +200,20 @@ def test_no_session_an_inactive_one_or_a_remote_one_gets_the_password(pam, rig, 
 def test_a_process_of_the_users_own_user_manager_stands_in_their_session(pam, rig, logind):
     """GNOME's and Plasma's default sessions run the desktop's terminals,
     apps and polkit agents under systemd's user manager (user@UID.service),
-    in no login session. Such a caller stands in the account's one active
-    local session on a seat, with its rules (the lock included), and only
-    while no session of the account is remote: an ssh login can start
-    processes in the same user manager."""
+    in no login session. Such a caller stands in the account's only session
+    on a seat, with its rules (active, the lock), and only while no session
+    of the account is remote: an ssh login can start processes in the same
+    user manager."""
     pam.password_entered("alice", rig)
     logind.add_session("lt11", ALICE_UID, "alice")
     manager = logind.add_user_manager(ALICE_UID)
     result = run(pam, rig, [""], [MATCH], real_uid=ALICE_UID, **in_session(manager))
     assert result.code == PAM_SUCCESS and result.prompts() == [FIRST_PROMPT], result.messages
 
-    def password_only(case):
-        result = run(pam, rig, [ALICE], real_uid=ALICE_UID, **in_session(manager))
+    def password_only(case, place=manager):
+        result = run(pam, rig, [ALICE], real_uid=ALICE_UID, **in_session(place))
         assert result.code == PAM_SUCCESS and result.prompts() == [PASSCODE_PROMPT], (case, result.messages)
         return result
-    # An ssh login of the account (remote, on no seat's active place).
-    logind.add_session("lt12", ALICE_UID, "alice", active=False)
-    logind.set_remote("lt12", True)
-    assert NOT_ACTIVE in password_only("an ssh login open").texts("error")
-    logind.set_remote("lt12", False)        # now a local session that is not the seat's active one
-    result = run(pam, rig, [""], [MATCH], real_uid=ALICE_UID, **in_session(manager))
-    assert result.code == PAM_SUCCESS and result.prompts() == [FIRST_PROMPT], ("no remote session", result.messages)
     # The account's session is not the seat's active one: no stand-in.
     logind.set_active("lt11", False)
     assert NOT_ACTIVE in password_only("not the seat's active session").texts("error")
@@ -232,11 +225,21 @@ def test_a_process_of_the_users_own_user_manager_stands_in_their_session(pam, ri
     # Another account's user manager stands in that account's session only.
     bob = logind.add_user_manager(USERS["bob"])
     logind.add_session("lt13", USERS["bob"], "bob", seat="seat1")
-    result = run(pam, rig, [ALICE], real_uid=ALICE_UID, **in_session(bob))
-    assert result.prompts() == [PASSCODE_PROMPT] and NOT_ACTIVE in result.texts("error"), result.messages
+    assert NOT_ACTIVE in password_only("bob's user manager", bob).texts("error")
     # The administrator's choice: no stand-in at all.
     pam.conf.write_text("user_manager_stand_in = no\n")
     assert NOT_ACTIVE in password_only("user_manager_stand_in = no").texts("error")
+    pam.conf.write_text("")
+    result = run(pam, rig, [""], [MATCH], real_uid=ALICE_UID, **in_session(manager))
+    assert result.code == PAM_SUCCESS and result.prompts() == [FIRST_PROMPT], ("the option back on", result.messages)
+    # An ssh login of the account.
+    logind.add_session("lt12", ALICE_UID, "alice", active=False)
+    logind.set_remote("lt12", True)
+    assert NOT_ACTIVE in password_only("an ssh login open").texts("error")
+    # A second session of the account at the seat (a text console switched
+    # away from): which one the process belongs to is not known.
+    logind.set_remote("lt12", False)
+    assert NOT_ACTIVE in password_only("a second session at the seat").texts("error")
     assert (pam.record().F, pam.record().P) == (0, 0), "a reader kept out charges nothing"
 
 

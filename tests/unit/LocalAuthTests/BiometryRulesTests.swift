@@ -217,6 +217,9 @@ final class BiometryRulesTests: XCTestCase {
             ("no session at all (lingering)", [], nil),
             ("only another account's", [named("c9", uid: 1001)], nil),
             ("active sessions on two seats", [named("c1"), named("c3", seat: "seat1")], nil),
+            ("a second session at the seat, inactive (a locked desktop and a text console)",
+             [named("c1"), named("c4", active: false)], nil),
+            ("the same, listed the other way round", [named("c4", active: false), named("c1")], nil),
             ("a session on no seat only", [named("c2", seat: "")], nil),
         ]
         for (name, sessions, expected) in rows {
