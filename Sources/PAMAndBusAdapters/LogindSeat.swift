@@ -72,10 +72,11 @@ public struct LogindSeat: SeatObserver {
         }
         guard let found else {
             // In no session: a process of a user manager may stand in its
-            // account's own session.
-            let owner = id.isEmpty && standInAllowed
-                ? userManagerOwner ?? (sessionID == nil ? LogindSession.userManagerOwner(of: 0) : nil) : nil
-            guard let owner else { return .seen(session: nil, lidClosed: lidClosed) }
+            // account's own session (the caller's own manager is read here,
+            // an agent's was read with its session).
+            guard standInAllowed, let owner = sessionID == nil ? LogindSession.userManagerOwner(of: 0) : userManagerOwner else {
+                return .seen(session: nil, lidClosed: lidClosed)
+            }
             switch LogindSeat.standIn(for: owner, bus) {
             case .answered(let session): return .seen(session: session, lidClosed: lidClosed)
             case .unanswered: return .unanswered

@@ -20,18 +20,24 @@ public struct CallerSession: Sendable {
 
 public enum LogindSession {
     /// The caller's session and its remoteness from one lookup of the
-    /// process's cgroup.
+    /// process's cgroup. Its user manager is not read here: the seat rules
+    /// read it where they need it (LogindSeat), for callers in no session.
     public static func caller() -> CallerSession {
-        of(pid: 0)
+        withSession(of: 0, named) ?? .none
     }
 
-    /// The session of process `pid` (0: this one) and its remoteness, from
-    /// one lookup of that process's cgroup.
+    /// The session of process `pid` and its remoteness, from one lookup of
+    /// that process's cgroup; without a session, the uid of the user
+    /// manager it runs in, read now (an agent's facts are all read before
+    /// its pidfd is checked once more).
     public static func of(pid: Int32) -> CallerSession {
-        withSession(of: pid) { name in
-            let remote = sd_session_is_remote(name)
-            return CallerSession(name: Syscalls.bytes(ofCString: name, limit: 64), isRemote: remote < 0 ? nil : remote > 0)
-        } ?? CallerSession(name: [], isRemote: nil, userManagerOwner: userManagerOwner(of: pid))
+        withSession(of: pid, named) ?? CallerSession(name: [], isRemote: nil, userManagerOwner: userManagerOwner(of: pid))
+    }
+
+    /// The session `name` and whether logind calls it remote.
+    private static func named(_ name: UnsafeMutablePointer<CChar>) -> CallerSession {
+        let remote = sd_session_is_remote(name)
+        return CallerSession(name: Syscalls.bytes(ofCString: name, limit: 64), isRemote: remote < 0 ? nil : remote > 0)
     }
 
     /// The uid whose user manager (user@UID.service) process `pid` (0: this
