@@ -54,7 +54,7 @@ from fprint_rig import BusMonitor
 from desktop import TmuxDesk
 from pamenv import BUILD
 from polkit_socket import AgentHelperSocket, socket_activated
-from lockers import Xvfb, process_description, processes_named, user_processes, wait_for
+from lockers import Xvfb, kill_leftovers, processes_named, wait_for
 from sentences import LOCKED
 from worlds import shared_rig, shared_world
 
@@ -177,14 +177,8 @@ def desktop(world, rig):
     for desk in started:
         desk.close()
     rig.drop_feed()   # a test that failed half-way must not leave its feeder running
-    for uid in (UID, OTHER_UID):
-        left = {pid: process_description(pid) for pid in user_processes(uid)}
-        for pid in left:
-            try:
-                os.kill(pid, 9)
-            except ProcessLookupError:
-                pass
-        assert not left, f"processes of the test user outlived the test: {left}"
+    left = kill_leftovers(UID, OTHER_UID)
+    assert not left, f"processes of the test users outlived the test: {left}"
     rig.wait_until_claimable(USER, timeout=10)
 
 
@@ -508,21 +502,31 @@ def test_pkttyagent_keeps_the_prompt_mode(desktop, world, rig):
 # ---- lxpolkit, a real graphical agent of Debian 12 ---------------------------
 
 @pytest.fixture
-def lxpolkit(desktop, logind, world, rig):
-    """lxpolkit on Xvfb in the user's logind session, with the user's shell
-    in the same session (polkitd finds the agent by the session)."""
+def lxpolkit_in(desktop):
+    """Starts lxpolkit on Xvfb, with the user's shell, in `place` (a logind
+    session or the user's manager: polkitd finds the agent by where it
+    runs). -> the desktop."""
     if not shutil.which("lxpolkit"):
         pytest.skip("lxpolkit is not installed: run make deps")
     x = Xvfb(":58")
-    try:
-        session = logind.add_session("pk2", uid=UID, name=USER)
-        world.add_session("pk2", UID, USER)      # polkitd asks sd-login whose session an agent's is
-        desk = desktop(remote_session=session,
+
+    def start(place):
+        desk = desktop(remote_session=place,
                        agent=("env", f"DISPLAY={x.display}", "NO_AT_BRIDGE=1", "POLKIT_DEBUG=1", "lxpolkit"))
         desk.x = x
-        yield desk
+        return desk
+    try:
+        yield start
     finally:
         x.close()
+
+
+@pytest.fixture
+def lxpolkit(lxpolkit_in, logind, world):
+    """lxpolkit in the user's logind session, with the user's shell."""
+    session = logind.add_session("pk2", uid=UID, name=USER)
+    world.add_session("pk2", UID, USER)      # polkitd asks sd-login whose session an agent's is
+    return lxpolkit_in(session)
 
 
 def lxpolkit_dialog_up(desk):
@@ -540,24 +544,35 @@ def lxpolkit_asks(desk, bus):
     return run
 
 
-def test_lxpolkit_a_touch_closes_the_dialog(lxpolkit, world, rig):
+def lxpolkit_type(desk, text):
+    """Types `text` and Enter into lxpolkit's dialog."""
+    window = desk.x.xdotool("search", "--onlyvisible", "--class", "lxpolkit").stdout.split()[-1]
+    desk.x.xdotool("windowfocus", "--sync", window)
+    desk.x.type(text)
+
+
+def lxpolkit_touch_closes_the_dialog(desk, world, rig):
+    """pkexec, a touch while the reader waits: authorized, the dialog
+    closed, nothing counted."""
     with BusMonitor(rig) as bus:
-        run = lxpolkit_asks(lxpolkit, bus)
+        run = lxpolkit_asks(desk, bus)
         rig.feed([MATCH], on_cue=False)
         rig.fed()
-    lxpolkit.wait_text("agent", "emitting ::completed(TRUE)")
-    assert lxpolkit.exit_status(run) == 0
-    wait_for(lambda: not lxpolkit_dialog_up(lxpolkit), what="the dialog closed")
+    desk.wait_text("agent", "emitting ::completed(TRUE)")
+    assert desk.exit_status(run) == 0
+    wait_for(lambda: not lxpolkit_dialog_up(desk), what="the dialog closed")
     assert world.counts(UID) == (0, 0)
+
+
+def test_lxpolkit_a_touch_closes_the_dialog(lxpolkit, world, rig):
+    lxpolkit_touch_closes_the_dialog(lxpolkit, world, rig)
     assert not any("show-info" in line or "show-error" in line for line in lxpolkit.agent())
 
 
 def test_lxpolkit_a_password_typed_while_the_reader_waits(lxpolkit, world, rig):
     with BusMonitor(rig) as bus:
         run = lxpolkit_asks(lxpolkit, bus)
-        window = lxpolkit.x.xdotool("search", "--onlyvisible", "--class", "lxpolkit").stdout.split()[-1]
-        lxpolkit.x.xdotool("windowfocus", "--sync", window)
-        lxpolkit.x.type(PASSWORD)
+        lxpolkit_type(lxpolkit, PASSWORD)
         lxpolkit.wait_text("agent", "emitting ::completed(TRUE)")
         assert lxpolkit.exit_status(run) == 0
     wait_for(lambda: not lxpolkit_dialog_up(lxpolkit), what="the dialog closed")
@@ -565,7 +580,7 @@ def test_lxpolkit_a_password_typed_while_the_reader_waits(lxpolkit, world, rig):
     rig.wait_until_claimable(USER, timeout=10)
 
 
-def test_an_agent_of_the_users_own_manager_gets_the_finger_unless_an_ssh_login_is_open(desktop, logind, world, rig):
+def test_an_agent_of_the_users_own_manager_gets_the_finger_unless_an_ssh_login_is_open(lxpolkit_in, logind, world, rig):
     """GNOME Shell and Plasma's polkit agent run under systemd's user
     manager (user@UID.service) in the default sessions, in no login session,
     and so do the terminals pkexec is typed in. Reproduced: lxpolkit and the
@@ -573,45 +588,27 @@ def test_an_agent_of_the_users_own_manager_gets_the_finger_unless_an_ssh_login_i
     session (sd-login's user file) as it does; the helper stands in that
     session. With an ssh login of the user open, the dialog asks the
     password alone."""
-    if not shutil.which("lxpolkit"):
-        pytest.skip("lxpolkit is not installed: run make deps")
-    x = Xvfb(":58")
-    try:
-        logind.add_session("pk3", uid=UID, name=USER)
-        world.add_session("pk3", UID, USER)
-        world.add_display(UID, "pk3")
-        manager = logind.add_user_manager(UID)
-        desk = desktop(remote_session=manager,
-                       agent=("env", f"DISPLAY={x.display}", "NO_AT_BRIDGE=1", "POLKIT_DEBUG=1", "lxpolkit"))
-        desk.x = x
-        with BusMonitor(rig) as bus:
-            run = lxpolkit_asks(desk, bus)
-            rig.feed([MATCH], on_cue=False)
-            rig.fed()
-        desk.wait_text("agent", "emitting ::completed(TRUE)")
-        assert desk.exit_status(run) == 0
-        wait_for(lambda: not lxpolkit_dialog_up(desk), what="the dialog closed")
-        assert world.counts(UID) == (0, 0)
-        rig.wait_until_claimable(USER, timeout=10)
-        # An ssh login of the user: the same dialog, the password alone.
-        logind.add_session("pk4", uid=UID, name=USER, active=False)
-        logind.set_remote("pk4", True)
-        run = desk.run("pkexec --disable-internal-agent /usr/bin/id -u")
-        # The reason first: lxpolkit shows an error in a message box of its
-        # own, which Enter closes; then the prompt asks the password alone.
-        desk.wait_text("agent", "::show-error('The fingerprint reader is used only from your active session at this computer.')")
-        wait_for(lambda: lxpolkit_dialog_up(desk), what="lxpolkit's message box")
-        desk.x.xdotool("key", "Return")
-        desk.wait_text("agent", f"emitting ::request('{PASSWORD_PROMPT}")
-        wait_for(lambda: lxpolkit_dialog_up(desk), what="lxpolkit's dialog")
-        window = desk.x.xdotool("search", "--onlyvisible", "--class", "lxpolkit").stdout.split()[-1]
-        desk.x.xdotool("windowfocus", "--sync", window)
-        desk.x.type(PASSWORD)
-        desk.wait_text("agent", "emitting ::completed(TRUE)", 2)
-        assert desk.exit_status(run) == 0
-        assert world.counts(UID) == (0, 0)
-    finally:
-        x.close()
+    logind.add_session("pk3", uid=UID, name=USER)
+    world.add_session("pk3", UID, USER)
+    world.add_display(UID, "pk3")
+    desk = lxpolkit_in(logind.add_user_manager(UID))
+    lxpolkit_touch_closes_the_dialog(desk, world, rig)
+    rig.wait_until_claimable(USER, timeout=10)
+    # An ssh login of the user: the same dialog, the password alone.
+    logind.add_session("pk4", uid=UID, name=USER, active=False)
+    logind.set_remote("pk4", True)
+    run = desk.run("pkexec --disable-internal-agent /usr/bin/id -u")
+    # The reason first: lxpolkit shows an error in a message box of its
+    # own, which Enter closes; then the prompt asks the password alone.
+    desk.wait_text("agent", "::show-error('The fingerprint reader is used only from your active session at this computer.')")
+    wait_for(lambda: lxpolkit_dialog_up(desk), what="lxpolkit's message box")
+    desk.x.xdotool("key", "Return")
+    desk.wait_text("agent", f"emitting ::request('{PASSWORD_PROMPT}")
+    wait_for(lambda: lxpolkit_dialog_up(desk), what="lxpolkit's dialog")
+    lxpolkit_type(desk, PASSWORD)
+    desk.wait_text("agent", "emitting ::completed(TRUE)", 2)
+    assert desk.exit_status(run) == 0
+    assert world.counts(UID) == (0, 0)
 
 
 # ---- polkit 127 and later: the helper started per connection, as root ------

@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 from desktop import TmuxDesk
-from lockers import process_description, user_processes, wait_for
+from lockers import kill_leftovers, wait_for
 from sentences import LOCKED, NO_MATCH_TOUCH_OR_TYPE as MISS_OFFER
 from worlds import shared_rig, shared_world
 
@@ -49,9 +49,7 @@ def desk(world, rig):
     yield desk
     desk.close()
     rig.drop_feed()   # a test that failed half-way must not leave its feeder running
-    left = {pid: process_description(pid) for pid in user_processes(UID)}
-    for pid in left:
-        os.kill(pid, 9)
+    left = kill_leftovers(UID)
     assert not left, f"processes of the test user outlived the test: {left}"
     rig.wait_until_claimable(USER, timeout=10)
 

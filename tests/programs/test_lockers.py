@@ -16,9 +16,9 @@ import shutil
 
 import pytest
 
-from lockers import (KSCREENLOCKER_GREET, CinnamonScreensaver, I3lock, KScreenLocker, Locker, MateScreensaver,
-                     Swaylock, Vlock, Xscreensaver, Xsecurelock, Xvfb, helper_pids, in_sleep, process_description,
-                     user_processes, wait_for)
+from lockers import (CinnamonScreensaver, I3lock, KSCREENLOCKER_GREET, KScreenLocker, Locker, MateScreensaver,
+                     Swaylock, Vlock, Xscreensaver, Xsecurelock, Xvfb, helper_pids, in_sleep, kill_leftovers,
+                     wait_for)
 from hyprlock import Hyprlock
 from pamenv import MODULE, ROOT
 from releases import cannot_run
@@ -93,19 +93,7 @@ def locker(request, world, rig, x):
     wait_for(lambda: not helper_pids(), what="every helper gone")
     # Nothing the locker started may outlive the test (the user is private
     # to the tests): anything left is a driver bug, killed and reported.
-    # A process already on its way out (a password checker the locker
-    # started, reparented when the locker exited) gets a few seconds.
-    try:
-        wait_for(lambda: not user_processes(UID), timeout=5, what="the test user's processes ending")
-    except AssertionError:
-        pass
-    left = {pid: process_description(pid) for pid in user_processes(UID)}
-    for pid in left:
-        try:
-            os.kill(pid, 9)
-        except ProcessLookupError:
-            pass
-    wait_for(lambda: not user_processes(UID), what="the test user's processes gone")
+    left = kill_leftovers(UID, grace=5)
     assert not left, f"processes of the test user outlived the test: {left}"
 
 

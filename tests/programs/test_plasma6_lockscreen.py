@@ -22,7 +22,7 @@ import shutil
 
 import pytest
 
-from lockers import KSCREENLOCKER_GREET, Xvfb, helper_pids, helper_waiting_for_answer, process_description, user_processes, wait_for
+from lockers import KSCREENLOCKER_GREET, Xvfb, helper_pids, helper_waiting_for_answer, kill_leftovers, wait_for
 from pamenv import MODULE, PAM_AUTH_ERR, PAM_AUTHINFO_UNAVAIL, ROOT
 from plasma6_lockscreen import Plasma6LockScreen
 from releases import PLASMA
@@ -76,16 +76,7 @@ def lock(world, rig, x):
     greeter.close()
     rig.drop_feed()
     wait_for(lambda: not helper_pids(), what="every helper gone")
-    try:
-        wait_for(lambda: not user_processes(UID), timeout=5, what="the test user's processes ending")
-    except AssertionError:
-        pass
-    left = {pid: process_description(pid) for pid in user_processes(UID)}
-    for pid in left:
-        try:
-            os.kill(pid, 9)
-        except ProcessLookupError:
-            pass
+    left = kill_leftovers(UID, grace=5)
     assert not left, f"processes of the test user outlived the test: {left}"
 
 
@@ -99,7 +90,7 @@ def test_a_finger_unlocks_with_no_key_but_the_one_that_shows_the_screen(lock, wo
 
 def test_the_password_unlocks_and_the_fingerprint_conversation_lets_the_greeter_go(lock, world):
     lock.wake()
-    lock.answer(PASSWORD)
+    lock.submit(PASSWORD)
     wait_for(lock.said_unlocked, what="the greeter's 'Unlocked'")
     # Plasma 6.3 leaves once the fingerprint conversation has ended (here
     # by its timeout), Plasma 6.7 at once.
@@ -114,7 +105,7 @@ def test_three_misses_end_the_fingerprint_conversation_then_the_password(lock, w
     wait_for(lambda: lock.fingerprint_results() == [PAM_AUTH_ERR], what="the fingerprint conversation failed")
     assert lock.locked and world.counts(UID) == (3, 0), lock.report()
     assert lock.fingerprint_conversations() == 1, "the greeter started the reader again by itself"
-    lock.answer(PASSWORD)
+    lock.submit(PASSWORD)
     assert lock.unlocked(), lock.report()
     assert world.counts(UID) == (0, 0)
 
@@ -128,22 +119,18 @@ def test_five_misses_over_two_rounds_lock_the_finger_until_the_password(lock, wo
     # Enter on the empty box: the password conversation is cancelled
     # (nothing charged), and after the grace lock both start again.
     rig.feed([MISS] * 2)
-    round_ = lock.rounds()
-    lock.answer("")
-    lock.next_round(round_)
+    lock.fail_round("")
     rig.fed()
     wait_for(lambda: lock.fingerprint_results() == [PAM_AUTH_ERR] * 2, what="the second round's fingerprint failure")
     assert lock.locked and world.counts(UID) == (5, 0), lock.report()
     assert f"[PAM worker kde-fingerprint] Message: Error message: {LOCKED}" in lock.greeter_log()
     # Locked: the next round's fingerprint conversation says so and answers
     # "unavailable" at once, uncharged; the greeter stops using the reader.
-    round_ = lock.rounds()
-    lock.answer("")
-    lock.next_round(round_)
+    lock.fail_round("")
     wait_for(lambda: len(lock.fingerprint_results()) == 3, what="the third round's fingerprint answer")
     assert lock.fingerprint_results()[2] == PAM_AUTHINFO_UNAVAIL
     assert lock.locked and world.counts(UID) == (5, 0)
-    lock.answer(PASSWORD)
+    lock.submit(PASSWORD)
     assert lock.unlocked(), lock.report()
     assert world.counts(UID) == (0, 0)
 
@@ -153,12 +140,11 @@ def test_wrong_passwords_earn_the_back_off_said_without_a_password_prompt(lock, 
     asking; the greeter starts it again after each grace lock, so the wait
     is said again (counting down) and nothing is charged or checked."""
     lock.wake()
-    for attempt in range(5):
-        round_ = lock.rounds()
-        lock.answer(f"wrong-{attempt}")
-        wait_for(lambda: world.counts(UID)[1] == attempt + 1, what=f"wrong password {attempt + 1} charged")
-        if attempt < 4:
-            lock.next_round(round_)
+    for attempt in range(4):
+        lock.fail_round(f"wrong-{attempt}")
+        assert world.counts(UID)[1] == attempt + 1, f"wrong password {attempt + 1} charged"
+    lock.submit("wrong-4")         # the fifth: the wait begins, and no prompt comes back
+    wait_for(lambda: world.counts(UID)[1] == 5, what="wrong password 5 charged")
     wait_sentence = "[PAM worker kde] Message: Error message: Too many wrong passwords. Try again in "
     wait_for(lambda: lock.greeter_log().count(wait_sentence) >= 2, what="the wait said in two rounds")
     assert lock.locked and world.counts(UID)[1] == 5, lock.report()

@@ -186,6 +186,29 @@ def user_processes(uid):
     return found
 
 
+def kill_leftovers(*uids, grace=0):
+    """Kills what a test left running as `uids` (users private to the
+    tests) and says what it was ({pid: description}; empty: nothing was
+    left, which the caller asserts). A process already on its way out (one
+    a locker started, reparented when the locker exited) gets `grace`
+    seconds first."""
+    def running():
+        return [pid for uid in uids for pid in user_processes(uid)]
+    if grace:
+        try:
+            wait_for(lambda: not running(), timeout=grace, what="the test users' processes ending")
+        except AssertionError:
+            pass
+    left = {pid: process_description(pid) for pid in running()}
+    for pid in left:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+    wait_for(lambda: not running(), what="the test users' processes gone")
+    return left
+
+
 def processes_named(name, uid=None):
     found = []
     for entry in os.listdir("/proc"):
@@ -847,7 +870,8 @@ class KScreenLocker(Locker):
                                  f"{(self.home / 'greeter.log').read_text(errors='replace')[-2000:]}")
         return self
 
-    def submit(self, text):
+    def wait_for_prompt(self):
+        """Until a prompt is up (the helper waits for the greeter's answer)."""
         def prompt_up():
             if helper_waiting_for_answer():
                 return True
@@ -858,6 +882,11 @@ class KScreenLocker(Locker):
             wait_for(prompt_up, timeout=2 * STEP, what="the greeter's prompt")
         except AssertionError as error:
             raise AssertionError(f"{error}\n{self.report()}") from None
+
+    def submit(self, text):
+        """Types `text` in the password box and Enter (an empty box: Enter
+        alone) once a prompt is up; returns when the helper has read it."""
+        self.wait_for_prompt()
         helper = helper_waiting_for_answer()
         before = bytes_read(helper)
         # The answer is in when the helper has read it (until then the
@@ -879,9 +908,9 @@ class KScreenLocker(Locker):
                 wait_for(answer_read, timeout=5.0 if tries_left else STEP,
                          what="the helper reading the greeter's answer")
                 return
-            except AssertionError:
+            except AssertionError as error:
                 if not tries_left or helper_waiting_for_answer() != helper:
-                    raise
+                    raise AssertionError(f"{error}\n{self.report()}") from None
 
     def settle(self):
         def over():

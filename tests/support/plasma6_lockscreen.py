@@ -22,9 +22,7 @@ After a success the greeter prints "Unlocked" and quits. Plasma 6.3 (Debian
 conversation still scanning holds the exit (and the real screen) until it
 ends; Plasma 6.7 (Debian 14) leaves with _exit at once.
 """
-import time
-
-from lockers import STEP, KScreenLocker, bytes_read, helper_pids, helper_waiting_for_answer, wait_for
+from lockers import STEP, KScreenLocker, helper_pids, helper_waiting_for_answer, wait_for
 
 
 class Plasma6LockScreen(KScreenLocker):
@@ -56,7 +54,7 @@ class Plasma6LockScreen(KScreenLocker):
     def wake(self):
         """A key press shows the lock screen, which starts both conversations
         (again, after a failed password once the grace lock is over): until
-        the password prompt is up."""
+        the password prompt is up. `submit` types into it as on Plasma 5."""
         def prompt_up():
             if helper_waiting_for_answer():
                 return True
@@ -69,31 +67,7 @@ class Plasma6LockScreen(KScreenLocker):
         except AssertionError as error:
             raise AssertionError(f"{error}\n{self.report()}") from None
 
-    def answer(self, text):
-        """Types `text` in the password box and Enter (an empty box: Enter
-        alone), once the password prompt is up; returns when the helper has
-        read the answer."""
-        self.wake()
-        helper = helper_waiting_for_answer()
-        before = bytes_read(helper)
-
-        def answer_read():
-            now = bytes_read(helper)
-            return before is None or now is None or now > before
-        # Keys typed in the grace lock are dropped; the prompt is still the
-        # same one, so typing again is the same answer (see KScreenLocker).
-        for tries_left in (2, 1, 0):
-            self.x.xdotool("key", "shift")
-            time.sleep(0.3)
-            self.x.xdotool("key", "ctrl+a", "BackSpace")
-            self.x.type(text)
-            try:
-                wait_for(answer_read, timeout=5.0 if tries_left else STEP,
-                         what="the helper reading the greeter's answer")
-                return
-            except AssertionError:
-                if not tries_left or helper_waiting_for_answer() != helper:
-                    raise AssertionError(f"the answer not read\n{self.report()}") from None
+    wait_for_prompt = wake
 
     def rounds(self):
         """How many times the greeter started its conversations."""
@@ -105,3 +79,10 @@ class Plasma6LockScreen(KScreenLocker):
         prompt up; or the greeter gone."""
         wait_for(lambda: self.proc.poll() is not None or (self.rounds() > after and helper_waiting_for_answer()),
                  what="the conversations started again after the grace lock")
+
+    def fail_round(self, text):
+        """Submits `text`, which fails the password conversation (wrong, or
+        empty: cancelled), and waits for the next round."""
+        round_ = self.rounds()
+        self.submit(text)
+        self.next_round(round_)
