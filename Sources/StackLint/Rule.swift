@@ -20,7 +20,9 @@ struct Rule {
     let line: Int
     let kind: Kind
     /// How many substacks deep the line is (0: the service's own stack).
-    let level: Int
+    /// A file's line is read once into a rule at level 0; each include of
+    /// the file places a copy at its own level.
+    var level: Int
     let control: Control
     let module: String
     let arguments: [String]

@@ -38,6 +38,39 @@ public struct StackLint {
         var unjudgeable: Set<[UInt8]> = []
         /// Lines of each file with bytes that are not UTF-8.
         var notUTF8: [[UInt8]: [Int]] = [:]
+        /// Each file's lines read once into what `load` needs of them: a
+        /// file included many times is parsed once, not once per include.
+        var readLines: [[UInt8]: [ReadLine]] = [:]
+    }
+
+    /// One logical line of a file, with what every include of it uses:
+    /// its keyword finding, its type, its control and, for an auth module
+    /// line, the rule it becomes (at level 0).
+    struct ReadLine {
+        let number: Int
+        let words: [String]
+        let capitalFinding: Finding?
+        let type: String
+        let control: Control?
+        let rule: Rule?
+    }
+
+    func readLines(_ name: String, _ lines: [(line: Int, words: [String])]) -> [ReadLine] {
+        if let known = memo.readLines[Array(name.utf8)] { return known }
+        let parsed = lines.map { number, words in
+            // The type, in any case, with or without a leading "-"; Debian's
+            // @include is read the same way.
+            let type = (words[0].hasPrefix("-") ? String(words[0].dropFirst()) : words[0]).lowercased()
+            let control = words.count > 1 ? Control(words[1]) : nil
+            let rule = type == "auth" && words.count > 2 && control != nil
+                ? Rule(file: name, line: number, level: 0, control: control!, module: words[2], arguments: Array(words.dropFirst(3)),
+                       options: moduleOptions)
+                : nil
+            return ReadLine(number: number, words: words, capitalFinding: StackLint.capitalKeywordFinding("\(name):\(number)", words),
+                            type: type, control: control, rule: rule)
+        }
+        memo.readLines[Array(name.utf8)] = parsed
+        return parsed
     }
     let memo = Memo()
 
@@ -163,7 +196,7 @@ public struct StackLint {
             let finding = Finding(severity: "warning", text: text)
             if !expansion.findings.contains(finding) { expansion.findings.append(finding) }
         }
-        if path.contains(where: { Array($0.utf8) == Array(name.utf8) }) {
+        if path.contains(where: { $0.utf8.elementsEqual(name.utf8) }) {
             note("\(path.first ?? name): its includes go round in a loop through \(name): libpam fails every login through it")
             return .refused
         }
@@ -179,15 +212,13 @@ public struct StackLint {
                                   + "as libpam does, so it cannot pass the stack")
             if !expansion.findings.contains(finding) { expansion.findings.append(finding) }
         }
-        for (number, words) in lines {
+        for line in readLines(name, lines) {
             guard expansion.rules.count < StackLint.maxExpandedRules else { expansion.capped = true; break }
-            if let finding = StackLint.capitalKeywordFinding("\(name):\(number)", words), !expansion.findings.contains(finding) {
+            let (number, words, type) = (line.number, line.words, line.type)
+            if let finding = line.capitalFinding, !expansion.findings.contains(finding) {
                 expansion.findings.append(finding)
             }
             func failing(_ control: Control) -> Rule { Rule(file: name, line: number, kind: .mustFail, level: level, control: control) }
-            // The type, in any case, with or without a leading "-"; Debian's
-            // @include is read the same way.
-            let type = (words[0].hasPrefix("-") ? String(words[0].dropFirst()) : words[0]).lowercased()
             let atInclude = type == "@include"
             func include(_ target: String, substack: Bool) {
                 if substack { expansion.rules.append(Rule(file: name, line: number, kind: .substack, level: level, control: Control.mustFail)) }
@@ -223,13 +254,13 @@ public struct StackLint {
             // fails, or an include or substack that it loads all the same.
             let known = type == "auth"
             guard words.count > 1 else { expansion.rules.append(failing(Control.mustFail)); continue }
-            guard let control = Control(words[1]) else {
+            guard let control = line.control else {
                 include(words.count > 2 ? words[2] : "", substack: words[1].lowercased() == "substack")
                 continue
             }
-            guard known, words.count > 2 else { expansion.rules.append(failing(control)); continue }
-            expansion.rules.append(Rule(file: name, line: number, level: level, control: control, module: words[2],
-                                        arguments: Array(words.dropFirst(3)), options: moduleOptions))
+            guard known, var rule = line.rule else { expansion.rules.append(failing(control)); continue }
+            rule.level = level
+            expansion.rules.append(rule)
         }
         return complete ? .loaded : .incomplete
     }
