@@ -22,6 +22,23 @@ public enum SensorAvailability: Equatable {
     case notEnrolled
     /// The daemon is not running or did not answer.
     case unreachable
+    /// The daemon answered about the prints with an error, not with a list
+    /// or "no prints" (it refused this caller, as it does while polkit is
+    /// down; its storage failed): the reader cannot be used now, and what
+    /// is enrolled is not known, so no enrollment is read into it.
+    case failing
+
+    /// What fprintd said the user has enrolled, as a password success
+    /// records it: the digest, the empty "no prints", or nil when the
+    /// enrollment was not read (no answer, no device, an error), which
+    /// keeps the digest of the last password success that did read it.
+    public var enrollment: [UInt8]? {
+        switch self {
+        case .available(let state): return state
+        case .notEnrolled: return []
+        case .noDevice, .unreachable, .failing: return nil
+        }
+    }
 }
 
 /// How the reader wants the finger.

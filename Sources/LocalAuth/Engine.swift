@@ -152,15 +152,17 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         switch availability {
         case .available(let state): domainState = state
         case .notEnrolled: biometryError = .biometryNotEnrolled
-        case .noDevice, .unreachable: biometryError = .biometryNotAvailable
+        case .noDevice, .unreachable, .failing: biometryError = .biometryNotAvailable
         }
+        let enrollment = availability.enrollment
         if request.mode == .password {
             // Another conversation of the same program has the reader: this
             // one asks the password, with the back-off, and its success
             // resets the counts and satisfies the password rules (R10).
             guard policy == .owner else { return EvaluationResult(.failure(.biometryNotAvailable)) }
-            return passcodePhase(request, user: user, passcode: passcode, alreadyEntered: false, domainState: domainState)
+            return passcodePhase(request, user: user, passcode: passcode, alreadyEntered: false, enrollment: enrollment)
         }
+        sayWhenTheReaderFails(availability, request)
         // A login screen, a greeter or a console login is outside the
         // account's own session, so the reader is not used there (R17);
         // and nothing is said about why: a lockout, a password rule or the
@@ -240,7 +242,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
                 }
             }
         }
-        return passcodePhase(request, user: user, passcode: passcode, alreadyEntered: passcodeEntered, domainState: domainState)
+        return passcodePhase(request, user: user, passcode: passcode, alreadyEntered: passcodeEntered, enrollment: enrollment)
     }
 
     /// R14: an unknown user sees what a known user without usable biometrics
@@ -255,10 +257,11 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         let pseudo = UserIdentity(uid: StateRecord.lookAlikeUID, name: request.userName)
         let nameFits = !request.userName.isEmpty && request.userName.count <= RecordFormat.maxNameLength
         let readable = nameFits ? ledger.snapshot(pseudo) != nil : true
-        _ = sensor.availability(userName: request.userName)
+        let availability = sensor.availability(userName: request.userName)
         if request.callerActsForAName { _ = seat.observe() }     // as a known name's prompt does
         // A store that fails is said as for a known user, in both policies.
         guard readable else { return unrecorded(request) }
+        if request.mode != .password { sayWhenTheReaderFails(availability, request) }
         if policy == .biometrics { return EvaluationResult(.failure(.biometryNotAvailable)) }
         guard nameFits else {
             switch prompter.ask(UserText.passcodePrompt(options), into: passcode) {
@@ -272,13 +275,21 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
             passcode.wipe()
             return EvaluationResult(.failure(.authenticationFailed), failDelay: true)
         }
-        return passcodePhase(request, user: pseudo, passcode: passcode, alreadyEntered: false, domainState: [], lookAlike: true)
+        return passcodePhase(request, user: pseudo, passcode: passcode, alreadyEntered: false, enrollment: nil, lookAlike: true)
+    }
+
+    /// fprintd answered with an error (it refuses every caller while polkit
+    /// is down): the person hears why the finger is not asked for, known
+    /// name or not (the error does not depend on the name, R14).
+    mutating func sayWhenTheReaderFails(_ availability: SensorAvailability, _ request: Request) {
+        guard availability == .failing else { return }
+        say(UserText.readerFailing, .error, request)
     }
 
     // MARK: - Passcode phase
 
     mutating func passcodePhase(_ request: Request, user: UserIdentity, passcode: SecretBuffer, alreadyEntered: Bool,
-                                domainState: [UInt8], lookAlike: Bool = false) -> EvaluationResult {
+                                enrollment: [UInt8]?, lookAlike: Bool = false) -> EvaluationResult {
         if !alreadyEntered {
             switch ledger.backoffRemaining(user) {
             case nil: return unrecorded(request)
@@ -313,7 +324,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         if lookAlike && verdict == .correct { verdict = .wrong }
         switch verdict {
         case .correct:
-            ledger.recordSuccess(user, method: .passcode, sequence: sequence, domainState: domainState, session: request.session)
+            ledger.recordSuccess(user, method: .passcode, sequence: sequence, enrollment: enrollment, session: request.session)
             return EvaluationResult(.success(.passcode))
         case .noVerdict:
             passcode.wipe()
@@ -345,7 +356,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         switch sensor.availability(userName: user.name) {
         case .available(let state): biometry = .success(state)
         case .notEnrolled: biometry = .failure(.biometryNotEnrolled)
-        case .noDevice, .unreachable: biometry = .failure(.biometryNotAvailable)
+        case .noDevice, .unreachable, .failing: biometry = .failure(.biometryNotAvailable)
         }
         if case .success = biometry, record.fingerprintFailures >= options.lockout { biometry = .failure(.biometryLockout) }
         if case .success(let state) = biometry, let found = biometryBlock(user, record: record, domainState: state, service: service) {

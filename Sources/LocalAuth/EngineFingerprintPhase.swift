@@ -117,7 +117,7 @@ extension Engine {
                                    + "\(printableText(request.service)) not used: \(denial.statusText)")
                     return .ended(.biometryNotAvailable)
                 }
-                ledger.recordSuccess(user, method: .biometry, sequence: sequence, domainState: [], session: request.session)
+                ledger.recordSuccess(user, method: .biometry, sequence: sequence, session: request.session)
                 return .success
             case .noMatch:
                 failures += 1

@@ -75,15 +75,16 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
     /// this user after this module's own prompt: reset `F` and `P`.
     /// It is a correct password too: the rules that ask for the password
     /// (after a boot, after long disuse, after an enrollment change) are
-    /// satisfied by it, with `domainState` as the enrollment it saw.
-    public mutating func resetAfterPasswordSuccess(_ user: UserIdentity, domainState: [UInt8]) -> Bool {
+    /// satisfied by it, with `enrollment` as the enrollment it saw (nil:
+    /// not read, the last one read is kept).
+    public mutating func resetAfterPasswordSuccess(_ user: UserIdentity, enrollment: [UInt8]?) -> Bool {
         transaction(user, "reset the record of") { record, _, _, moment -> Bool in
             var current = record ?? StateRecord(uid: user.uid, userName: user.name, createdWallSeconds: moment.wall)
             current.fingerprintFailures = 0
             current.passcodeFailures = 0
             current.backoffRemainingMilliseconds = 0
             current.settleFailures()
-            current.notePasscodeSuccess(moment, domainState: domainState)
+            current.notePasscodeSuccess(moment, enrollment: enrollment)
             current.lastUnlockBootNanoseconds = moment.boot
             current.lastUnlockBootID = moment.bootID
             current.lastUnlockMethod = .passcode
@@ -224,7 +225,7 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
     }
 
     /// R4/R8: a match or a correct passcode resets both counts.
-    public mutating func recordSuccess(_ user: UserIdentity, method: AuthenticationMethod, sequence: UInt64, domainState: [UInt8],
+    public mutating func recordSuccess(_ user: UserIdentity, method: AuthenticationMethod, sequence: UInt64, enrollment: [UInt8]? = nil,
                                        session: [UInt8] = []) {
         _ = transaction(user, "record a success for") { record, _, _, moment in
             var current = record ?? StateRecord(uid: user.uid, userName: user.name, createdWallSeconds: moment.wall)
@@ -243,7 +244,7 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
                 current.lastFingerprintSuccessBootNanoseconds = moment.boot
                 current.lastFingerprintSuccessBootID = moment.bootID
             case .passcode:
-                current.notePasscodeSuccess(moment, domainState: domainState)
+                current.notePasscodeSuccess(moment, enrollment: enrollment)
             }
             record = current
         }

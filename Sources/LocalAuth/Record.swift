@@ -86,11 +86,17 @@ public struct StateRecord: Equatable {
     }
 
     /// A correct password at `moment`, with the enrollment it saw.
-    public mutating func notePasscodeSuccess(_ moment: Moment, domainState: [UInt8]) {
+    /// A correct password at `moment`, when fprintd said `enrollment` was
+    /// enrolled (the empty digest: no prints). With nil (fprintd not
+    /// asked, not answering, or answering with an error) the digest of the
+    /// last password success that read it is kept: an error is never
+    /// taken for an enrollment, so it cannot make the next touch read as
+    /// a changed enrollment.
+    public mutating func notePasscodeSuccess(_ moment: Moment, enrollment: [UInt8]?) {
         lastPasscodeSuccessWallSeconds = moment.wall
         lastPasscodeSuccessBootID = moment.bootID
         lastPasscodeSuccessBootNanoseconds = moment.boot
-        lastPasscodeSuccessDigest = RecordFormat.storedDigest(domainState)
+        if let enrollment { lastPasscodeSuccessDigest = RecordFormat.storedDigest(enrollment) }
     }
 
     /// Removes the failure entry of a refunded or won attempt.

@@ -56,6 +56,8 @@ public enum UserText {
     }
 
     public static var readerBusy: String { "The fingerprint reader is in use by another prompt." }
+    /// fprintd answered with an error (it refuses everyone while polkit is down).
+    public static var readerFailing: String { "The fingerprint reader is not available now." }
     public static var notRecognized: String { "Fingerprint not recognized." }
     public static var timedOut: String { "Timed out waiting for a fingerprint." }
     public static var disconnected: String { "The fingerprint reader was disconnected." }

@@ -60,6 +60,7 @@ func statusReport(user: UserIdentity, _ configuration: LoadedConfiguration) -> S
     case .notEnrolled: availability = "not-enrolled"
     case .noDevice: availability = "no-device"
     case .unreachable: availability = "unreachable"
+    case .failing: availability = "failing"
     }
     let record = inspection?.record
     let recordStatus: String

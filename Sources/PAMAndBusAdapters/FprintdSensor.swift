@@ -58,7 +58,7 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
     public mutating func describe(userName: [UInt8]) -> (availability: SensorAvailability, device: [UInt8], fingers: [[UInt8]]) {
         guard connect() else { return (.unreachable, [], []) }
         let availability = chooseDevice(userName)
-        let fingers = device.isEmpty ? [] : enrolledFingers(on: device, userName)
+        let fingers = device.isEmpty ? [] : enrolledFingers(on: device, userName) ?? []
         return (availability, device, fingers)
     }
 
@@ -265,14 +265,17 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
     }
 
     /// Picks the device holding the user's prints: with devices but no
-    /// prints on any of them the user is not enrolled.
+    /// prints on any of them the user is not enrolled; when a device
+    /// answered with an error and none has prints, what is enrolled is not
+    /// known and the reader is failing.
     private mutating func chooseDevice(_ userName: [UInt8]) -> SensorAvailability {
         guard let bus else { return .unreachable }
         let reply = bus.call(destination: fprintdName, path: managerPath, interface: managerInterface, member: literalBytes("GetDevices"))
         guard reply.succeeded, let devices = reply.message?.readStrings(limit: 256) else { return .unreachable }
         guard !devices.isEmpty else { return .noDevice }
+        var failed = false
         for candidate in devices {
-            let fingers = enrolledFingers(on: candidate, userName)
+            guard let fingers = enrolledFingers(on: candidate, userName) else { failed = true; continue }
             if !fingers.isEmpty {
                 device = candidate
                 deviceUser = userName
@@ -283,15 +286,23 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
         }
         device = []
         deviceUser = nil
-        return .notEnrolled
+        return failed ? .failing : .notEnrolled
     }
 
-    private func enrolledFingers(on path: [UInt8], _ userName: [UInt8]) -> [[UInt8]] {
-        guard let bus else { return [] }
+    /// The finger names fprintd lists for the user on a device: empty when
+    /// it says the user has none (its NoEnrolledPrints error, for an
+    /// unknown name too), nil for any other error or an unreadable answer
+    /// (PermissionDenied while polkit is down): an error is never read as
+    /// "no prints", which a password success would record as the
+    /// enrollment.
+    private func enrolledFingers(on path: [UInt8], _ userName: [UInt8]) -> [[UInt8]]? {
+        guard let bus else { return nil }
         let reply = bus.call(destination: fprintdName, path: path, interface: deviceInterface, member: literalBytes("ListEnrolledFingers"),
                              arguments: [userName])
-        guard reply.succeeded else { return [] }
-        return reply.message?.readStrings(limit: 64) ?? []
+        guard reply.succeeded else {
+            return bytesEqual(reply.errorName, "net.reactivated.Fprint.Error.NoEnrolledPrints") ? [] : nil
+        }
+        return reply.message?.readStrings(limit: 64)
     }
 
     /// Watches for fprintd leaving the bus. Only the bus driver can say

@@ -101,9 +101,8 @@ public func makeSystemLedger<Log: EventLog>(_ options: Options, log: Log) -> Sys
 /// The user's enrollment as fprintd reports it now (the domain state), or
 /// nothing when fprintd cannot say: what a correct password checked by
 /// another module is recorded with.
-public func currentDomainState(userName: [UInt8]) -> [UInt8] {
+public func currentEnrollment(userName: [UInt8]) -> [UInt8]? {
     var sensor = FprintdSensor(interruption: .none, clock: SystemClock())
     defer { sensor.close() }
-    if case .available(let state) = sensor.availability(userName: userName) { return state }
-    return []
+    return sensor.availability(userName: userName).enrollment
 }

@@ -246,7 +246,7 @@ func resetAfterPasswordModule(_ handle: PAMHandle, options: Options, log: PAMLog
     var ledger = makeSystemLedger(options, log: log)
     // A failed write is logged by the ledger; the answer is the same.
     _ = ledger.resetAfterPasswordSuccess(UserIdentity(uid: target.uid, name: target.name),
-                                         domainState: currentDomainState(userName: target.name))
+                                         enrollment: currentEnrollment(userName: target.name))
     return ResultTable.stepAside.rawValue
 }
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from pamenv import (CLAIM_DELAY_SHIM, PAM_AUTHINFO_UNAVAIL, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_SUCCESS, PASSWORDS,
-                    parse_run)
+                    install_shipped_stack, parse_run)
 from fprint_rig import process_state
 from sentences import FIRST_PROMPT, LOCKED
 
@@ -293,8 +293,7 @@ def test_biometrics_typed_password_is_the_fallback(pam, rig):
 
 
 def test_biometrics_stack_with_password_and_authsucc(pam, rig):
-    from test_shipped_stacks import install
-    install(pam, "sudo-biometrics")
+    install_shipped_stack(pam, "sudo-biometrics")
     miss = run_service(pam, rig, "sudo-biometrics", ["", "wrong"], [MISS] * 3)
     assert miss.code == PAM_AUTH_ERR and pam.record().F == 3
     good = run_service(pam, rig, "sudo-biometrics", ["", ALICE], [MISS] * 2)

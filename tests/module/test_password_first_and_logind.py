@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pamenv import (PAM_KEEPTOK, PAM_SUCCESS, PASSWORDS, USERS, current_slot, later_boot_clock, localauth_command,
                     reseal_record)
-from sentences import FIRST_PROMPT
+from sentences import FIRST_PROMPT, READER_FAILING
 from worlds import shared_rig
 
 ALICE = PASSWORDS["alice"]
@@ -142,11 +142,10 @@ def test_an_enrollment_change_asks_the_password_once(pam, rig):
     password_then_finger(pam, rig, ENROLLMENT_CHANGED)
 
 
-def test_re_enrolling_the_same_finger_counts_as_a_change(pam, rig, tmp_path):
+def test_re_enrolling_the_same_finger_counts_as_a_change(pam, rig):
     """The module reads fprintd's stored prints (here the rig's, bound over
     /var/lib/fprint in a private mount namespace): a print enrolled again
     under the same finger name changes the domain state."""
-    fprint = tmp_path / "fprint-view"
     wrapper = ["unshare", "--mount", "/bin/sh", "-c",
                f"mount --make-rprivate / && mount -t tmpfs localauth-var-lib /var/lib && mkdir /var/lib/fprint && "
                f"mount --bind '{rig.prints_dir}' /var/lib/fprint && exec \"$@\"", "sh"]
@@ -155,6 +154,29 @@ def test_re_enrolling_the_same_finger_counts_as_a_change(pam, rig, tmp_path):
     rig.enroll("alice", print_id="finger-alice-again")   # the same finger name, a new print
     password_then_finger(pam, rig, ENROLLMENT_CHANGED, wrapper=wrapper, match="SCAN finger-alice-again")
     assert pam.record_path().read_bytes()[352:384] != before
+
+
+def test_while_fprintd_refuses_the_password_keeps_the_enrollment(pam, rig):
+    """fprintd asks polkit before it answers, so while polkit refuses (its
+    actions denied, or polkitd not on the bus at all) fprintd answers every
+    caller PermissionDenied. The prompt says the reader is not available
+    (to an unknown name too) and asks the password; the password typed then
+    is no enrollment: once fprintd answers again, the next prompt takes the
+    finger, with no "the enrolled fingerprints changed"."""
+    pam.password_entered("alice", rig)
+    digest = pam.record_path().read_bytes()[352:384]
+    for stopped in (False, True):
+        with rig.polkit_refusing(stopped=stopped):
+            result = run(pam, rig, [ALICE])
+            assert result.code == PAM_SUCCESS and result.prompts() == [PASSCODE_PROMPT], (stopped, result.messages)
+            assert READER_FAILING in result.texts("error"), (stopped, result.messages)
+            unknown = run(pam, rig, ["whatever"], user="nosuchuser")
+            assert unknown.prompts() == result.prompts() and READER_FAILING in unknown.texts("error"), unknown.messages
+        assert pam.record_path().read_bytes()[352:384] == digest, "an error from fprintd was recorded as the enrollment"
+        result = run(pam, rig, [""], [MATCH])
+        assert result.code == PAM_SUCCESS and result.prompts() == [FIRST_PROMPT], (stopped, result.messages)
+        assert ENROLLMENT_CHANGED not in result.texts("error") and READER_FAILING not in result.texts("error"), result.messages
+        assert (pam.record().F, pam.record().P) == (0, 0)
 
 
 # ---- whose touch it is ---------------------------------------------------------

@@ -510,15 +510,41 @@ class FprintRig:
             # test's user: both must reach the bus's socket.
             os.chmod(self.dir, 0o755)
         if self.polkit_stand_in:
-            with open(self.polkit_log, "w") as log:
-                self.polkit_proc = subprocess.Popen(
-                    DIE_WITH_TESTS + [PY3, "-m", "dbusmock", "--system", "--template", "polkitd"],
-                    env=self.env(os.environ), stdout=log, stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL, start_new_session=True)
-            self._wait_name(POLKIT_NAME, True, self.polkit_proc, self.polkit_log)
-            self.ctl.call(POLKIT_NAME, POLKIT_PATH, "org.freedesktop.DBus.Mock", "SetAllowed",
-                          GLib.Variant("(as)", (POLKIT_ACTIONS,)))
+            self._start_polkit_stand_in()
         self.start_fprintd()
+
+    def _start_polkit_stand_in(self):
+        with open(self.polkit_log, "a") as log:
+            self.polkit_proc = subprocess.Popen(
+                DIE_WITH_TESTS + [PY3, "-m", "dbusmock", "--system", "--template", "polkitd"],
+                env=self.env(os.environ), stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True)
+        self._wait_name(POLKIT_NAME, True, self.polkit_proc, self.polkit_log)
+        self._polkit_allows(POLKIT_ACTIONS)
+
+    def _polkit_allows(self, actions):
+        self.ctl.call(POLKIT_NAME, POLKIT_PATH, "org.freedesktop.DBus.Mock", "SetAllowed", GLib.Variant("(as)", (actions,)))
+
+    @contextlib.contextmanager
+    def polkit_refusing(self, stopped=False):
+        """Inside, fprintd's polkit checks fail, so it answers every caller's
+        ListEnrolledFingers and Claim with an error: the stand-in denies
+        every action, or (stopped=True) is not on the bus at all, as while
+        polkitd is down. On the way out it allows fprintd's actions again."""
+        if not self.polkit_stand_in:
+            raise RigError("polkit_refusing needs the rig's polkit stand-in")
+        if stopped:
+            stop_process(self.polkit_proc)
+            self._wait_name(POLKIT_NAME, False)
+        else:
+            self._polkit_allows([])
+        try:
+            yield
+        finally:
+            if stopped:
+                self._start_polkit_stand_in()
+            else:
+                self._polkit_allows(POLKIT_ACTIONS)
 
     @staticmethod
     def _readline(proc, timeout):

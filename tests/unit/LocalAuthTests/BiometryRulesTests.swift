@@ -17,7 +17,7 @@ func recordWith(clock: ManualClock, passcodeAge: Int64?, fingerAge: Int64? = nil
     if let passcodeAge {
         record.notePasscodeSuccess(Moment(boot: now.boot - passcodeAge * 1_000_000_000, wall: now.wall - passcodeAge,
                                           bootID: passcodeBoot.map { [UInt8](repeating: $0, count: 16) } ?? now.bootID),
-                                   domainState: digest)
+                                   enrollment: digest)
     }
     if let fingerAge {
         record.lastFingerprintSuccessBootNanoseconds = now.boot - fingerAge * 1_000_000_000

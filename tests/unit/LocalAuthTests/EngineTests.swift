@@ -77,7 +77,7 @@ final class EngineTests: XCTestCase {
         XCTAssertEqual(w.sensor.openCalls, 0)
         XCTAssertEqual(w.prompter.count(Text.locked), 3)
         var engine = w.engine()
-        XCTAssertTrue(engine.ledger.resetAfterPasswordSuccess(alice, domainState: [0xD0, 0x0D]))
+        XCTAssertTrue(engine.ledger.resetAfterPasswordSuccess(alice, enrollment: [0xD0, 0x0D]))
         XCTAssertEqual(w.prompt(policy: .biometrics, script: [.match]).outcome, .success(.biometry))
         XCTAssertEqual(w.sensor.openCalls, 1)
     }
@@ -474,6 +474,51 @@ final class EngineTests: XCTestCase {
         XCTAssertEqual(record?.recentFailures.count, 3, "the passcode's own entry is removed")
     }
 
+    /// fprintd refuses every caller while polkit is down: the person is
+    /// told the reader is not available, and a password typed then keeps
+    /// the enrollment of the last password that read it, so the next
+    /// prompt, once fprintd answers again, takes the finger (no "the
+    /// enrolled fingerprints changed").
+    func testAnErrorFromFprintdIsNeverRecordedAsAnEnrollment() {
+        let enrolled: [UInt8] = [0xD0, 0x0D]
+        let w = World(sensor: FakeSensor(.available(domainState: enrolled)))
+        XCTAssertEqual(w.prompt(answers: [rightAnswer], script: [.noMatch, .noMatch, .noMatch]).outcome, .success(.passcode))
+        XCTAssertEqual(w.store.record?.lastPasscodeSuccessDigest, RecordFormat.storedDigest(enrolled))
+        w.sensor.availabilityValue = .failing
+        let during = w.prompt(answers: [rightAnswer])
+        XCTAssertEqual(during.outcome, .success(.passcode))
+        XCTAssertTrue(w.prompter.saw(Text.failing, kind: .error), "the person hears why the finger is not asked for")
+        XCTAssertEqual(w.store.record?.lastPasscodeSuccessDigest, RecordFormat.storedDigest(enrolled), "the error is not an enrollment")
+        w.sensor.availabilityValue = .available(domainState: enrolled)
+        XCTAssertEqual(w.prompt(script: [.match]).outcome, .success(.biometry), "the finger again, with no password rule")
+        XCTAssertFalse(w.prompter.saw("enrolled fingerprints changed"))
+        // A real change is still one: fprintd says "no prints", then a finger is enrolled.
+        w.sensor.availabilityValue = .notEnrolled
+        XCTAssertEqual(w.prompt(answers: [rightAnswer]).outcome, .success(.passcode))
+        XCTAssertEqual(w.store.record?.lastPasscodeSuccessDigest, RecordFormat.zeroDigest, "no prints is an enrollment")
+        w.sensor.availabilityValue = .available(domainState: enrolled)
+        XCTAssertEqual(w.prompt(answers: [rightAnswer]).outcome, .success(.passcode))
+        XCTAssertEqual(w.prompter.count("Your password is required: the enrolled fingerprints changed."), 1)
+        // The password module's success (authsucc) follows the same rule.
+        var engine = w.engine()
+        XCTAssertTrue(engine.ledger.resetAfterPasswordSuccess(alice, enrollment: nil))
+        XCTAssertEqual(w.store.record?.lastPasscodeSuccessDigest, RecordFormat.storedDigest(enrolled))
+    }
+
+    /// The reader's error is said to a known and an unknown name alike: it
+    /// comes from fprintd whatever the name (R14).
+    func testAFailingReaderIsSaidToUnknownNamesToo() {
+        for mode in [InteractionMode.terminal, .prompt] {
+            let known = World(sensor: FakeSensor(.failing))
+            let unknown = World(sensor: FakeSensor(.failing))
+            let knownResult = known.prompt(mode: mode, answers: [wrongAnswer])
+            let unknownResult = unknown.prompt(mode: mode, scope: .unknownUser, answers: [rightAnswer])
+            XCTAssertEqual(unknownResult, knownResult, "\(mode)")
+            XCTAssertEqual(unknown.prompter.told, known.prompter.told, "\(mode)")
+            XCTAssertTrue(known.prompter.saw(Text.failing, kind: .error), "\(mode)")
+        }
+    }
+
     func testPasscodeBufferIsWipedUnlessItIsTheAuthToken() {
         func run(_ configure: (World) -> Void, answers: [Answer], mode: InteractionMode = .terminal, policy: EvaluationPolicy = .owner)
             -> (EvaluationResult, SecretBuffer) {
@@ -680,7 +725,7 @@ final class EngineTests: XCTestCase {
         record.backoffAnchorBootNanoseconds = ManualClock().boot
         let w = World(store: FakeStore(record))
         var engine = w.engine()
-        XCTAssertTrue(engine.ledger.resetAfterPasswordSuccess(alice, domainState: [0xD0, 0x0D]))
+        XCTAssertTrue(engine.ledger.resetAfterPasswordSuccess(alice, enrollment: [0xD0, 0x0D]))
         XCTAssertEqual(w.store.record?.fingerprintFailures, 0)
         XCTAssertEqual(w.store.record?.passcodeFailures, 0)
         XCTAssertEqual(w.store.record?.backoffRemainingMilliseconds, 0)
@@ -694,7 +739,7 @@ final class EngineTests: XCTestCase {
     func testThePasswordModulesSuccessIsRecordedAsACorrectPasswordEvenWithoutARecord() {
         let w = World(options: Options())
         var engine = w.engine()
-        XCTAssertTrue(engine.ledger.resetAfterPasswordSuccess(alice, domainState: [0xD0, 0x0D]))
+        XCTAssertTrue(engine.ledger.resetAfterPasswordSuccess(alice, enrollment: [0xD0, 0x0D]))
         XCTAssertEqual(w.store.writes, 1)
         XCTAssertEqual(w.store.record?.lastPasscodeSuccessBootID, w.clock.bootIdentifier)
         XCTAssertEqual(w.store.record?.lastUnlockMethod, .passcode)
@@ -714,7 +759,7 @@ final class EngineTests: XCTestCase {
         let w = World(store: FakeStore(storedRecord(f: 5, p: 1)))
         w.store.failWrites = true
         var engine = w.engine()
-        XCTAssertFalse(engine.ledger.resetAfterPasswordSuccess(alice, domainState: [0xD0, 0x0D]))
+        XCTAssertFalse(engine.ledger.resetAfterPasswordSuccess(alice, enrollment: [0xD0, 0x0D]))
         XCTAssertEqual(w.store.record?.fingerprintFailures, 5)
         XCTAssertTrue(w.log.has(.error, "cannot reset"))
     }

@@ -427,6 +427,7 @@ enum Text {
     static let disconnected = "The fingerprint reader was disconnected."
     static let stopped = "The fingerprint reader stopped working."
     static let busy = "The fingerprint reader is in use by another prompt."
+    static let failing = "The fingerprint reader is not available now."
     static let waitPrefix = "Too many wrong passwords. Try again in "
 }
 

@@ -184,6 +184,7 @@ func scenarios() -> [Scenario] {
         ("fprintd unreachable", .unreachable, .biometryNotAvailable),
         ("no device", .noDevice, .biometryNotAvailable),
         ("no enrolled finger", .notEnrolled, .biometryNotEnrolled),
+        ("fprintd answers with an error", .failing, .biometryNotAvailable),
     ]
     for (label, availability, error) in unusable {
         add("R2 owner: \(label) → straight to the passcode (correct)", .owner) {

@@ -162,8 +162,8 @@ func passwordEntered(_ arguments: ArraySlice<String>) -> Int32 {
     var options = Options()
     options.stateDir = target.store.directoryPath
     var ledger = makeLedger(target, options: options)
-    let domainState = currentDomainState(userName: target.user.name)
-    guard ledger.resetAfterPasswordSuccess(target.user, domainState: domainState) else { return fail("password-entered: cannot write") }
+    let enrollment = currentEnrollment(userName: target.user.name)
+    guard ledger.resetAfterPasswordSuccess(target.user, enrollment: enrollment) else { return fail("password-entered: cannot write") }
     return 0
 }
 
