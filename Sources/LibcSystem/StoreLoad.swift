@@ -14,7 +14,21 @@ extension FileStateStore {
         var writableInPlace = false
     }
 
+    /// Reads the record; a file that cannot be read (an I/O error opening,
+    /// examining or reading it) is read once more before it counts as
+    /// damaged, so that one transient error does not replace a sound
+    /// record with R12's (the finger locked, the first wait). An error
+    /// that persists is the disk's, and the replacement is the answer
+    /// that neither refunds what the record may hold nor locks the owner
+    /// out. Other damage is in the bytes, and reading again would find
+    /// the same.
     func load(directory: Int32, _ names: RecordFiles, uid: UInt32, userName: [UInt8]) throws(StoreFailure) -> FoundRecord {
+        let found = try loadOnce(directory: directory, names, uid: uid, userName: userName)
+        guard found.status == .damaged(.unreadable) else { return found }
+        return try loadOnce(directory: directory, names, uid: uid, userName: userName)
+    }
+
+    func loadOnce(directory: Int32, _ names: RecordFiles, uid: UInt32, userName: [UInt8]) throws(StoreFailure) -> FoundRecord {
         let fd: Int32
         do {
             fd = try Syscalls.open(at: directory, names.record, .updateFile)

@@ -361,9 +361,25 @@ def test_a_failing_rename_of_a_new_record_refuses_and_leaves_only_a_temporary(pa
     assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR and pam.record().P == 1
 
 
+def test_one_transient_read_error_is_read_again_and_changes_nothing(pam):
+    """One I/O error reading the record (the disk answers the next read) is
+    read again: the record is kept as it was, the finger is not locked,
+    and the attempt is counted on it as on any other."""
+    seeded_with_one_wrong_password(pam)
+    run = pam.run(answers=["wrong"], env=faulty(pam, "read", 5, FAULT_MATCH=f"{pam.state}/{UID}.rec", FAULT_TIMES="1"))
+    assert len(faults_hit(pam)) == 1
+    assert run.code == PAM_AUTH_ERR and run.texts("error") == [], run
+    record = pam.record()
+    assert (record.F, record.P) == (0, 2), "counted on the record read the second time"
+    assert pam.run(answers=[ALICE]).code == PAM_SUCCESS
+
+
 def test_an_unreadable_record_is_replaced_fail_closed_and_the_password_gets_in(pam):
-    """A read error is a damaged record: the finger is locked and the
-    password waits out the first back-off, then gets in."""
+    """A read error that persists (the second read fails too) is a damaged
+    record: the finger is locked and the password waits out the first
+    back-off, then gets in. Neither refunding what the record may hold nor
+    refusing every attempt (the owner locked out while the disk fails)
+    would do."""
     seeded_with_one_wrong_password(pam)
     run = pam.run(answers=[ALICE], env=faulty(pam, "read", 5, FAULT_MATCH=f"{pam.state}/{UID}.rec"))
     assert faults_hit(pam)

@@ -9,6 +9,9 @@
  *                          sync and read: the descriptor's path); TEXT$
  *                          only calls on a path ending in TEXT
  *   FAULT_SKIP=N           let the first N matching calls through
+ *   FAULT_TIMES=N          fail only N matching calls (after those
+ *                          skipped); then let them through (a transient
+ *                          error)
  *   FAULT_SWAP=DIR         when the module opens DIR (an openat of its last
  *                          name), rename DIR to DIR.moved and put a symlink
  *                          to FAULT_SWAP_TARGET in its place: before the
@@ -30,7 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int skipped;
+static int skipped, failed;
 
 static void note(const char *what, const char *path) {
     const char *name = getenv("FAULT_LOG");
@@ -77,6 +80,9 @@ static int inject(const char *call, const char *path) {
         skipped++;
         return 0;
     }
+    const char *times = getenv("FAULT_TIMES");
+    if (times && failed >= atoi(times)) return 0;
+    failed++;
     note(call, path);
     errno = atoi(code);
     return 1;
