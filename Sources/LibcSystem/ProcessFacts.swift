@@ -127,4 +127,37 @@ extension Syscalls {
         case .error: return LOG_ERR
         }
     }
+
+    /// This program's command name as the kernel keeps it (the executable's
+    /// file name, at most 15 bytes); nil when it cannot be read.
+    public static func ownCommandName() -> [UInt8]? {
+        guard var name = readRegularFile(at: nil, literalBytes("/proc/self/comm"), limit: 64), name.last == 0x0A else { return nil }
+        name.removeLast()
+        return name.isEmpty ? nil : name
+    }
+
+    /// How many processes of `uid` have exited unreaped under the command
+    /// name `command`, counting up to `limit`: the helpers a caller left
+    /// unreaped (given back to its uid as they ended). Only processes
+    /// `uid` owns are read; whatever cannot be read is not counted.
+    public static func unreapedProcesses(of uid: UInt32, named command: [UInt8], limit: Int) -> Int {
+        guard let proc = try? open(at: nil, literalBytes("/proc"), flags: O_RDONLY | O_DIRECTORY) else { return 0 }
+        guard let stream = fdopendir(proc) else {
+            close(proc)
+            return 0
+        }
+        defer { closedir(stream) }
+        var count = 0
+        while count < limit, let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                bytes(ofCString: raw.baseAddress!.assumingMemoryBound(to: CChar.self), limit: 32)
+            }
+            guard !name.isEmpty, name.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+                  let facts = try? facts(at: proc, name), facts.owner == uid,
+                  let stat = readRegularFile(at: proc, name + literalBytes("/stat"), limit: 4096),
+                  HelperBounds.isUnreaped(stat: stat, command: command) else { continue }
+            count += 1
+        }
+        return count
+    }
 }

@@ -345,6 +345,7 @@ public enum Syscalls {
     }
 
     public static func realUserID() -> UInt32 { getuid() }
+    public static func realGroupID() -> UInt32 { getgid() }
     public static func effectiveUserID() -> UInt32 { geteuid() }
 
     /// The user's uid and canonical name, or nil when no such user exists.

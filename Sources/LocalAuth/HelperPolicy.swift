@@ -132,3 +132,28 @@ public enum HelperPolicy {
         return false
     }
 }
+
+/// What one caller may hold of the helper. At most `live` helpers run at
+/// once for a uid (slots held until they exit). A helper that has exited
+/// stays a process until its caller reaps it; the helper gives itself back
+/// to the caller's uid before it exits, so an unreaped one counts against
+/// the caller's own process limit, and a caller that already left
+/// `unreaped` of them unreaped is refused before any work.
+public enum HelperBounds {
+    public static let live = 4
+    public static let unreaped = 16
+
+    /// Whether a line of /proc/PID/stat is an exited, unreaped process
+    /// (state Z) whose command name is `command` (the helper's own, as the
+    /// kernel keeps it: at most 15 bytes). The name is the text between the
+    /// first "(" and the last ")", since a name may hold either. The owner
+    /// (which uid) is asked of the directory, not of this line.
+    public static func isUnreaped(stat: [UInt8], command: [UInt8]) -> Bool {
+        guard let open = stat.firstIndex(of: 0x28), let close = stat.lastIndex(of: 0x29), open < close,
+              close + 2 < stat.count, stat[close + 1] == 0x20 else { return false }
+        return stat[(open + 1)..<close].elementsEqual(command) && stat[close + 2] == 0x5A
+    }
+
+    /// Whether a caller holding `count` unreaped helpers is refused.
+    public static func refusesUnreaped(_ count: Int) -> Bool { count >= unreaped }
+}

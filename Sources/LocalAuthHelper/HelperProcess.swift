@@ -132,6 +132,18 @@ extension Syscalls {
         _ = alarm(seconds)
     }
 
+    /// The end of every run: the process becomes its caller's again (the
+    /// caller's uid and gid, no groups), with every descriptor closed first,
+    /// so that it holds nothing while the caller may signal it. A helper
+    /// its caller never reaps is then one of the caller's own processes,
+    /// counted by the caller's process limit like any other, not root's.
+    public static func returnToCaller(uid: UInt32, gid: UInt32) {
+        closeDescriptors(from: 0)
+        _ = la_setresgid(gid, gid, gid)
+        _ = setgroups(0, nil)
+        _ = la_setresuid(uid, uid, uid)
+    }
+
     /// Writes a line to standard error, for a person who ran a program by hand.
     public static func writeError(_ text: String) {
         var bytes = utf8Bytes(text)

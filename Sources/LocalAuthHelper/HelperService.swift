@@ -31,7 +31,11 @@ public enum HelperService {
     public static func run() -> HelperExit {
         // The real uid is the caller's: record it before anything else.
         let callerUID = Syscalls.realUserID()
+        let callerGID = Syscalls.realGroupID()
         let privileged = Syscalls.becomeRoot()
+        // However it ends, the process ends as its caller's: one the caller
+        // leaves unreaped is counted among the caller's own processes.
+        defer { if privileged { Syscalls.returnToCaller(uid: callerUID, gid: callerGID) } }
         Syscalls.resetSignals()
         Syscalls.resetLimits()
         Syscalls.setFileCreationMask(0o077)
@@ -219,8 +223,15 @@ struct HelperSession {
         if privileged && slot == .unavailable {
             log.log(.notice, "no helper slot can be made for uid \(callerUID) (state directory unusable or full): running unbounded")
         }
-        if slot == .allTaken {
-            log.log(.notice, "uid \(callerUID) already runs \(HelperSlots.perCaller) prompts; refused")
+        // Helpers this caller left unreaped: each holds a process id until
+        // the caller reaps it. Past the bound the caller is refused before
+        // any work (it leaves one more, which its process limit counts).
+        let unreaped = privileged ? Syscalls.ownCommandName().map {
+            Syscalls.unreapedProcesses(of: callerUID, named: $0, limit: HelperBounds.unreaped)
+        } ?? 0 : 0
+        if slot == .allTaken || HelperBounds.refusesUnreaped(unreaped) {
+            log.log(.notice, slot == .allTaken ? "uid \(callerUID) already runs \(HelperBounds.live) prompts; refused"
+                : "uid \(callerUID) left \(unreaped) helpers unreaped; refused")
             let now = Syscalls.bootTimeNanoseconds()
             _ = channel.send(.hello, HelloFrame.helper(silenceMilliseconds: UInt32(silence)), deadline: now + 1_000_000_000)
             _ = channel.send(.errorText, utf8Bytes("localauth-helper: too many prompts at once for this account"),
@@ -394,7 +405,7 @@ struct HelperSession {
 /// file for every caller: a new caller needs no inode, so the bound holds
 /// on a full filesystem, and no caller can take another's bytes.
 enum HelperSlots {
-    static let perCaller = 4
+    static let perCaller = HelperBounds.live
 
     enum Taken: Equatable {
         /// This descriptor holds the slot until the process exits.

@@ -3,11 +3,14 @@ helper's client over a socket pair and the helper runs as the unprivileged
 user (setpriv), as anyone could run it. Each test checks that nothing was
 granted, nothing was written where it must not be, no charge was lost and
 the reader was released. The world: helper_world.py."""
+import contextlib
+import json
 import os
 import signal
 import socket
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -323,6 +326,80 @@ def test_helper_runs_at_most_four_prompts_per_user(w, helpers):
     again = helpers()                                   # a slot is free again
     again.ask()
     assert read_frame(again.sock) == (PROMPT_OFF, FIRST_PROMPT.encode())
+    assert w.counts(UID) == (0, 0)
+
+
+FLOOD = Path(__file__).resolve().parent.parent / "support" / "helper_flood.py"
+
+
+def unreaped_helpers():
+    """(pid, owner uid) of every helper that has exited and is not reaped."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            owner = os.stat(f"/proc/{entry}").st_uid
+            with open(f"/proc/{entry}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue
+        name, state = text[text.index("(") + 1:text.rindex(")")], text.rsplit(")", 1)[1].split()[0]
+        if state == "Z" and name == Path(HELPER_PATH).name[:15]:
+            found.append((int(entry), owner))
+    return found
+
+
+@contextlib.contextmanager
+def flood(w, count, nproc=0, one_at_a_time=False):
+    """The user starts `count` helpers and reaps none until the block ends
+    (tests/support/helper_flood.py); yields what each start came to."""
+    argv = w.argv("/usr/bin/python3", str(FLOOD), HELPER_PATH, str(count), str(nproc), frame(HELLO, CLIENT_HELLO).hex(),
+                  *(["--one-at-a-time"] if one_at_a_time else []), uid=UID)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=w.env(USER))
+    try:
+        line = proc.stdout.readline()
+        assert line, "the flood reported nothing"
+        yield json.loads(line)
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+        wait_for(lambda: not [pid for pid, owner in unreaped_helpers() if owner == UID], what="the flood's helpers reaped")
+
+
+def test_helpers_a_caller_never_reaps_are_its_own_and_bounded(w, helpers):
+    """A caller that never reaps its helpers leaves a process each, as any
+    child does. The helper ends as its caller's (not root's), so what is left
+    unreaped is the caller's own: after 16 the caller is refused with the
+    sentence before any work, charged nothing, and another user's helper
+    runs all the while."""
+    with flood(w, 20, one_at_a_time=True) as report:
+        assert report["outcomes"] == ["ended"] * 16 + ["refused"] * 4, report
+        left = [owner for pid, owner in unreaped_helpers() if pid in report["pids"]]
+        assert left == [UID] * 20, left
+        other = helpers(uid=OTHER_UID)
+        other.ask(user=OTHER)
+        assert read_frame(other.sock) == (PROMPT_OFF, PASSCODE_PROMPT.encode())   # not enrolled: the password
+        other.close()
+        run = unlock(w, [PASSWORD])
+        assert run.code == PAM_SYSTEM_ERR, run
+        assert "localauth-helper: too many prompts at once for this account" in run.texts("error"), run
+    assert w.counts(UID) == (0, 0)
+    run = unlock(w, [PASSWORD])
+    assert run.code == PAM_SUCCESS, run
+
+
+def test_the_callers_process_limit_counts_the_helpers_it_leaves(w):
+    """The review's flood: a user limited to 40 processes opened 409 helpers
+    at once, none reaped (they were root's, so the limit did not count
+    them). Now each one the user leaves is one of the user's processes: the
+    kernel refuses the start past the limit."""
+    with flood(w, 100, nproc=40) as report:
+        started = [o for o in report["outcomes"] if not o.startswith("cannot start")]
+        assert 0 < len(started) < 40, report
+        assert report["outcomes"][-1] == "cannot start: EAGAIN", report
+        mine = [owner for pid, owner in unreaped_helpers() if pid in report["pids"]]
+        assert mine == [UID] * len(started), mine
     assert w.counts(UID) == (0, 0)
 
 

@@ -144,4 +144,26 @@ final class HelperPolicyTests: XCTestCase {
             XCTAssertFalse(HelperPolicy.carriesDomainState(outcome, service: Array("swaylock".utf8)), "\(outcome)")
         }
     }
+
+    /// Which /proc/PID/stat lines are helpers left unreaped: the exited
+    /// state (Z) and the helper's own command name, read between the first
+    /// "(" and the last ")" (a name may hold either).
+    func testUnreapedHelpersAreExitedProcessesUnderTheHelpersName() {
+        let rows: [(String, Bool)] = [
+            ("4242 (localauth-helpe) Z 4000 4242 4242 0 -1", true),
+            ("4242 (localauth-helpe) S 4000 4242 4242 0 -1", false),     // still running: a slot bounds it
+            ("4242 (localauth-helpe) R 4000 4242 4242 0 -1", false),
+            ("4242 (sh) Z 4000 4242 4242 0 -1", false),                   // another program's zombie
+            ("4242 (localauth-help) Z 4000", false),                      // a name that only starts alike
+            ("4242 (x) Z (localauth-helpe) Z 1", false),                  // the name is up to the last ")"
+            ("4242 (localauth-helpe)", false),
+            ("4242 localauth-helpe Z", false),
+            ("", false),
+        ]
+        for (line, expected) in rows {
+            XCTAssertEqual(HelperBounds.isUnreaped(stat: bytes(line), command: bytes("localauth-helpe")), expected, line)
+        }
+        XCTAssertFalse(HelperBounds.refusesUnreaped(HelperBounds.unreaped - 1))
+        XCTAssertTrue(HelperBounds.refusesUnreaped(HelperBounds.unreaped))
+    }
 }
