@@ -10,7 +10,7 @@ import pytest
 from pamenv import (CLAIM_DELAY_SHIM, PAM_AUTHINFO_UNAVAIL, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_SUCCESS, PASSWORDS,
                     install_shipped_stack, parse_run)
 from fprint_rig import process_state
-from sentences import FIRST_PROMPT, LOCKED
+from sentences import FIRST_PROMPT, LOCKED, READER_BUSY
 
 ALICE = PASSWORDS["alice"]
 PASSCODE_PROMPT = "Enter Password: "
@@ -179,6 +179,31 @@ def test_device_claimed_elsewhere_means_no_biometrics_for_this_prompt(pam, rig):
     assert result.code == PAM_SUCCESS
     assert result.prompts() == [FIRST_PROMPT, PASSCODE_PROMPT]
     assert pam.record().F == 0
+
+
+def test_a_reader_a_hung_or_killed_client_holds_never_costs_an_attempt(pam, rig):
+    """A client of fprintd of its own holds the reader and never lets go
+    (a program that hangs, or a suspend that left the claim): each prompt
+    says the reader is in use and goes to the password, never waiting and
+    never charging; a wrong password is the only charge. When the holder is
+    SIGKILLed its claim goes with its bus connection, and the next prompt
+    uses the finger."""
+    holder = rig.claiming_process("alice")
+    try:
+        for answers, code, counts in ((["", "wrong"], PAM_AUTH_ERR, (0, 1)), (["", ALICE], PAM_SUCCESS, (0, 0))):
+            result = run(pam, rig, answers)
+            assert result.code == code, result
+            assert result.prompts() == [FIRST_PROMPT, PASSCODE_PROMPT], result.messages
+            assert READER_BUSY in result.texts("error") + result.texts("info"), result.messages
+            assert not any("your finger" in text for text in result.texts("info")), result.messages
+            assert (pam.record().F, pam.record().P) == counts
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    result = run(pam, rig, [""], [MATCH])
+    assert result.code == PAM_SUCCESS and result.fed == [MATCH], result
+    assert READER_BUSY not in result.texts("error") + result.texts("info")
+    assert (pam.record().F, pam.record().P) == (0, 0)
 
 
 def test_user_without_prints_goes_straight_to_the_passcode(pam, rig):

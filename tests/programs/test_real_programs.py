@@ -59,7 +59,8 @@ import pytest
 
 from fprint_rig import BusMonitor, FprintRig
 from pamenv import MODULE, ROOT, SeededState, parse_record, password_entered
-from sentences import FIRST_PROMPT, LOCKED, NOT_RECOGNIZED as NOT_RECOGNIZED_LAST, NO_MATCH_TOUCH_OR_TYPE as NOT_RECOGNIZED_TRY
+from sentences import (FIRST_PROMPT, LOCKED, NOT_RECOGNIZED as NOT_RECOGNIZED_LAST, NO_MATCH_TOUCH_OR_TYPE as NOT_RECOGNIZED_TRY,
+                       READER_BUSY)
 from worlds import shared_rig
 
 USER, UID = "latest", 4242
@@ -792,6 +793,38 @@ def test_a_password_typed_while_the_reader_is_claimed_elsewhere_is_edited_and_ta
     finally:
         rig.release_elsewhere()
     assert SUDO_SORRY not in t.text and PASSWORD not in t.text
+    assert w.counts() == (0, 0)
+
+
+@pytest.mark.parametrize("gone", ["killed", "exited"])
+def test_a_reader_another_program_keeps_gives_the_password_at_once_and_the_finger_after(w, rig, term, gone):
+    """What fprintd's users report most after the keyring: a reader left
+    claimed, by a client that hangs or dies holding it, or by a suspend. A
+    program of its own claims the reader and never releases it: sudo says
+    the reader is in use and asks the password at once (no wait for a
+    finger that cannot come), charging nothing. Once that program is gone,
+    SIGKILLed holding the claim or ended (fprintd drops a claim whose
+    holder left the bus), the next sudo takes the finger."""
+    holder = rig.claiming_process(USER)
+    try:
+        t = sudo_id(term)
+        t.expect(READER_BUSY)
+        wait_for_echo(t, on=False)
+        assert INSTRUCTION not in t.text, t.text
+        t.type(PASSWORD + "\n")
+        assert t.finish() == 0, t.text
+        assert w.counts() == (0, 0)
+    finally:
+        if gone == "killed":
+            holder.kill()
+        else:
+            holder.stdin.close()
+        holder.wait(timeout=30)
+    rig.feed([MATCH])
+    t = sudo_id(term)
+    assert t.finish() == 0, t.text
+    assert fed(rig) == [MATCH]
+    assert t.text == transcript(INSTRUCTION, ID_ROOT)
     assert w.counts() == (0, 0)
 
 

@@ -95,6 +95,7 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from gi.repository import Gio, GLib
 
@@ -764,6 +765,27 @@ class FprintRig:
                 continue
             self.release_elsewhere()
             return
+
+    def claiming_process(self, user):
+        """Another program holding the reader: a process of its own that
+        claims the device for `user` and never releases it (a client that
+        hangs, or one a suspend left holding it). Returns the process once
+        fprintd granted the claim; the test kills it (fprintd releases a
+        claim when its holder's bus connection closes)."""
+        script = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); "
+                  "from fprint_rig import _Client, FPRINT_NAME, MANAGER_PATH, MANAGER_IFACE, DEVICE_IFACE; "
+                  "from gi.repository import GLib; "
+                  f"c = _Client({self.bus_address!r}); "
+                  "path = c.call(FPRINT_NAME, MANAGER_PATH, MANAGER_IFACE, 'GetDefaultDevice', None, '(o)')[0]; "
+                  f"c.call(FPRINT_NAME, path, DEVICE_IFACE, 'Claim', GLib.Variant('(s)', ({user!r},))); "
+                  "print('claimed', flush=True); sys.stdin.read()")
+        proc = subprocess.Popen(DIE_WITH_TESTS + [PY3, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=self.env(os.environ))
+        line = self._readline(proc, self.start_timeout)
+        if line != "claimed":
+            stop_process(proc)
+            raise RigError(f"the claiming process did not claim: {line!r} {proc.stderr.read().decode(errors='replace')}")
+        return proc
 
     def release_elsewhere(self, disconnect_only=False):
         """Release the claim_elsewhere() claim (or just drop that connection,
