@@ -265,6 +265,7 @@ install: module cli
 	install -m 0644 config/pam-auth-update.localauth $(DESTDIR)/usr/share/pam-configs/localauth
 	install -D -m 0644 packaging/polkit-agent-helper-localauth.conf \
 		$(DESTDIR)/usr/lib/systemd/system/polkit-agent-helper@.service.d/50-localauth.conf
+	install -D -m 0644 packaging/localauth.tmpfiles $(DESTDIR)/usr/lib/tmpfiles.d/localauth.conf
 	install -m 0644 man/localauth.1 $(DESTDIR)$(PREFIX)/share/man/man1/localauth.1
 	install -m 0644 man/localauth.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/localauth.conf.5
 	install -m 0644 man/pam_localauth.8 $(DESTDIR)$(PREFIX)/share/man/man8/pam_localauth.8
@@ -292,7 +293,8 @@ uninstall:
 		$(DESTDIR)$(PREFIX)/bin/localauth $(DESTDIR)/usr/share/pam-configs/localauth \
 		$(DESTDIR)$(PREFIX)/share/man/man1/localauth.1 $(DESTDIR)$(PREFIX)/share/man/man5/localauth.conf.5 \
 		$(DESTDIR)$(PREFIX)/share/man/man8/pam_localauth.8 \
-		$(DESTDIR)/usr/lib/systemd/system/polkit-agent-helper@.service.d/50-localauth.conf
+		$(DESTDIR)/usr/lib/systemd/system/polkit-agent-helper@.service.d/50-localauth.conf \
+		$(DESTDIR)/usr/lib/tmpfiles.d/localauth.conf
 	-rmdir $(DESTDIR)/usr/lib/systemd/system/polkit-agent-helper@.service.d
 
 clean:
@@ -354,8 +356,9 @@ fuzz: $(addprefix $(FUZZ_BUILD)/fuzz-,$(FUZZ_TARGETS))
 	$(PYTHON) tools/fuzz.py --seconds $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # The long run, outside CI: every target for FUZZ_LONG_SECONDS (an hour),
-# FUZZ_JOBS at once (2.5 hours on two cores), in its own corpus; what it
-# reached beyond the seeds is merged into Fuzz/corpus/<target> to commit.
+# FUZZ_JOBS at once (three hours for the five, two at a time), in its own
+# corpus; what it reached beyond the seeds is merged into
+# Fuzz/corpus/<target> to commit.
 FUZZ_LONG_SECONDS ?= 3600
 FUZZ_JOBS ?= 2
 fuzz-long: $(addprefix $(FUZZ_BUILD)/fuzz-,$(FUZZ_TARGETS))

@@ -1,5 +1,5 @@
 // What the state store tells the engine after a failure, so that it can
-// decide whether counting is suspended (LocalAuth's CountingSuspension):
+// decide whether the counting moves to /run (LocalAuth's RuntimeCounting):
 // has the state directory's filesystem itself gone read-only, and is this
 // process one that no unprivileged user could have set up. The decision is
 // the core's; this file only looks.

@@ -22,16 +22,18 @@ extension FileStateStore {
     /// that neither refunds what the record may hold nor locks the owner
     /// out. Other damage is in the bytes, and reading again would find
     /// the same.
-    func load(directory: Int32, _ names: RecordFiles, uid: UInt32, userName: [UInt8]) throws(StoreFailure) -> FoundRecord {
-        let found = try loadOnce(directory: directory, names, uid: uid, userName: userName)
+    /// `readOnly` opens the file only to read it (a read-only disk's), and
+    /// it is then never written in place.
+    func load(directory: Int32, _ names: RecordFiles, uid: UInt32, userName: [UInt8], readOnly: Bool = false) throws(StoreFailure) -> FoundRecord {
+        let found = try loadOnce(directory: directory, names, uid: uid, userName: userName, readOnly: readOnly)
         guard found.status == .damaged(.unreadable) else { return found }
-        return try loadOnce(directory: directory, names, uid: uid, userName: userName)
+        return try loadOnce(directory: directory, names, uid: uid, userName: userName, readOnly: readOnly)
     }
 
-    func loadOnce(directory: Int32, _ names: RecordFiles, uid: UInt32, userName: [UInt8]) throws(StoreFailure) -> FoundRecord {
+    func loadOnce(directory: Int32, _ names: RecordFiles, uid: UInt32, userName: [UInt8], readOnly: Bool) throws(StoreFailure) -> FoundRecord {
         let fd: Int32
         do {
-            fd = try Syscalls.open(at: directory, names.record, .updateFile)
+            fd = try Syscalls.open(at: directory, names.record, readOnly ? .readFile : .updateFile)
         } catch {
             if error == .noEntry { return FoundRecord(record: nil, status: .absent) }
             if error == .symlinkLoop { return FoundRecord(record: nil, status: .damaged(.unsafeFile)) }

@@ -18,8 +18,9 @@ extension FileStateStore {
     /// fresh, empty one made. The state directory itself must be the trusted
     /// owner's and 0700 (others may not even list which uids have records).
     /// A missing one is made only in a parent nobody else can write: in a
-    /// sticky /tmp another user could have made it first.
-    func openDirectory() throws(StoreFailure) -> Int32 {
+    /// sticky /tmp another user could have made it first; with `create`
+    /// false it is not made, and reads as missing.
+    func openDirectory(create: Bool = true) throws(StoreFailure) -> Int32 {
         guard let parts = TrustedPath.parts(directoryPath), let last = parts.last else { throw .directoryUnusable(.notAbsolute) }
         let parent: Int32
         switch TrustedPath.openDirectory(Array(parts.dropLast()), trusted: { isTrustedAncestor($0, allowSticky: true) }) {
@@ -32,7 +33,7 @@ extension FileStateStore {
         do {
             fd = try Syscalls.open(at: parent, last, .directory)
         } catch {
-            guard error == .noEntry else {
+            guard error == .noEntry, create else {
                 // A symlink or a file in its place is unsafe; anything else
                 // is a failure of the system, said as such.
                 let unsafe = error == .symlinkLoop || error == .notDirectory
@@ -48,7 +49,7 @@ extension FileStateStore {
             } catch {
                 // A filesystem that is read-only or failing is said as
                 // such (it may suspend counting); anything else is unsafe.
-                throw .directoryUnusable(CountingSuspension.isMediumFailure(error) ? .cannotOpen(error) : .unsafeDirectory)
+                throw .directoryUnusable(RuntimeCounting.isMediumFailure(error) ? .cannotOpen(error) : .unsafeDirectory)
             }
         }
         guard let facts = try? Syscalls.facts(fd), facts.isDirectory, facts.owner == trustedOwner, facts.mode & 0o077 == 0 else {

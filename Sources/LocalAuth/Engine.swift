@@ -94,13 +94,13 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         set { ledger.options = newValue }
     }
 
-    public init(options: Options, sensor: Sensor, verifier: Verifier, prompter: Conversation, store: Store, clock: Time, log: Log,
-                seat: Seat) {
+    public init(options: Options, sensor: Sensor, verifier: Verifier, prompter: Conversation, store: Store, runtime: Store? = nil,
+                clock: Time, log: Log, seat: Seat) {
         self.sensor = sensor
         self.verifier = verifier
         self.prompter = prompter
         self.seat = seat
-        self.ledger = Ledger(options: options, store: store, clock: clock, log: log)
+        self.ledger = Ledger(options: options, store: store, runtime: runtime, clock: clock, log: log)
     }
 
     // MARK: - Evaluation
@@ -377,19 +377,10 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
 
     // MARK: - Messages
 
-    /// The store failed (logged by the ledger): the person is told, and
-    /// nothing is decided.
-    /// The store could not count this prompt's attempt. Refused (R12),
-    /// unless no unprivileged user could have caused it: then the module
-    /// steps aside, with nothing taken, and the password line decides
-    /// uncounted (CountingSuspension). Known and unknown names alike (R14).
+    /// The store could not count this prompt's attempt, on disk or, with
+    /// the disk read-only, in /run (logged by the ledger): the person is
+    /// told, and nothing is decided (R12). Known and unknown names alike (R14).
     mutating func unrecorded(_ request: Request) -> EvaluationResult {
-        if ledger.countingSuspended() {
-            say(UserText.countingSuspended, .error, request)
-            ledger.log.log(.error, "state directory \(printableText(options.stateDir)) cannot be written (its filesystem has gone "
-                           + "read-only): counting suspended, no fingerprint; the password line decides, uncounted")
-            return EvaluationResult(.failure(.systemCancel))
-        }
         say(UserText.notRecorded, .error, request)
         return EvaluationResult(.internalError)
     }

@@ -8,26 +8,33 @@ public struct Moment: Equatable {
     public var boot: Int64
     public var wall: Int64
     public var bootID: [UInt8]
+
+    public init(boot: Int64, wall: Int64, bootID: [UInt8]) {
+        self.boot = boot
+        self.wall = wall
+        self.bootID = bootID
+    }
 }
 
 public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
     public var options: Options
     public var store: Store
+    /// Where the counting goes on while the state directory is read-only
+    /// (RuntimeCounting); nil: nowhere, such a failure refuses.
+    public var runtime: Store?
     public var clock: Time
     public var log: Log
     /// The failure of the last transaction, nil when it succeeded.
-    private var lastFailure: StoreFailure? = nil
+    public private(set) var lastFailure: StoreFailure? = nil
+    /// Whether the last transaction counted in /run (the disk read-only).
+    public private(set) var lastCountedInRuntime = false
+    /// Said once per ledger: the log line that counting went to /run.
+    private var notedRuntime = false
 
-    /// Whether the last transaction's failure suspends counting
-    /// (CountingSuspension); asks the store about the system only then.
-    public func countingSuspended() -> Bool {
-        guard let failure = lastFailure else { return false }
-        return CountingSuspension.applies(to: failure, facts: store.storageFacts())
-    }
-
-    public init(options: Options, store: Store, clock: Time, log: Log) {
+    public init(options: Options, store: Store, runtime: Store? = nil, clock: Time, log: Log) {
         self.options = options
         self.store = store
+        self.runtime = runtime
         self.clock = clock
         self.log = log
     }
@@ -56,19 +63,95 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
     }
 
     /// The transaction behind `transaction`; false when the store failed.
+    /// A record kept in /run while the disk was read-only is folded into
+    /// the disk's first (on disk before it leaves /run: a crash between
+    /// the two folds it again, which never lowers a count). When the disk
+    /// is read-only the transaction runs in /run instead (RuntimeCounting),
+    /// from the disk's record the first time. `body` changes only the
+    /// record, so running it again there after a write the disk refused
+    /// changes nothing else.
     mutating func transact(_ user: UserIdentity, _ action: String, consequence: String, level: LogLevel,
                            _ body: (inout StateRecord?, LoadStatus, RecordRules, Moment) -> Void) -> Bool {
         let moment = now()
         let rules = RecordRules(options: options, backoffApplies: backoffApplies(user))
-        do {
-            try store.withRecord(uid: user.uid, userName: user.name) { record, status in body(&record, status, rules, moment) }
-            lastFailure = nil
-            return true
-        } catch {
-            lastFailure = error
-            log.log(level, "cannot \(action) uid \(user.uid): \(storeFailureText(error, directory: options.stateDir, describe: store.describe))\(consequence)")
-            return false
+        var folded: StateRecord? = nil
+        lastCountedInRuntime = false
+        // What /run holds, looked at first so that a shortage refuses: a
+        // fold skipped would leave the disk's lower counts to decide. (A
+        // record /run gets after this look, from a prompt that found the
+        // disk read-only an instant before, is folded by the next one.)
+        var held: (record: StateRecord?, status: LoadStatus) = (nil, .absent)
+        if let runtime {
+            do { held = try runtime.peek(uid: user.uid, userName: user.name) } catch {
+                return failed(.runtimeUnusable(error), user, action, consequence, level)
+            }
         }
+        do {
+            try store.withRecord(uid: user.uid, userName: user.name) { record, status in
+                var status = status
+                if case (let held?, .loaded) = held {
+                    record = RuntimeCounting.fold(disk: status == .loaded ? record : nil, runtime: held, options: rules.options,
+                                                  backoffApplies: rules.backoffApplies, moment: moment)
+                    status = .loaded
+                    folded = held
+                }
+                body(&record, status, rules, moment)
+            }
+            lastFailure = nil
+        } catch {
+            guard runtime != nil, RuntimeCounting.applies(to: error, facts: store.storageFacts()) else {
+                return failed(error, user, action, consequence, level)
+            }
+            return transactInRuntime(user, action, consequence: consequence, level: level, rules: rules, moment: moment,
+                                     runtimeHeldNothing: held.status == .absent, body)
+        }
+        if let folded {
+            do {
+                if try runtime?.remove(uid: user.uid, userName: user.name, ifStill: folded) == true {
+                    log.log(.notice, "uid \(user.uid): the counts kept in \(RuntimeCounting.directory) while the state directory was "
+                            + "read-only are back in \(printableText(options.stateDir))")
+                }
+            } catch {
+                log.log(.warning, "uid \(user.uid): the counts kept in \(RuntimeCounting.directory) are on disk but stay there "
+                        + "(\(storeFailureText(error, directory: utf8Bytes("\(RuntimeCounting.directory)"), describe: store.describe))); "
+                        + "they are folded again, never lowered")
+            }
+        }
+        return true
+    }
+
+    /// The transaction in /run: its record, or the disk's as it still reads
+    /// (R12's replacement when the disk fails even that).
+    mutating func transactInRuntime(_ user: UserIdentity, _ action: String, consequence: String, level: LogLevel, rules: RecordRules,
+                                    moment: Moment, runtimeHeldNothing: Bool,
+                                    _ body: (inout StateRecord?, LoadStatus, RecordRules, Moment) -> Void) -> Bool {
+        var seed: (record: StateRecord?, status: LoadStatus)? = nil
+        do {
+            // The disk's record as it still reads, when /run had none yet
+            // (one another prompt made there since is taken as it is).
+            if runtimeHeldNothing { seed = try store.peek(uid: user.uid, userName: user.name) }
+            try runtime?.withRecord(uid: user.uid, userName: user.name) { record, status in
+                var status = status
+                if status == .absent, let seed { (record, status) = seed }
+                body(&record, status, rules, moment)
+            }
+        } catch {
+            return failed(.runtimeUnusable(error), user, action, consequence, level)
+        }
+        lastFailure = nil
+        lastCountedInRuntime = true
+        if !notedRuntime {
+            notedRuntime = true
+            log.log(.notice, "state directory \(printableText(options.stateDir)) is read-only (its filesystem): counting in "
+                    + "\(RuntimeCounting.directory) until it is writable again")
+        }
+        return true
+    }
+
+    mutating func failed(_ error: StoreFailure, _ user: UserIdentity, _ action: String, _ consequence: String, _ level: LogLevel) -> Bool {
+        lastFailure = error
+        log.log(level, "cannot \(action) uid \(user.uid): \(storeFailureText(error, directory: options.stateDir, describe: store.describe))\(consequence)")
+        return false
     }
 
     /// R11: the password module of a biometrics-policy stack succeeded for
@@ -269,6 +352,10 @@ public func storeFailureText(_ failure: StoreFailure, directory: [UInt8], descri
     case .writeFailed(let errno): return "write failed: " + describe(errno)
     case .readFailed(let errno): return "read failed: " + describe(errno)
     case .fileSizeLimited: return "file size limit"
+    case .runtimeUnusable(let inRuntime):
+        return "state directory " + printableText(directory) + " is read-only, and counting in "
+            + "\(RuntimeCounting.directory) failed too: " + storeFailureText(inRuntime, directory: utf8Bytes("\(RuntimeCounting.directory)"),
+                                                                            describe: describe)
     }
 }
 

@@ -10,7 +10,7 @@ public struct Errno: Error, Equatable {
 }
 
 /// Why the store could not do its work. The engine refuses the attempt.
-public enum StoreFailure: Error, Equatable {
+public indirect enum StoreFailure: Error, Equatable {
     /// The state directory is missing and cannot be made, or is unsafe.
     case directoryUnusable(DirectoryProblem)
     case lockFailed(Errno)
@@ -20,6 +20,9 @@ public enum StoreFailure: Error, Equatable {
     case readFailed(Errno)
     /// `ulimit -f` forbids writing a record and cannot be raised.
     case fileSizeLimited
+    /// The state directory is read-only, and counting in /run failed too
+    /// (full, read-only, unsafe): the attempt is refused, never uncounted.
+    case runtimeUnusable(StoreFailure)
 }
 
 /// What is wrong with the state directory or the way to it.
@@ -55,10 +58,19 @@ public protocol StateStore {
     /// `body` must never wait for a person or a device.
     mutating func withRecord<Result>(uid: UInt32, userName: [UInt8],
                                      _ body: (inout StateRecord?, LoadStatus) -> Result) throws(StoreFailure) -> Result
+    /// The user's record as stored, read without a lock and without making
+    /// or mending anything: what a read-only disk still gives (the record
+    /// the counting in /run starts from), and what /run holds to fold back.
+    /// `.absent` when there is none, or no directory. A shortage of
+    /// descriptors or memory is thrown: what it hides may hold more.
+    func peek(uid: UInt32, userName: [UInt8]) throws(StoreFailure) -> (record: StateRecord?, status: LoadStatus)
+    /// Removes the user's record, under the user's lock, if it is still
+    /// `record`: false when another prompt changed it since (it stays).
+    mutating func remove(uid: UInt32, userName: [UInt8], ifStill record: StateRecord) throws(StoreFailure) -> Bool
     /// An errno for a log line: the system's message and the number.
     func describe(_ errno: Errno) -> String
     /// What the system says, now, about the state directory's filesystem
-    /// and this process (looked at only after a failure: CountingSuspension).
+    /// and this process (looked at only after a failure: RuntimeCounting).
     func storageFacts() -> StorageFacts
 }
 

@@ -133,11 +133,6 @@ public enum UserText {
     /// (the administrator's log says why).
     public static let notRecorded = "Authentication is unavailable: the attempt could not be recorded. Nothing was checked."
 
-    /// The state directory's filesystem went read-only: no fingerprint, and
-    /// the password line decides (uncounted: the log and `status` say so;
-    /// the prompt does not advertise it).
-    public static let countingSuspended = "The fingerprint is unavailable because the system disk cannot be written; use your password."
-
     public static func wait(_ milliseconds: Int64) -> String {
         "Too many wrong passwords. Try again in " + durationText(milliseconds) + "."
     }

@@ -32,9 +32,9 @@ struct StatusReport {
     /// (key, value, where it came from)
     var configuration: [(String, String, String)]
     var problems: [String]
-    /// Why counting is suspended (the state directory's filesystem went
-    /// read-only, CountingSuspension); nil while it counts.
-    var suspension: String? = nil
+    /// Where the counting goes on while the state directory's filesystem
+    /// is read-only (RuntimeCounting); nil while it counts on disk.
+    var runtimeCounting: String? = nil
 }
 
 func statusCommand(_ arguments: Arguments) throws -> ExitCode {
@@ -51,8 +51,9 @@ func statusReport(user: UserIdentity, _ configuration: LoadedConfiguration) -> S
     var ledger = makeSystemLedger(options, log: StandardErrorLog(verbose: options.debug))
     let inspection = Syscalls.effectiveUserID() == 0 ? ledger.inspect(user) : nil
 
-    // Only root's inspection touches the store: anyone else has no failure.
-    let suspension = inspection == nil && ledger.countingSuspended() ? "state directory read-only: counting suspended" : nil
+    // Only root's inspection touches the store.
+    let runtimeCounting = inspection != nil && ledger.lastCountedInRuntime
+        ? "state directory read-only: counting in \(RuntimeCounting.directory) until it is writable" : nil
     var availability = "unreachable"
     var domainState: [UInt8]? = nil
     switch sensor.availability {
@@ -96,7 +97,7 @@ func statusReport(user: UserIdentity, _ configuration: LoadedConfiguration) -> S
                         fingerprintFailures: fingerprintFailures, lockout: options.lockout, locked: locked, lockReason: lockReason,
                         remainingBackoffMilliseconds: inspection?.remainingBackoffMilliseconds ?? 0,
                         passcodeRequirement: requirement, seat: seat, touchDenial: denial, configuration: rows,
-                        problems: configuration.problems, suspension: suspension)
+                        problems: configuration.problems, runtimeCounting: runtimeCounting)
 }
 
 func statusJSON(_ report: StatusReport) -> String {
@@ -118,7 +119,7 @@ func statusJSON(_ report: StatusReport) -> String {
             json.field("status", report.recordStatus)
             json.field("damage", report.damage)
         }
-        json.field("counting_suspended", report.suspension)
+        json.field("counting_in_run", report.runtimeCounting)
         json.key("fingerprint")
         json.object {
             json.field("failures", report.readable ? Int64(report.fingerprintFailures) : nil)
@@ -199,8 +200,8 @@ func statusText(_ report: StatusReport) -> String {
     if !report.fingers.isEmpty { sensorLine += ", enrolled: " + report.fingers.map { printableText($0) }.joined(separator: ", ") }
     lines.append(sensorLine)
     if let domainState = report.domainState { lines.append("domain state: \(hex(domainState))") }
-    if let suspension = report.suspension {
-        lines.append(suspension + " (no fingerprint; the password line checks the password, uncounted)")
+    if let runtimeCounting = report.runtimeCounting {
+        lines.append(runtimeCounting + " (the finger, the back-off and the lockout as on a writable disk)")
     } else if !report.readable {
         lines.append("record: not readable (run as root to see the counters)")
     } else {
@@ -269,6 +270,8 @@ struct UnreadableStateStore: StateStore {
         var record: StateRecord? = nil
         return body(&record, .absent)
     }
+    func peek(uid: UInt32, userName: [UInt8]) -> (record: StateRecord?, status: LoadStatus) { (nil, .absent) }
+    mutating func remove(uid: UInt32, userName: [UInt8], ifStill record: StateRecord) -> Bool { true }
 }
 
 func checkCommand(_ arguments: Arguments) throws -> ExitCode {

@@ -46,9 +46,10 @@ public struct RequestFacts {
 }
 
 /// Builds the real engine for one request. `store` defaults to the state
-/// directory of the options; a caller that may not read it passes another.
+/// directory of the options, with /run's for a read-only disk (`runtime`);
+/// a caller that may not read it passes another.
 public func makeSystemEngine<Conversation: Prompter, Store: StateStore, Log: EventLog>(
-    _ options: Options, _ facts: RequestFacts, prompter: Conversation, store: Store, log: Log
+    _ options: Options, _ facts: RequestFacts, prompter: Conversation, store: Store, runtime: Store? = nil, log: Log
 ) -> SystemEngine<Conversation, Store, Log> {
     // The reader and logind share the prompt's one system bus connection.
     let bus = SharedSystemBus()
@@ -64,7 +65,7 @@ public func makeSystemEngine<Conversation: Prompter, Store: StateStore, Log: Eve
     return Engine(options: options, sensor: FprintdSensor(interruption: interruption, clock: SystemClock(), bus: bus),
                   verifier: PAMPasscodeVerifier(service: options.passcodeService, tty: facts.tty, remoteHost: facts.remoteHost,
                                                 requestingUser: facts.requestingUser),
-                  prompter: prompter, store: store, clock: SystemClock(), log: log,
+                  prompter: prompter, store: store, runtime: runtime, clock: SystemClock(), log: log,
                   seat: LogindSeat(sessionID: facts.sessionID, userManagerOwner: facts.userManagerOwner,
                                    standInAllowed: options.userManagerStandIn, bus: bus))
 }
@@ -72,7 +73,8 @@ public func makeSystemEngine<Conversation: Prompter, Store: StateStore, Log: Eve
 public func makeSystemEngine<Conversation: Prompter, Log: EventLog>(
     _ options: Options, _ facts: RequestFacts, prompter: Conversation, log: Log
 ) -> SystemEngine<Conversation, FileStateStore, Log> {
-    makeSystemEngine(options, facts, prompter: prompter, store: FileStateStore(directoryPath: options.stateDir), log: log)
+    makeSystemEngine(options, facts, prompter: prompter, store: FileStateStore(directoryPath: options.stateDir),
+                     runtime: FileStateStore.runtime, log: log)
 }
 
 /// The engine of a program that may talk to a person at its own terminal
@@ -95,7 +97,8 @@ public func makeTerminalEngine<Conversation: Prompter, Log: EventLog>(
 
 /// The ledger alone, for what only reads or resets counts (authsucc, reset, status).
 public func makeSystemLedger<Log: EventLog>(_ options: Options, log: Log) -> SystemLedger<Log> {
-    Ledger(options: options, store: FileStateStore(directoryPath: options.stateDir), clock: SystemClock(), log: log)
+    Ledger(options: options, store: FileStateStore(directoryPath: options.stateDir), runtime: FileStateStore.runtime, clock: SystemClock(),
+           log: log)
 }
 
 /// The user's enrollment as fprintd reports it now (the domain state), or

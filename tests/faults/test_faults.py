@@ -23,9 +23,9 @@ import pytest
 from fprint_rig import DEVICE_IFACE, DIE_WITH_TESTS, FPRINT_NAME, MANAGER_IFACE, MANAGER_PATH, PY3, BusMonitor, FprintRig, process_state
 from pamenv import (BUILD, PAM_KEEPTOK, PAM_MATRIX, PAM_AUTH_ERR, PAM_CRED_INSUFFICIENT, PAM_CONV_ERR, PAM_SUCCESS,
                     PAM_SYSTEM_ERR, PASSWORDS, USERS, later_boot_clock, lookalike_records, parse_record, parse_run,
-                    read_only_state, ROOT)
+                    read_only_state, runtime_bound, runtime_dir, ROOT)
 from pamenv import MATRIX_PROMPT, install_shipped_stack as install
-from sentences import COUNTING_SUSPENDED, FIRST_PROMPT, NOT_RECORDED
+from sentences import FIRST_PROMPT, NOT_RECORDED
 
 ALICE = PASSWORDS["alice"]
 UID = USERS["alice"]
@@ -199,60 +199,154 @@ def hand_over_stack(pam, name):
         install(pam, name)
 
 
-def assert_handed_over(pam, run, code):
-    assert run.code == code, run
-    assert run.texts("error") == [COUNTING_SUSPENDED] and run.prompts() == [MATRIX_PROMPT], run
-    assert any("counting suspended, no fingerprint; the password line decides, uncounted" in line
-               for line in log_lines(run)), run.stderr
+def counts_in(directory, user):
+    """(F, P) of `user`'s record in a store directory: its own file, or for
+    a name without an account its bucket of the look-alike file."""
+    if user in USERS:
+        path = Path(directory) / f"{USERS[user]}.rec"
+        record = parse_record(path.read_bytes(), USERS[user]) if path.exists() else None
+    else:
+        path = Path(directory) / "lookalike.rec"
+        record = lookalike_records(path.read_bytes()).get(user) if path.exists() else None
+    return (record.F, record.P) if record else None
 
 
-@pytest.mark.parametrize("name", ["sudo", "su", "login", "sudo-biometrics", "common-auth"])
+@pytest.mark.parametrize("name", ["sudo", "su", "login", "common-auth"])
 @pytest.mark.parametrize("user", ["alice", "nosuchuser"])
-def test_a_read_only_state_directory_hands_over_to_the_password_line(pam, tmp_path, name, user):
-    """A disk gone read-only must not lock everyone out: nothing can be
-    counted, so no finger is taken, the person is told, and each shipped
-    stack's password line decides, uncounted. The namespace is root's, as
-    the system's own mounts are; a known and an unknown name hear the
-    same; what the prompts left on the read-only filesystem is what was
-    there before."""
+def test_a_read_only_state_directory_counts_in_run_then_on_disk_again(pam, tmp_path, name, user):
+    """A disk gone read-only locks no one out and leaves no password
+    uncounted: each shipped stack's prompt goes on as on a writable disk,
+    its charges kept in /run/localauth (a root-only tmpfs; here the test's
+    own), starting from the record the read-only disk still holds; the
+    read-only filesystem is left as it was. A known and an unknown name
+    are counted alike. Once the directory is writable again the counts are
+    folded back into it and /run's copy goes."""
     hand_over_stack(pam, name)
+    start = 0
     if user == "alice":
         seeded_with_one_wrong_password(pam)
+        start = 1
     before = pam.state_contents()
-    for answer, code in ((PASSWORDS.get(user, "x"), PAM_SUCCESS if user == "alice" else PAM_AUTH_ERR), ("wrong", PAM_AUTH_ERR)):
-        out = tmp_path / f"after-{answer}"
+    for attempt in (1, 2):
+        out = tmp_path / f"after-{attempt}"
         out.mkdir()
-        run = pam.run(service=name, user=user, answers=[answer],
+        run = pam.run(service=name, user=user, answers=["wrong"],
                       wrapper=in_private_mounts(read_only_state(pam.state), copy_out=out))
-        assert_handed_over(pam, run, code)
-        assert any("errno 30" in line for line in log_lines(run)), run.stderr
+        assert run.code == PAM_AUTH_ERR and run.prompts() == [PASSCODE_PROMPT], run
+        assert run.texts("error") == [], run
+        assert counts_in(runtime_dir(pam.state), user) == (0, start + attempt), run.stderr
         assert {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.is_file()} == before
+    # Writable again: folded back, counted on, and gone from /run.
+    run = pam.run(service=name, user=user, answers=["wrong"], wrapper=in_private_mounts(runtime_bound(pam.state)))
+    assert run.code == PAM_AUTH_ERR, run
+    assert counts_in(pam.state, user) == (0, start + 3)
+    assert counts_in(runtime_dir(pam.state), user) is None
 
 
-def test_an_ext4_error_under_errors_remount_ro_hands_over(pam, tmp_path):
+def test_a_read_only_state_directory_keeps_the_back_off_and_the_lockout(pam, rig):
+    """Counting in /run holds every rule: three misses and a wrong
+    password, then more wrong passwords up to the fifth, which starts the
+    back-off; the right password is then refused unchecked, the misses
+    still counted. The boot clock moved past the wait, the password gets in."""
+    install(pam, "sudo")
+    read_only = in_private_mounts(read_only_state(pam.state))
+    pam.password_entered("alice", rig)
+    for attempt in range(1, 6):
+        if attempt == 1:
+            rig.feed([MISS] * 3)
+        run = pam.run(service="sudo", answers=["", "wrong"] if attempt == 1 else ["wrong"], wrapper=read_only, env=rig.env())
+        if attempt == 1:
+            assert rig.feed_wait(timeout=30).ok
+        assert run.code == PAM_AUTH_ERR, (attempt, run)
+    assert counts_in(runtime_dir(pam.state), "alice") == (3, 5)
+    run = pam.run(service="sudo", answers=[ALICE], wrapper=read_only, env=rig.env())
+    assert run.code == PAM_CRED_INSUFFICIENT and PASSCODE_PROMPT not in run.prompts(), run
+    assert run.texts("error") == ["Too many wrong passwords. Try again in 1 minute."], run
+    assert counts_in(runtime_dir(pam.state), "alice") == (3, 5)
+    run = pam.run(service="sudo", answers=[ALICE], wrapper=read_only + later_boot_clock(61), env=rig.env())
+    assert run.code == PAM_SUCCESS, run
+    assert counts_in(runtime_dir(pam.state), "alice") == (0, 0)
+
+
+def test_an_ext4_error_under_errors_remount_ro_counts_in_run(pam, tmp_path):
     """What a failing disk does: the state directory on ext4 mounted with
     errors=remount-ro (Debian's default), then an error (the kernel's own
     trigger_fs_error). The kernel marks the filesystem read-only (on recent
     kernels as emergency_ro, which statvfs does not show), the next write
-    gets EROFS, and the password line decides."""
+    gets EROFS, and the charge goes to /run."""
     install(pam, "sudo")
     seeded_with_one_wrong_password(pam)
     disk, mounted = tmp_path / "disk.img", tmp_path / "fs"
     mounted.mkdir()
     subprocess.run(["truncate", "-s", "16M", str(disk)], check=True)
     subprocess.run(["mkfs.ext4", "-q", "-F", str(disk)], check=True)
-    script = (f'STATE={pam.state}; mount -o loop,errors=remount-ro {disk} {mounted}; cp -a "$STATE"/. {mounted}/; '
-              f'chmod 0700 {mounted}; mount --bind {mounted} "$STATE"; '
+    script = (f'{runtime_bound(pam.state)}; STATE={pam.state}; mount -o loop,errors=remount-ro {disk} {mounted}; '
+              f'cp -a "$STATE"/. {mounted}/; chmod 0700 {mounted}; mount --bind {mounted} "$STATE"; '
               f'echo 1 > /sys/fs/ext4/$(basename $(findmnt -n -o SOURCE {mounted}))/trigger_fs_error')
     tail = f'set +e; "$@"; rc=$?; umount "$STATE" {mounted}; exit $rc'
-    run = pam.run(service="sudo", answers=[ALICE],
+    run = pam.run(service="sudo", answers=["wrong"],
                   wrapper=["unshare", "--mount", "--propagation", "private", "sh", "-ec", f"{script}\n{tail}", "sh"])
-    assert_handed_over(pam, run, PAM_SUCCESS)
+    assert run.code == PAM_AUTH_ERR and run.prompts() == [PASSCODE_PROMPT], run
+    assert counts_in(runtime_dir(pam.state), "alice") == (0, 2)
+    assert pam.record().P == 1, "the disk as it was"
+
+
+def test_a_disk_filled_under_ext4_counts_in_run_past_the_limits(pam, tmp_path):
+    """The attack review's reproduction: the state directory on ext4
+    (errors=remount-ro, Debian's default) in a sparse image that lives on a
+    small tmpfs, which a user then fills. The next charge's sync fails,
+    ext4 aborts its journal and the kernel marks the filesystem read-only
+    (emergency_ro; here the first journal commit after the fill). Before,
+    every sudo password was then checked
+    uncounted (7 wrong ones, none charged); now the counting goes on in
+    /run: the fifth wrong password starts the back-off, and the sixth and
+    seventh are refused unchecked, as on a writable disk."""
+    install(pam, "sudo")
+    backing, mounted = tmp_path / "backing", tmp_path / "fs"
+    backing.mkdir()
+    mounted.mkdir()
+    setup = (f"{runtime_bound(pam.state)}; STATE={pam.state}; "
+             f"mount -t tmpfs -o size=6m localauth-backing {backing}; truncate -s 64M {backing}/disk.img; "
+             f"mkfs.ext4 -q -F {backing}/disk.img; "
+             f"mount -o loop,errors=remount-ro {backing}/disk.img {mounted}; cp -a \"$STATE\"/. {mounted}/; chmod 0700 {mounted}; "
+             f"sync -f {mounted}; mount --bind {mounted} \"$STATE\"; "
+             f"dd if=/dev/zero of={backing}/filler bs=64k 2>/dev/null || true; "
+             # The next journal commit cannot be written: ext4 aborts its
+             # journal and the kernel makes the filesystem read-only.
+             f"touch {mounted}/.dirty 2>/dev/null || true; sync -f {mounted} 2>/dev/null || true; "
+             f"echo ready; read -r done || true; "
+             f"umount \"$STATE\" {mounted}")
+    holder = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-ec", setup],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        inside = ["nsenter", f"--mount=/proc/{holder.pid}/ns/mnt", "--"]
+        runs = [pam.run(service="sudo", answers=["wrong"], wrapper=inside) for _ in range(7)]
+        last = pam.run(service="sudo", answers=[ALICE], wrapper=inside)
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    assert [run.code for run in runs] == [PAM_AUTH_ERR] * 5 + [PAM_CRED_INSUFFICIENT] * 2, runs
+    assert last.code == PAM_CRED_INSUFFICIENT and last.prompts() == [], last
+    assert counts_in(runtime_dir(pam.state), "alice")[1] == 5
+
+
+def test_a_read_only_state_directory_and_an_unusable_run_refuse(pam):
+    """Counting in /run needs /run: one that cannot be written (here a
+    read-only tmpfs in its place) refuses the attempt, nothing asked,
+    nothing checked, as any charge that cannot be written does."""
+    install(pam, "sudo")
+    before = seeded_with_one_wrong_password(pam)
+    script = (read_only_state(pam.state) + "; mount -t tmpfs -o ro,mode=0700 localauth-run-ro /run/localauth")
+    run = pam.run(service="sudo", answers=[ALICE], wrapper=in_private_mounts(script))
+    assert run.code == PAM_SYSTEM_ERR and run.prompts() == [] and run.texts("error") == [NOT_RECORDED], run
+    assert any("counting in /run/localauth failed too" in line for line in log_lines(run)), run.stderr
+    assert pam.record_path().read_bytes() == before
 
 
 @pytest.mark.parametrize("wrapper", ["user namespace", "pid namespace", "read-only view"])
 def test_a_read_only_state_that_a_user_could_arrange_still_refuses(pam, wrapper):
-    """What no unprivileged user can cause suspends counting; what one can,
+    """What no unprivileged user can cause moves the counting to /run; what one can,
     or what is no failure of the disk, does not. A user's own user
     namespace (here made by root, mapping root to itself: the most a user's
     namespace could make look like the system, the paths owned by root, the
@@ -277,7 +371,7 @@ def test_a_read_only_state_that_a_user_could_arrange_still_refuses(pam, wrapper)
     assert run.code == PAM_SYSTEM_ERR, run
     assert run.prompts() == [] and run.texts("error") == [NOT_RECORDED], run
     assert any("errno 30" in line for line in log_lines(run)), run.stderr
-    assert not any("counting suspended" in line for line in log_lines(run)), run.stderr
+    assert not any("counting in /run" in line for line in log_lines(run)), run.stderr
     assert pam.record_path().read_bytes() == before
 
 

@@ -390,13 +390,19 @@ POLKIT_HELPER_UNIT = Path("/usr/lib/systemd/system/polkit-agent-helper@.service"
 def test_the_polkit_drop_in_keeps_the_state_directory_writable(tmp_path):
     """polkit 127 and later run their agent helper in a read-only sandbox:
     the package's drop-in for that unit keeps the module's default state
-    directory writable (declared in Options.swift), and, where the unit
-    ships (Debian 14's polkitd), systemd reads the drop-in without a
-    complaint (a misspelled copy is reported, so the check reads it)."""
+    directory writable (declared in Options.swift), and the directory in
+    /run where it counts while that one is read-only (RuntimeCounting.swift),
+    which the package's tmpfiles entry makes at boot; where the unit ships
+    (Debian 14's polkitd), systemd reads the drop-in without a complaint (a
+    misspelled copy is reported, so the check reads it)."""
     default = re.search(r'public var stateDir: \[UInt8\] = literalBytes\("([^"]+)"\)',
                         (ROOT / "Sources/LocalAuth/Options.swift").read_text()).group(1)
+    runtime = re.search(r'public static let directory: StaticString = "([^"]+)"',
+                        (ROOT / "Sources/LocalAuth/RuntimeCounting.swift").read_text()).group(1)
     drop_in = (ROOT / "packaging/polkit-agent-helper-localauth.conf").read_text()
-    assert re.search(rf"^ReadWritePaths=-?{re.escape(default)}$", drop_in, re.M), drop_in
+    writable = re.search(r"^ReadWritePaths=(.*)$", drop_in, re.M).group(1).split()
+    assert [path.lstrip("-") for path in writable] == [default, runtime], drop_in
+    assert re.search(rf"^d {re.escape(runtime)} 0700 root root -$", (ROOT / "packaging/localauth.tmpfiles").read_text(), re.M)
     if not POLKIT_HELPER_UNIT.exists():
         return   # polkit 126 and earlier: a setuid helper, no unit to check against
     units = tmp_path / "units"

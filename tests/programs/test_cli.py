@@ -113,22 +113,25 @@ def test_status_reports_the_wait_and_a_damaged_record(pam, tool):
     assert pam.record_path().read_bytes() == b"garbage"  # status changes nothing
 
 
-def test_status_says_when_a_read_only_disk_suspends_counting(pam, tool, cli):
+def test_status_says_when_a_read_only_disk_sends_the_counting_to_run(pam, tool, cli):
     """The state directory's filesystem mounted read-only (in a namespace
-    root made, as the system's own mounts are): status says counting is
-    suspended, in words and in JSON; on a writable disk it says nothing."""
+    root made, as the system's own mounts are): status says the counting
+    goes on in /run/localauth, in words and in JSON, with the count it
+    holds there; on a writable disk it says nothing."""
     assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
-    assert json.loads(tool("status", "--user", "alice", "--json").stdout)["counting_suspended"] is None
+    assert json.loads(tool("status", "--user", "alice", "--json").stdout)["counting_in_run"] is None
     read_only = ["unshare", "--mount", "--propagation", "private", "sh", "-ec", read_only_state(pam.state) + '; exec "$@"', "sh"]
     for extra in ([], ["--json"]):
         result = subprocess.run(read_only + [str(cli), "status", "--user", "alice", "--conf", str(pam.conf), *extra],
                                 env=pam.env(), capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stderr
         if extra:
-            assert json.loads(result.stdout)["counting_suspended"] == "state directory read-only: counting suspended"
+            data = json.loads(result.stdout)
+            assert data["counting_in_run"] == "state directory read-only: counting in /run/localauth until it is writable"
+            assert data["passcode"]["failures"] == 1, data
         else:
-            assert "state directory read-only: counting suspended (no fingerprint; the password line checks the password, uncounted)" \
-                in result.stdout.splitlines(), result.stdout
+            assert ("state directory read-only: counting in /run/localauth until it is writable (the finger, the back-off and "
+                    "the lockout as on a writable disk)") in result.stdout.splitlines(), result.stdout
 
 
 def test_non_root_may_ask_only_about_themselves(cli):

@@ -338,7 +338,7 @@ def test_a_locker_line_after_lines_that_succeed_never_passes_the_step_aside(w, r
 def test_a_forged_errno_preloaded_into_the_locker_never_reaches_the_helper(w):
     """forged_errno: a user who preloads a library that fails every write
     to the state directory with EIO (as a failing disk would, which
-    suspends counting) into their locker's PAM process gains nothing: the
+    moves the counting to /run) into their locker's PAM process gains nothing: the
     setuid helper, which does the writing, runs in secure mode without the
     preload, so the wrong password is counted as always."""
     env = wrapper_env(w)

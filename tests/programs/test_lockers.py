@@ -16,9 +16,8 @@ import shutil
 
 import pytest
 
-from lockers import (CinnamonScreensaver, I3lock, KSCREENLOCKER_GREET, KScreenLocker, Locker, MateScreensaver,
-                     Swaylock, Vlock, Xscreensaver, Xsecurelock, Xvfb, helper_pids, in_sleep, kill_leftovers,
-                     wait_for)
+from lockers import (CinnamonScreensaver, I3lock, KSCREENLOCKER_GREET, KScreenLocker, MateScreensaver,
+                     Swaylock, Vlock, Xscreensaver, Xsecurelock, Xvfb, helper_pids, kill_leftovers, wait_for)
 from hyprlock import Hyprlock
 from pamenv import MODULE, ROOT
 from releases import cannot_run
@@ -223,34 +222,26 @@ def test_locker_killed_mid_prompt_loses_no_charge(locker, world, rig):
     rig.wait_until_claimable(USER, timeout=10)
 
 
-def test_a_read_only_state_directory_unlocks_with_the_password(locker, world):
+def test_a_read_only_state_directory_counts_in_run_and_unlocks(locker, world):
     """The disk holding the state went read-only (ext4's errors=remount-ro):
-    nothing can be counted, so the helper takes no finger and says why (the
-    log says counting is suspended), and the locker's password line
-    (pam_unix) decides, uncounted: a wrong password leaves the screen
-    locked, the right one unlocks it.
-
-    Not kscreenlocker: its driver can tell a prompt is up only by the helper
-    waiting on it, and here the prompt is pam_unix's."""
+    the helper counts in /run/localauth instead (the log says so), from the
+    record the disk still holds: a wrong password is charged there and
+    leaves the screen locked, the right one unlocks it; the read-only
+    directory is left as it was."""
     world.read_only_state = True
     mark = world.syslog.mark()
     try:
         lock = locker()
-        if isinstance(lock, KScreenLocker):
-            pytest.skip("the greeter's driver sees a prompt only through the helper waiting on it")
         lock.submit("wrong-pw")
-        if type(lock).settle is Locker.settle:
-            # Nothing is written and no helper waits, so the attempt shows
-            # only as the failure delay pam_unix asks for: see it begin
-            # before waiting it out.
-            wait_for(lambda: any(in_sleep(pid) for pid in lock.pam_pids()), what="the wrong password's failure delay")
         lock.settle()
         assert lock.locked
+        assert world.runtime_counts(UID) == (0, 1)
         lock.submit(PASSWORD)
         assert lock.unlocked(), lock.report()
+        assert world.runtime_counts(UID) == (0, 0)
     finally:
         world.read_only_state = False
-    assert any("counting suspended, no fingerprint; the password line decides, uncounted" in line
+    assert any("counting in /run/localauth until it is writable again" in line
                for line in world.syslog.since(mark)), world.syslog.since(mark)
     assert world.state_untouched()
 

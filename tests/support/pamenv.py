@@ -465,12 +465,26 @@ def store_probe() -> Path:
     return swift_bin() / "la-store-probe"
 
 
+def runtime_dir(state) -> Path:
+    """The test's own /run/localauth (where the module counts while the
+    state directory is read-only): a directory beside the state directory,
+    kept across the prompts of a test (runtime_bound puts it in place)."""
+    return Path(f"{state}.run")
+
+
+def runtime_bound(state) -> str:
+    """Shell commands (run as root in a private mount namespace) that put
+    the test's own /run/localauth in place (runtime_dir)."""
+    return f"RUN='{runtime_dir(state)}'; mkdir -p -m 0700 \"$RUN\"; mount --bind \"$RUN\" /run/localauth"
+
+
 def read_only_state(state) -> str:
     """Shell commands (run as root in a private mount namespace) that make
     the state directory a filesystem of its own, holding the state, mounted
     read-only: its superblock, as a disk that went read-only leaves it (not
-    one mount's read-only view)."""
-    return (f"STATE='{state}'; SEED=$(mktemp -d); cp -a \"$STATE\"/. \"$SEED\"/; "
+    one mount's read-only view); and the test's own /run/localauth."""
+    return (runtime_bound(state) + "; "
+            f"STATE='{state}'; SEED=$(mktemp -d); cp -a \"$STATE\"/. \"$SEED\"/; "
             "mount -t tmpfs -o size=8m,mode=0700 localauth-ro \"$STATE\"; cp -a \"$SEED\"/. \"$STATE\"/; rm -rf \"$SEED\"; "
             "mount -o remount,ro \"$STATE\"")
 

@@ -22,7 +22,8 @@ import threading
 import time
 from pathlib import Path
 
-from pamenv import BUILD, HELPER_PATH, MODULE, ROOT, SeededState, parse_record, password_entered, read_only_state
+from pamenv import (BUILD, HELPER_PATH, MODULE, ROOT, SeededState, parse_record, password_entered, read_only_state,
+                    runtime_dir)
 
 HELPER = BUILD / "localauth-helper"
 SHIPPED = ROOT / "pam.d"
@@ -263,6 +264,15 @@ class PrivateWorld(SeededState):
         rec = self.record(uid)
         return (rec.F, rec.P) if rec else (0, 0)
 
+    def runtime_counts(self, uid):
+        """(F, P) in this world's /run/localauth (counting while the state
+        directory is read-only); None when it holds no record."""
+        path = runtime_dir(self.state) / f"{uid}.rec"
+        if not path.exists():
+            return None
+        rec = parse_record(path.read_bytes(), uid)
+        return (rec.F, rec.P)
+
     def state_files(self):
         """The records and their locks (not the helper's slot directory)."""
         return sorted(p.name for p in self.state.iterdir() if p.name != "helpers")
@@ -281,3 +291,4 @@ class PrivateWorld(SeededState):
                 shutil.rmtree(p)
             else:
                 p.unlink()
+        shutil.rmtree(runtime_dir(self.state), ignore_errors=True)

@@ -352,6 +352,31 @@ final class FakeStore: StateStore {
         }
         return result
     }
+
+    /// What a peek throws (a shortage), when set.
+    var peekFailure: StoreFailure? = nil
+    private(set) var peeks = 0
+    private(set) var removals = 0
+
+    /// The record as stored: a read-only disk still reads.
+    func peek(uid: UInt32, userName: [UInt8]) throws(StoreFailure) -> (record: StateRecord?, status: LoadStatus) {
+        peeks += 1
+        if let peekFailure { throw peekFailure }
+        return (status == .loaded ? stored : nil, status)
+    }
+
+    /// What a removal throws, when set.
+    var removeFailure: StoreFailure? = nil
+
+    func remove(uid: UInt32, userName: [UInt8], ifStill record: StateRecord) throws(StoreFailure) -> Bool {
+        if let removeFailure { throw removeFailure }
+        guard status == .loaded else { return true }
+        guard stored == record else { return false }
+        stored = nil
+        status = .absent
+        removals += 1
+        return true
+    }
 }
 
 // MARK: - Clock and log
@@ -449,28 +474,33 @@ final class World {
     let verifier: FakeVerifier
     let prompter: FakePrompter
     let store: FakeStore
+    /// /run's store, where counting goes on while `store` is read-only.
+    let runtime: FakeStore
     let clock: ManualClock
     let log: RecordingLog
     let seat: FakeSeat
 
     init(options: Options = unitOptions, sensor: FakeSensor = FakeSensor(), verifier: FakeVerifier = FakeVerifier(),
-         prompter: FakePrompter = FakePrompter(), store: FakeStore = FakeStore(), clock: ManualClock = ManualClock(),
-         log: RecordingLog = RecordingLog(), seat: FakeSeat = FakeSeat()) {
+         prompter: FakePrompter = FakePrompter(), store: FakeStore = FakeStore(), runtime: FakeStore = FakeStore(),
+         clock: ManualClock = ManualClock(), log: RecordingLog = RecordingLog(), seat: FakeSeat = FakeSeat()) {
         self.seat = seat
         self.options = options
         self.sensor = sensor
         self.verifier = verifier
         self.prompter = prompter
         self.store = store
+        self.runtime = runtime
         self.clock = clock
         self.log = log
-        // R3 probes: what the store holds when a verification starts.
-        sensor.probe = { store.fingerprintFailures }
-        verifier.probe = { store.passcodeFailures }
+        // R3 probes: what the store that counts holds when a verification
+        // starts (/run's while it holds the record).
+        sensor.probe = { (runtime.record != nil ? runtime : store).fingerprintFailures }
+        verifier.probe = { (runtime.record != nil ? runtime : store).passcodeFailures }
     }
 
     func engine() -> TestEngine {
-        Engine(options: options, sensor: sensor, verifier: verifier, prompter: prompter, store: store, clock: clock, log: log, seat: seat)
+        Engine(options: options, sensor: sensor, verifier: verifier, prompter: prompter, store: store, runtime: runtime, clock: clock,
+               log: log, seat: seat)
     }
 
     func request(_ user: UserIdentity = alice, mode: InteractionMode = .terminal, silent: Bool = false,

@@ -25,6 +25,12 @@ enum StoreFault: Equatable {
     case failingDisk(readOnlyAfter: Bool)
     /// The filesystem is full (ENOSPC), met by a process of the system's.
     case fullDisk
+    /// The state directory is read-only (a process of the system's), and
+    /// /run cannot be written either.
+    case readOnlyAndRunUnusable
+
+    /// Whether the counting goes on in /run.
+    var countsInRuntime: Bool { self == .readOnly(system: true) || self == .failingDisk(readOnlyAfter: true) }
 }
 
 struct Scenario {
@@ -1190,58 +1196,32 @@ func scenarios() -> [Scenario] {
         }
     }
 
-    // MARK: R12 counting suspended (a read-only or failing disk)
+    // MARK: R12 a read-only or failing disk (counting in /run)
     for policy in [EvaluationPolicy.owner, .biometrics] {
-        for scope in [ScopeDecision.inScope, .unknownUser] {
-            for mode in [InteractionMode.terminal, .prompt] {
-                add("R12 read-only state directory, a process of the system's: no finger, no prompt, "
-                    + "the password line decides (\(scope), \(mode))", policy) {
-                    $0.scope = scope
-                    $0.mode = mode
-                    if scope == .unknownUser { $0.initial = .absent }
-                    $0.storeFault = .readOnly(system: true)
-                    $0.outcome = .failure(.systemCancel); $0.code = .authInfoUnavailable
-                    $0.saysError = [UserText.countingSuspended]
-                    $0.saysNot = [UserText.notRecorded]
-                    $0.logs = [(.error, "counting suspended, no fingerprint; the password line decides, uncounted")]
-                }
-            }
-        }
         add("R12 read-only state directory in namespaces a user set up: refused as before", policy) {
             $0.storeFault = .readOnly(system: false)
             $0.outcome = .internalError; $0.code = .systemError
             $0.saysError = [UserText.notRecorded]
-            $0.saysNot = [UserText.countingSuspended]
         }
         add("R12 a full disk, even for a process of the system's: refused as before (a user can fill it)", policy) {
             $0.storeFault = .fullDisk
             $0.outcome = .internalError; $0.code = .systemError
             $0.sensorOpens = 1
-            $0.saysNot = [UserText.countingSuspended]
-        }
-        add("R12 the disk fails the fingerprint's charge and the filesystem went read-only: stopped before the reader is asked, "
-            + "the password line decides", policy) {
-            $0.storeFault = .failingDisk(readOnlyAfter: true)
-            $0.outcome = .failure(.systemCancel); $0.code = .authInfoUnavailable
-            $0.sensorOpens = 1
-            $0.saysError = [UserText.countingSuspended]
         }
         add("R12 the disk fails the fingerprint's charge, the filesystem still writable: refused as before", policy) {
             $0.storeFault = .failingDisk(readOnlyAfter: false)
             $0.outcome = .internalError; $0.code = .systemError
             $0.sensorOpens = 1
-            $0.saysNot = [UserText.countingSuspended]
         }
-    }
-    add("R12 prompt mode, the disk fails the typed password's charge and the filesystem went read-only: never checked, "
-        + "the password line asks again", .owner) {
-        $0.mode = .prompt
-        $0.storeFault = .failingDisk(readOnlyAfter: true)
-        $0.answers = [rightAnswer]
-        $0.outcome = .failure(.systemCancel); $0.code = .authInfoUnavailable
-        $0.passcodeBegins = 1
-        $0.prompts = [Text.firstPrompt]
-        $0.saysError = [UserText.countingSuspended]
+        for scope in [ScopeDecision.inScope, .unknownUser] {
+            add("R12 read-only state directory and /run unusable too: refused, nothing checked (\(scope))", policy) {
+                $0.scope = scope
+                if scope == .unknownUser { $0.initial = .absent }
+                $0.storeFault = .readOnlyAndRunUnusable
+                $0.outcome = .internalError; $0.code = .systemError
+                $0.saysError = [UserText.notRecorded]
+            }
+        }
     }
 
     add("R14 owner: unknown user → passcode prompt, dummy check charged to a look-alike record, delay, AUTH_ERR", .owner) {
@@ -1412,6 +1392,20 @@ func scenarios() -> [Scenario] {
         $0.prompts = []
     }
 
+    // MARK: R12 the same rules on a read-only disk
+    // Every row that counts, again with the state directory read-only (a
+    // process of the system's), and again with the disk failing the writes
+    // of a filesystem that went read-only: the same outcome, prompts and
+    // counts, with the counts kept in /run.
+    for row in table where row.storeFault == .none && !row.storeUntouched {
+        for (fault, words) in [(StoreFault.readOnly(system: true), "read-only state directory"),
+                               (.failingDisk(readOnlyAfter: true), "a disk failing its writes, read-only after")] {
+            var copy = row
+            copy.name = "R12 \(words), counted in /run: " + row.name
+            copy.storeFault = fault
+            table.append(copy)
+        }
+    }
     return table
 }
 
@@ -1461,28 +1455,37 @@ final class ScenarioTests: XCTestCase {
             initialF = options.lockout
             initialP = options.firstBackoffThreshold
         }
+        let runtime = FakeStore()
         switch s.storeFault {
         case .none: break
         case .reads: store.failReads = true
         case .writes: store.failWrites = true
         case .readOnly(let system):
             store.failReads = true
-            store.readFailure = .lockFailed(CountingSuspension.readOnlyFilesystem)
+            store.readFailure = .lockFailed(RuntimeCounting.readOnlyFilesystem)
             store.facts = StorageFacts(readOnlyFilesystem: true, systemPrivileged: system)
         case .failingDisk(let readOnlyAfter):
             store.failWrites = true
-            store.writeFailure = .writeFailed(CountingSuspension.deviceError)
+            store.writeFailure = .writeFailed(RuntimeCounting.deviceError)
             store.facts = StorageFacts(readOnlyFilesystem: readOnlyAfter, systemPrivileged: true)
         case .fullDisk:
             store.failWrites = true
             store.facts = StorageFacts(readOnlyFilesystem: false, systemPrivileged: true)
+        case .readOnlyAndRunUnusable:
+            store.failReads = true
+            store.readFailure = .lockFailed(RuntimeCounting.readOnlyFilesystem)
+            store.facts = StorageFacts(readOnlyFilesystem: true, systemPrivileged: true)
+            runtime.failReads = true
+            runtime.readFailure = .writeFailed(Errno(28))
         }
+
         let sensor = FakeSensor(s.availability, open: s.open, script: s.script)
         sensor.interruptDuringAttempt = s.interruptDuring
         let verifier = FakeVerifier(begin: s.verifierBegins)
         verifier.forcedVerdict = s.forcedVerdict
         let prompter = FakePrompter(s.answers, choices: s.choices, keys: s.typed)
-        let world = World(options: options, sensor: sensor, verifier: verifier, prompter: prompter, store: store, clock: clock)
+        let world = World(options: options, sensor: sensor, verifier: verifier, prompter: prompter, store: store, runtime: runtime,
+                          clock: clock)
 
         let result = world.prompt(s.user, policy: s.policy, mode: s.dialog ? .prompt : s.clientKeys ? .scan : s.mode, silent: s.silent,
                                   scope: s.scope, service: s.dialog ? "polkit-1" : s.clientKeys ? "localauth-app" : "sudo",
@@ -1501,17 +1504,19 @@ final class ScenarioTests: XCTestCase {
         XCTAssertEqual(result.failDelay, s.failDelay, "\(label): fail delay")
         if case .success = result.outcome { XCTAssertFalse(result.failDelay, "\(label): delay on success") }
 
-        // Store.
+        // Store. The counts are where the prompt left them: in /run once a
+        // read-only disk sent them there.
+        let counted = s.storeFault.countsInRuntime && runtime.record != nil ? runtime : store
         if s.storeUntouched {
             XCTAssertEqual(store.transactions, 0, "\(label): store touched")
             XCTAssertEqual(store.writes, 0, "\(label): store written")
         } else {
             XCTAssertGreaterThan(store.transactions, 0, "\(label): store never read")
         }
-        XCTAssertEqual(store.fingerprintFailures, s.f, "\(label): F after")
-        XCTAssertEqual(store.passcodeFailures, s.p, "\(label): P after")
+        XCTAssertEqual(counted.fingerprintFailures, s.f, "\(label): F after")
+        XCTAssertEqual(counted.passcodeFailures, s.p, "\(label): P after")
         if let backoff = s.backoffAfter {
-            XCTAssertEqual(store.record?.backoffRemainingMilliseconds ?? 0, backoff, "\(label): back-off after")
+            XCTAssertEqual(counted.record?.backoffRemainingMilliseconds ?? 0, backoff, "\(label): back-off after")
         }
         for (uid, name) in store.keys {
             // R14: unknown names are counted in look-alike records, never under a real uid.
@@ -1520,23 +1525,20 @@ final class ScenarioTests: XCTestCase {
             XCTAssertEqual(name, s.user.name, "\(label): store keyed by another name")
         }
         if case .success = result.outcome {
-            XCTAssertEqual(store.fingerprintFailures, 0, "\(label): success leaves F")
-            XCTAssertEqual(store.passcodeFailures, 0, "\(label): success leaves P")
-            XCTAssertEqual(store.record?.backoffRemainingMilliseconds ?? 0, 0, "\(label): success leaves a wait")
+            XCTAssertEqual(counted.fingerprintFailures, 0, "\(label): success leaves F")
+            XCTAssertEqual(counted.passcodeFailures, 0, "\(label): success leaves P")
+            XCTAssertEqual(counted.record?.backoffRemainingMilliseconds ?? 0, 0, "\(label): success leaves a wait")
         }
 
-        // A store that failed: the person is told nothing was checked, or
-        // that counting is suspended; a suspension judges nothing itself
-        // and steps aside for the password line.
+        // A store that failed: the person is told nothing was checked.
         if s.storeFault != .none && result.outcome == .internalError {
             XCTAssertTrue(prompter.saw(UserText.notRecorded, kind: .error), "\(label): store failure not told")
         }
-        if prompter.saw(UserText.countingSuspended, kind: .error) {
-            XCTAssertEqual(result.outcome, .failure(.systemCancel), "\(label): a suspension that did not step aside")
-            XCTAssertEqual(result.pamCode, ResultTable.stepAside, "\(label): a suspension that did not step aside")
-            XCTAssertEqual(sensor.verifyCalls, 0, "\(label): a finger taken while counting was suspended")
-            XCTAssertEqual(verifier.verifyCalls, 0, "\(label): a password judged while counting was suspended")
-            XCTAssertEqual(store.facts.systemPrivileged, true, "\(label): suspended for a process a user set up")
+        // A read-only disk is never written; what is counted goes to /run,
+        // and nowhere else on a disk a user could have made read-only.
+        if case .readOnly = s.storeFault { XCTAssertEqual(store.writes, 0, "\(label): a read-only disk written") }
+        if !s.storeFault.countsInRuntime && s.storeFault != .readOnlyAndRunUnusable {
+            XCTAssertEqual(runtime.writes, 0, "\(label): counted in /run on a writable disk or in a user's namespaces")
         }
 
         // Sensor.
