@@ -512,7 +512,9 @@ def lxpolkit_in(desktop):
 
     def start(place):
         desk = desktop(remote_session=place,
-                       agent=("env", f"DISPLAY={x.display}", "NO_AT_BRIDGE=1", "POLKIT_DEBUG=1", "lxpolkit"))
+                       # No session bus: GIO would start one (dbus-launch), whose socket outlives the test.
+                       agent=("env", f"DISPLAY={x.display}", "NO_AT_BRIDGE=1", "POLKIT_DEBUG=1",
+                              "DBUS_SESSION_BUS_ADDRESS=disabled:", "lxpolkit"))
         desk.x = x
         return desk
     try:
