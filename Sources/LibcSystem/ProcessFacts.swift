@@ -128,18 +128,11 @@ extension Syscalls {
         }
     }
 
-    /// This program's command name as the kernel keeps it (the executable's
-    /// file name, at most 15 bytes); nil when it cannot be read.
-    public static func ownCommandName() -> [UInt8]? {
-        guard var name = readRegularFile(at: nil, literalBytes("/proc/self/comm"), limit: 64), name.last == 0x0A else { return nil }
-        name.removeLast()
-        return name.isEmpty ? nil : name
-    }
-
     /// How many processes of `uid` have exited unreaped under the command
     /// name `command`, counting up to `limit`: the helpers a caller left
-    /// unreaped (given back to its uid as they ended). Only processes
-    /// `uid` owns are read; whatever cannot be read is not counted.
+    /// unreaped (each takes the ended helper's name and its caller's uid
+    /// as it ends). Only processes `uid` owns are read; whatever cannot be
+    /// read is not counted.
     public static func unreapedProcesses(of uid: UInt32, named command: [UInt8], limit: Int) -> Int {
         guard let proc = try? open(at: nil, literalBytes("/proc"), flags: O_RDONLY | O_DIRECTORY) else { return 0 }
         guard let stream = fdopendir(proc) else {

@@ -162,7 +162,6 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
             guard policy == .owner else { return EvaluationResult(.failure(.biometryNotAvailable)) }
             return passcodePhase(request, user: user, passcode: passcode, alreadyEntered: false, enrollment: enrollment)
         }
-        sayWhenTheReaderFails(availability, request)
         // A login screen, a greeter or a console login is outside the
         // account's own session, so the reader is not used there (R17);
         // and nothing is said about why: a lockout, a password rule or the
@@ -172,6 +171,8 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         // asks too), so that the time to the prompt tells nothing either.
         var observation: SeatObservation? = nil
         if request.callerActsForAName { observation = seat.observe() }
+        // Said after logind is asked, as for an unknown name (R14).
+        sayWhenTheReaderFails(availability, request)
         if biometryError == nil, let observation, BiometryRules.keepsQuietForANamedAccount(observation, user: user) {
             biometryError = .biometryNotAvailable
             ledger.log.log(.notice, "no fingerprint for \(printableText(user.name)) (uid \(user.uid)) from service "

@@ -142,6 +142,11 @@ public enum HelperPolicy {
 public enum HelperBounds {
     public static let live = 4
     public static let unreaped = 16
+    /// The name an ended helper takes before it goes back to its caller
+    /// (LA_ENDED_HELPER_NAME in the C shim, where its deadline's end uses
+    /// it too): the helpers a caller left unreaped are its zombies of that
+    /// name, whatever name the caller started the program under.
+    public static let endedName = "localauth-ended"
 
     /// Whether a line of /proc/PID/stat is an exited, unreaped process
     /// (state Z) whose command name is `command` (the helper's own, as the

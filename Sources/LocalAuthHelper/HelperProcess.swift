@@ -132,17 +132,16 @@ extension Syscalls {
         _ = alarm(seconds)
     }
 
-    /// The end of every run: the process becomes its caller's again (the
-    /// caller's uid and gid, no groups), with every descriptor closed first,
-    /// so that it holds nothing while the caller may signal it. A helper
-    /// its caller never reaps is then one of the caller's own processes,
-    /// counted by the caller's process limit like any other, not root's.
-    public static func returnToCaller(uid: UInt32, gid: UInt32) {
-        closeDescriptors(from: 0)
-        _ = la_setresgid(gid, gid, gid)
-        _ = setgroups(0, nil)
-        _ = la_setresuid(uid, uid, uid)
-    }
+    /// The end of every run: every descriptor closed (so that it holds
+    /// nothing while the caller may signal it), the name that marks an
+    /// ended helper, and the caller's uid and gid (no groups) taken back. A
+    /// helper its caller never reaps is then one of the caller's own
+    /// processes, counted by the caller's process limit like any other,
+    /// not root's. `endAtDeadline` makes SIGALRM (the backstop deadline)
+    /// end the same way.
+    public static func returnToCaller() { la_end_as_caller() }
+
+    public static func endAtDeadline(asCaller uid: UInt32, gid: UInt32) { _ = la_end_as_caller_at_alarm(uid, gid) }
 
     /// Writes a line to standard error, for a person who ran a program by hand.
     public static func writeError(_ text: String) {

@@ -33,10 +33,11 @@ public enum HelperService {
         let callerUID = Syscalls.realUserID()
         let callerGID = Syscalls.realGroupID()
         let privileged = Syscalls.becomeRoot()
-        // However it ends, the process ends as its caller's: one the caller
-        // leaves unreaped is counted among the caller's own processes.
-        defer { if privileged { Syscalls.returnToCaller(uid: callerUID, gid: callerGID) } }
         Syscalls.resetSignals()
+        // However it ends, its deadline too, the process ends as its
+        // caller's: one the caller leaves unreaped is the caller's own.
+        if privileged { Syscalls.endAtDeadline(asCaller: callerUID, gid: callerGID) }
+        defer { if privileged { Syscalls.returnToCaller() } }
         Syscalls.resetLimits()
         Syscalls.setFileCreationMask(0o077)
         Syscalls.clearEnvironment()
@@ -219,16 +220,22 @@ struct HelperSession {
         // process the caller could otherwise multiply without end. The
         // refusal is written at once, HELLO first, for the client to read
         // after this process has gone.
-        let slot = privileged ? HelperSlots.take(stateDir: configured.stateDir, callerUID: callerUID) : .unavailable
+        var slot = privileged ? HelperSlots.take(stateDir: configured.stateDir, callerUID: callerUID) : .unavailable
+        // A read-only state directory (which a user may cause) keeps the
+        // bound with slots in /run.
+        if privileged && slot == .unavailable {
+            slot = HelperSlots.take(stateDir: utf8Bytes("\(RuntimeCounting.directory)"), callerUID: callerUID)
+        }
         if privileged && slot == .unavailable {
             log.log(.notice, "no helper slot can be made for uid \(callerUID) (state directory unusable or full): running unbounded")
         }
         // Helpers this caller left unreaped: each holds a process id until
         // the caller reaps it. Past the bound the caller is refused before
         // any work (it leaves one more, which its process limit counts).
-        let unreaped = privileged ? Syscalls.ownCommandName().map {
-            Syscalls.unreapedProcesses(of: callerUID, named: $0, limit: HelperBounds.unreaped)
-        } ?? 0 : 0
+        // Root's own callers are not bounded so: a process killed before
+        // it became root is root's in /proc, and anyone can leave those.
+        let unreaped = privileged && callerUID != 0
+            ? Syscalls.unreapedProcesses(of: callerUID, named: utf8Bytes(HelperBounds.endedName), limit: HelperBounds.unreaped) : 0
         if slot == .allTaken || HelperBounds.refusesUnreaped(unreaped) {
             log.log(.notice, slot == .allTaken ? "uid \(callerUID) already runs \(HelperBounds.live) prompts; refused"
                 : "uid \(callerUID) left \(unreaped) helpers unreaped; refused")

@@ -6,9 +6,11 @@ the reader was released. The world: helper_world.py."""
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -345,16 +347,21 @@ def unreaped_helpers():
         except OSError:
             continue
         name, state = text[text.index("(") + 1:text.rindex(")")], text.rsplit(")", 1)[1].split()[0]
-        if state == "Z" and name == Path(HELPER_PATH).name[:15]:
+        if state == "Z" and name in (Path(HELPER_PATH).name[:15], ENDED_HELPER):
             found.append((int(entry), owner))
     return found
 
 
+# The name an ended helper takes (HelperBounds.endedName).
+ENDED_HELPER = "localauth-ended"
+
+
 @contextlib.contextmanager
-def flood(w, count, nproc=0, one_at_a_time=False):
-    """The user starts `count` helpers and reaps none until the block ends
-    (tests/support/helper_flood.py); yields what each start came to."""
-    argv = w.argv("/usr/bin/python3", str(FLOOD), HELPER_PATH, str(count), str(nproc), frame(HELLO, CLIENT_HELLO).hex(),
+def flood(w, count, nproc=0, one_at_a_time=False, helper=HELPER_PATH):
+    """The user starts `count` helpers (by the path `helper`) and reaps none
+    until the block ends (tests/support/helper_flood.py); yields what each
+    start came to."""
+    argv = w.argv("/usr/bin/python3", str(FLOOD), str(helper), str(count), str(nproc), frame(HELLO, CLIENT_HELLO).hex(),
                   *(["--one-at-a-time"] if one_at_a_time else []), uid=UID)
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=w.env(USER))
     try:
@@ -367,13 +374,36 @@ def flood(w, count, nproc=0, one_at_a_time=False):
         wait_for(lambda: not [pid for pid, owner in unreaped_helpers() if owner == UID], what="the flood's helpers reaped")
 
 
-def test_helpers_a_caller_never_reaps_are_its_own_and_bounded(w, helpers):
+@pytest.mark.parametrize("names", ["its own name", "a new name each time"])
+def test_helpers_a_caller_never_reaps_are_its_own_and_bounded(w, helpers, names):
     """A caller that never reaps its helpers leaves a process each, as any
-    child does. The helper ends as its caller's (not root's), so what is left
+    child does. The helper ends as its caller's (not root's), under the name
+    of an ended helper whatever name it was started by (a symbolic link of
+    another name changes the name a process starts with), so what is left
     unreaped is the caller's own: after 16 the caller is refused with the
     sentence before any work, charged nothing, and another user's helper
     runs all the while."""
-    with flood(w, 20, one_at_a_time=True) as report:
+    helper = HELPER_PATH
+    links = None
+    if names == "a new name each time":
+        links = Path(tempfile.mkdtemp(prefix="localauth-links-"))
+        links.chmod(0o755)           # the user reaches it
+        for number in range(20):
+            (links / f"started-as-{number}").symlink_to(HELPER_PATH)
+        helper = f"{links}/started-as-{{}}"
+    try:
+        flooded_and_refused(w, helpers, helper)
+    finally:
+        if links:
+            shutil.rmtree(links)
+
+
+def flooded_and_refused(w, helpers, helper):
+    """20 helpers started by the path `helper`, none reaped: 16 end, 4 are
+    refused; another user's helper runs meanwhile; the module's own client
+    hears the refusal; nothing is charged, and once reaped the password
+    unlocks."""
+    with flood(w, 20, one_at_a_time=True, helper=helper) as report:
         assert report["outcomes"] == ["ended"] * 16 + ["refused"] * 4, report
         left = [owner for pid, owner in unreaped_helpers() if pid in report["pids"]]
         assert left == [UID] * 20, left
@@ -387,6 +417,30 @@ def test_helpers_a_caller_never_reaps_are_its_own_and_bounded(w, helpers):
     assert w.counts(UID) == (0, 0)
     run = unlock(w, [PASSWORD])
     assert run.code == PAM_SUCCESS, run
+
+
+def test_a_read_only_state_directory_keeps_four_prompts_at_once(w, helpers):
+    """The slots that bound the helpers running at once for a caller live in
+    the state directory; a user who makes that disk read-only (a thin pool
+    filled) would run helpers without end. They are then kept in
+    /run/localauth: four wait, the fifth is refused."""
+    w.read_only_state = True
+    try:
+        waiting = []
+        for _ in range(4):
+            h = helpers()
+            h.ask()
+            assert read_frame(h.sock) == (PROMPT_OFF, FIRST_PROMPT.encode())
+            waiting.append(h)
+        fifth = helpers()
+        assert fifth.proc.wait(timeout=5) == 1
+        assert read_frame(fifth.sock)[0] == HELLO
+        messages, result = converse(fifth.sock)
+        assert messages == [(ERROR_TEXT, "localauth-helper: too many prompts at once for this account")]
+        for h in waiting:
+            h.close()
+    finally:
+        w.read_only_state = False
 
 
 def test_the_callers_process_limit_counts_the_helpers_it_leaves(w):

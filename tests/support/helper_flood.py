@@ -6,7 +6,9 @@ reaps them then.
 
     helper_flood.py HELPER COUNT NPROC HELLO_HEX [--one-at-a-time]
 
-NPROC (0: unchanged) is the process limit it sets on itself first. Each
+A HELPER with "{}" in it names each start's path (the start's number put
+in): a program started under many names. NPROC (0: unchanged) is the
+process limit it sets on itself first. Each
 helper gets the client's HELLO and then the end of the conversation, so it
 ends at once; with --one-at-a-time the next start waits until the previous
 helper has exited (so no slot of the four it may run refuses it).
@@ -34,10 +36,11 @@ def main():
     if nproc:
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
     outcomes, pids = [], []
-    for _ in range(count):
+    for number in range(count):
+        path = helper.format(number) if "{}" in helper else helper
         mine, theirs = socket.socketpair()
         try:
-            pid = os.posix_spawn(helper, [helper], {}, file_actions=[(os.POSIX_SPAWN_DUP2, theirs.fileno(), 0)])
+            pid = os.posix_spawn(path, [path], {}, file_actions=[(os.POSIX_SPAWN_DUP2, theirs.fileno(), 0)])
         except OSError as error:
             outcomes.append("cannot start: " + errno.errorcode.get(error.errno, str(error.errno)))
             mine.close()

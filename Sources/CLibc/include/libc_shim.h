@@ -46,6 +46,13 @@ int la_setresuid(unsigned real, unsigned effective, unsigned saved);
 int la_keep_this_object_loaded(void);
 /* pipe2(fds, O_CLOEXEC). */
 int la_pipe_cloexec(int fds[2]);
+/* The name an ended setuid helper carries (at most 15 bytes): what the
+   helper counts of the helpers a caller left unreaped. */
+#define LA_ENDED_HELPER_NAME "localauth-ended"
+/* The helper's end as its caller (la_end_as_caller_at_alarm: also when
+   its SIGALRM deadline strikes). */
+void la_end_as_caller(void);
+int la_end_as_caller_at_alarm(unsigned uid, unsigned gid);
 int la_setresgid(unsigned real, unsigned effective, unsigned saved);
 int la_getresuid(unsigned *real, unsigned *effective, unsigned *saved);
 int la_getresgid(unsigned *real, unsigned *effective, unsigned *saved);

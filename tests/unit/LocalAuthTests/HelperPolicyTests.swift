@@ -150,19 +150,25 @@ final class HelperPolicyTests: XCTestCase {
     /// "(" and the last ")" (a name may hold either).
     func testUnreapedHelpersAreExitedProcessesUnderTheHelpersName() {
         let rows: [(String, Bool)] = [
-            ("4242 (localauth-helpe) Z 4000 4242 4242 0 -1", true),
-            ("4242 (localauth-helpe) S 4000 4242 4242 0 -1", false),     // still running: a slot bounds it
-            ("4242 (localauth-helpe) R 4000 4242 4242 0 -1", false),
+            ("4242 (localauth-ended) Z 4000 4242 4242 0 -1", true),
+            ("4242 (localauth-ended) S 4000 4242 4242 0 -1", false),     // still running: a slot bounds it
+            ("4242 (localauth-ended) R 4000 4242 4242 0 -1", false),
+            ("4242 (localauth-helpe) Z 4000 4242 4242 0 -1", false),     // killed before it ended as the caller's
             ("4242 (sh) Z 4000 4242 4242 0 -1", false),                   // another program's zombie
-            ("4242 (localauth-help) Z 4000", false),                      // a name that only starts alike
-            ("4242 (x) Z (localauth-helpe) Z 1", false),                  // the name is up to the last ")"
-            ("4242 (localauth-helpe)", false),
-            ("4242 localauth-helpe Z", false),
+            ("4242 (localauth-end) Z 4000", false),                       // a name that only starts alike
+            ("4242 (x) Z (localauth-ended) Z 1", false),                  // the name is up to the last ")"
+            ("4242 (localauth-ended)", false),
+            ("4242 localauth-ended Z", false),
             ("", false),
         ]
         for (line, expected) in rows {
-            XCTAssertEqual(HelperBounds.isUnreaped(stat: bytes(line), command: bytes("localauth-helpe")), expected, line)
+            XCTAssertEqual(HelperBounds.isUnreaped(stat: bytes(line), command: bytes(HelperBounds.endedName)), expected, line)
         }
+        // One name, declared twice: the C shim's end at the deadline uses it too.
+        let header = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../Sources/CLibc/include/libc_shim.h")
+        let text = (try? String(contentsOf: header, encoding: .utf8)) ?? ""
+        XCTAssertTrue(text.contains("#define LA_ENDED_HELPER_NAME \"\(HelperBounds.endedName)\""), "the C shim's ended helper name")
+        XCTAssertLessThanOrEqual(HelperBounds.endedName.utf8.count, 15, "the kernel keeps 15 bytes of a name")
         XCTAssertFalse(HelperBounds.refusesUnreaped(HelperBounds.unreaped - 1))
         XCTAssertTrue(HelperBounds.refusesUnreaped(HelperBounds.unreaped))
     }
