@@ -416,7 +416,9 @@ public struct StackLint {
         var waysInto: [Int: [(source: Int, code: String)]] = [:]
         for (index, source) in rules.enumerated() where source.kind != .substack {
             for answer in source.answers {
-                guard let landing = paths.next(paths.outcome(index, answer)).map(settled), rules[landing].isAuthsucc else { continue }
+                // An empty substack at the end settles past the last line.
+                guard let landing = paths.next(paths.outcome(index, answer)).map(settled), landing < count,
+                      rules[landing].isAuthsucc else { continue }
                 waysInto[landing, default: []].append((index, Control.answerNames[answer]))
             }
         }

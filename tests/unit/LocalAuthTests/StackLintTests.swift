@@ -103,6 +103,19 @@ final class StackLintTests: XCTestCase {
         XCTAssertFalse(self.lint(["sudo": withPassword]).serviceFindings("sudo").isEmpty)
     }
 
+    /// Found by the long fuzzing run: a jump past the last line onto an
+    /// empty substack at the very end (its lines all of another type) led
+    /// the authsucc check one past the last rule, and the lint trapped
+    /// (`localauth config --check` would stop with an index out of range).
+    func testAJumpOntoAnEmptySubstackAtTheEndIsJudged() {
+        let files = [
+            "sudo": "auth [success=1 default=ignore] pam_unix.so\nauth requisite pam_deny.so\nauth substack deeper\n",
+            "deeper": "account required pam_permit.so\n",
+        ]
+        let findings = lint(files).serviceFindings("sudo")
+        XCTAssertFalse(findings.contains { $0.text.contains("authsucc") }, "\(findings)")
+    }
+
     /// Found by fuzzing: files that include each other many times over
     /// expanded without end (ten includes per file, eight levels deep: 10^8
     /// rules). Cycles are not followed, and the reads and rules are capped,
