@@ -54,17 +54,7 @@ extension FileStateStore {
     /// key then would move every unknown name to another bucket.
     func lookAlikeKey(directory: Int32) throws(StoreFailure) -> [UInt8] {
         let name = FileStateStore.lookAlikeKeyName
-        do throws(Errno) {
-            let fd = try Syscalls.open(at: directory, name, .readFile)
-            defer { Syscalls.close(fd) }
-            let facts = try Syscalls.facts(fd)
-            if facts.isRegular, facts.owner == trustedOwner, facts.mode & 0o077 == 0, facts.size == FileStateStore.lookAlikeKeySize {
-                let key = try Syscalls.readAll(fd, limit: FileStateStore.lookAlikeKeySize)
-                if key.count == FileStateStore.lookAlikeKeySize { return key }
-            }
-        } catch {
-            if error.isShortage { throw .readFailed(error) }
-        }
+        if let key = try existingLookAlikeKey(directory: directory) { return key }
         guard let key = Syscalls.randomBytes(FileStateStore.lookAlikeKeySize) else { throw .writeFailed(Errno.tryAgain) }
         // The buckets before the key: a key on disk means they were made.
         if (try? Syscalls.facts(at: directory, FileStateStore.lookAlikeRecordName)) == nil {

@@ -258,6 +258,24 @@ def test_a_full_state_filesystem_does_not_refuse_a_first_helper(w):
     assert not any("too many prompts" in text for text in run.texts()), run
 
 
+def four_wait_and_the_fifth_is_refused(helpers):
+    """Four helpers of the user wait at the first prompt; a fifth is refused
+    at once (HELLO, the sentence, a refusal). -> the four waiting."""
+    waiting = []
+    for _ in range(4):
+        h = helpers()
+        h.ask()
+        assert read_frame(h.sock) == (PROMPT_OFF, FIRST_PROMPT.encode())
+        waiting.append(h)
+    fifth = helpers()
+    assert fifth.proc.wait(timeout=5) == 1
+    assert read_frame(fifth.sock)[0] == HELLO
+    messages, result = converse(fifth.sock)
+    assert messages == [(ERROR_TEXT, "localauth-helper: too many prompts at once for this account")]
+    assert result["status"] == STATUS_REFUSED and result["pam"] != PAM_SUCCESS
+    return waiting
+
+
 def test_a_full_state_filesystem_keeps_the_bound_for_a_new_user(w, helpers):
     """Every caller's slots are bytes of one file, made by the first helper
     that ran. Once every inode is taken, a user who never ran the helper
@@ -281,17 +299,7 @@ def test_a_full_state_filesystem_keeps_the_bound_for_a_new_user(w, helpers):
             except OSError:
                 break
             filler += 1
-        waiting = []
-        for _ in range(4):
-            h = helpers()
-            h.ask()
-            assert read_frame(h.sock) == (PROMPT_OFF, FIRST_PROMPT.encode())
-            waiting.append(h)
-        fifth = helpers()
-        assert fifth.proc.wait(timeout=5) == 1
-        assert read_frame(fifth.sock)[0] == HELLO
-        messages, result = converse(fifth.sock)
-        assert messages == [(ERROR_TEXT, "localauth-helper: too many prompts at once for this account")]
+        waiting = four_wait_and_the_fifth_is_refused(helpers)
         assert sorted(p.name for p in (w.state / "helpers").iterdir()) == ["slots"]
         for h in waiting:
             h.close()
@@ -305,20 +313,9 @@ def test_a_full_state_filesystem_keeps_the_bound_for_a_new_user(w, helpers):
 def test_helper_runs_at_most_four_prompts_per_user(w, helpers):
     """Each waiting helper holds a system-bus connection billed to root: a
     fifth one for the same user is refused before it connects."""
-    waiting = []
-    for _ in range(4):
-        h = helpers()
-        h.ask()
-        assert read_frame(h.sock) == (PROMPT_OFF, FIRST_PROMPT.encode())
-        waiting.append(h)
-    fifth = helpers()
-    # Refused before it reads anything from its caller: it does not wait
-    # for HELLO, and its answer waits in the socket.
-    assert fifth.proc.wait(timeout=5) == 1
-    assert read_frame(fifth.sock)[0] == HELLO
-    messages, result = converse(fifth.sock)
-    assert messages == [(ERROR_TEXT, "localauth-helper: too many prompts at once for this account")]
-    assert result["status"] == STATUS_REFUSED and result["pam"] != PAM_SUCCESS
+    # The fifth is refused before it reads anything from its caller: it
+    # does not wait for HELLO, and its answer waits in the socket.
+    waiting = four_wait_and_the_fifth_is_refused(helpers)
     # The module, as a fifth client, still reads that answer and says it.
     run = unlock(w, [PASSWORD])
     assert run.code == PAM_SYSTEM_ERR, run
@@ -426,17 +423,7 @@ def test_a_read_only_state_directory_keeps_four_prompts_at_once(w, helpers):
     /run/localauth: four wait, the fifth is refused."""
     w.read_only_state = True
     try:
-        waiting = []
-        for _ in range(4):
-            h = helpers()
-            h.ask()
-            assert read_frame(h.sock) == (PROMPT_OFF, FIRST_PROMPT.encode())
-            waiting.append(h)
-        fifth = helpers()
-        assert fifth.proc.wait(timeout=5) == 1
-        assert read_frame(fifth.sock)[0] == HELLO
-        messages, result = converse(fifth.sock)
-        assert messages == [(ERROR_TEXT, "localauth-helper: too many prompts at once for this account")]
+        waiting = four_wait_and_the_fifth_is_refused(helpers)
         for h in waiting:
             h.close()
     finally:
