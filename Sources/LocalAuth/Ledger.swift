@@ -349,6 +349,8 @@ public func storeFailureText(_ failure: StoreFailure, directory: [UInt8], descri
         case .cannotOpen(let errno): return path + " cannot be opened: " + describe(errno)
         }
     case .lockFailed(let errno): return "lock failed: " + describe(errno)
+    case .lockHeld(let milliseconds):
+        return "another prompt held the record's lock for \(milliseconds) ms (a process stopped or frozen while writing); not waited for longer"
     case .writeFailed(let errno): return "write failed: " + describe(errno)
     case .readFailed(let errno): return "read failed: " + describe(errno)
     case .fileSizeLimited: return "file size limit"

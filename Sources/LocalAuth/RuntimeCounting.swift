@@ -67,7 +67,7 @@ public enum RuntimeCounting {
         switch failure {
         case .lockFailed(let errno), .writeFailed(let errno), .readFailed(let errno): return errno
         case .directoryUnusable(.cannotOpen(let errno)): return errno
-        case .directoryUnusable, .fileSizeLimited, .runtimeUnusable: return nil
+        case .directoryUnusable, .fileSizeLimited, .runtimeUnusable, .lockHeld: return nil
         }
     }
 

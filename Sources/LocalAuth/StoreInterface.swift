@@ -14,6 +14,10 @@ public indirect enum StoreFailure: Error, Equatable {
     /// The state directory is missing and cannot be made, or is unsafe.
     case directoryUnusable(DirectoryProblem)
     case lockFailed(Errno)
+    /// Another prompt held the record's lock for the whole bounded wait
+    /// (one its user stopped or froze while it was writing): this attempt
+    /// is refused uncounted rather than left hanging.
+    case lockHeld(milliseconds: Int)
     case writeFailed(Errno)
     /// Opening or reading the record failed for want of descriptors or
     /// memory: the record may be sound, so it is neither trusted nor replaced.

@@ -9,11 +9,14 @@ Each test asserts what matters in that fault: nothing granted, no charge
 lost (the counts on disk), the reader released, a message the person can
 read and a log line the administrator can. docs/RELIABILITY.md lists them
 with the command that runs each."""
+import fcntl
+import hashlib
 import os
 import re
 import resource
 import shutil
 import signal
+import struct
 import subprocess
 import time
 from pathlib import Path
@@ -24,7 +27,7 @@ from fprint_rig import DEVICE_IFACE, DIE_WITH_TESTS, FPRINT_NAME, MANAGER_IFACE,
 from pamenv import (BUILD, PAM_KEEPTOK, PAM_MATRIX, PAM_AUTH_ERR, PAM_CRED_INSUFFICIENT, PAM_CONV_ERR, PAM_SUCCESS,
                     PAM_SYSTEM_ERR, PASSWORDS, USERS, later_boot_clock, lookalike_records, parse_record, parse_run,
                     read_only_state, runtime_bound, runtime_dir, ROOT)
-from pamenv import MATRIX_PROMPT, install_shipped_stack as install
+from pamenv import install_shipped_stack as install
 from sentences import FIRST_PROMPT, NOT_RECORDED
 
 ALICE = PASSWORDS["alice"]
@@ -400,6 +403,49 @@ def test_a_failing_store_call_refuses_the_attempt_and_loses_no_charge(pam, call,
         assert pam.record().P == 2
     else:
         assert pam.record_path().read_bytes() == before
+
+
+def held_as_a_stopped_prompt_would(pam, user):
+    """A descriptor holding the lock a prompt for `user` takes, as a prompt
+    its user stopped mid-write would: a known user's lock file whole, an
+    unknown name's byte (its bucket) of the shared look-alike lock file."""
+    if user in USERS:
+        fd = os.open(pam.state / f"{USERS[user]}.lock", os.O_RDWR)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return fd
+    key = (pam.state / "lookalike.key").read_bytes()
+    digest = hashlib.sha256(key + user.encode()).digest()
+    fd = os.open(pam.state / "lookalike.lock", os.O_RDWR)
+    fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, (digest[0] << 8 | digest[1]) % 1024, 1, 0))
+    return fd
+
+
+@pytest.mark.parametrize("user", ["alice", "nosuchuser"])
+def test_a_lock_held_by_a_stopped_prompt_refuses_within_the_bound_and_counts_nothing(pam, user):
+    """Anyone can stop a `su` to any name in the instant it writes (SIGSTOP
+    is theirs to send) and hold that name's lock for as long as they like:
+    the next prompt for the name waits a few seconds, not forever, and is
+    refused uncounted and unchecked, with the reason in the log; a prompt
+    for another name goes on meanwhile, and the held name's next prompt
+    after the release counts as ever. A known and an unknown name alike."""
+    other = "bob" if user == "alice" else "nosuchuser2"
+    for name in (user, other):
+        assert pam.run(user=name, answers=["wrong"]).code == PAM_AUTH_ERR
+    before = {path.name: path.read_bytes() for path in pam.state.glob("*.rec")}
+    held = held_as_a_stopped_prompt_would(pam, user)
+    try:
+        run = pam.run(user=user, answers=[PASSWORDS.get(user, "wrong")])
+        assert run.code == PAM_SYSTEM_ERR and run.texts("error") == [NOT_RECORDED], run
+        assert any("another prompt held the record's lock for 3000 ms" in line for line in log_lines(run)), run.stderr
+        assert {path.name: path.read_bytes() for path in pam.state.glob("*.rec")} == before
+        assert pam.run(user=other, answers=["wrong"]).code == PAM_AUTH_ERR
+    finally:
+        os.close(held)
+    assert pam.run(user=user, answers=["wrong"]).code == PAM_AUTH_ERR
+    if user in USERS:
+        assert pam.record(user).P == 2
+    else:
+        assert lookalike_records((pam.state / "lookalike.rec").read_bytes())[user].P == 2
 
 
 @pytest.mark.parametrize("errno", [23, 24, 12], ids=["ENFILE", "EMFILE", "ENOMEM"])

@@ -4,65 +4,8 @@ import Glibc
 @testable import LocalAuth
 @testable import LibcSystem
 
-/// The state store (docs/DESIGN.md) through the real `FileStateStore`, in a
-/// private temporary directory owned by the user running the tests.
-final class StoreTests: XCTestCase {
-    var directory = ""
-
-    override func setUp() {
-        super.setUp()
-        var template = Array("/tmp/localauth-store-test.XXXXXX".utf8CString)
-        template.withUnsafeMutableBufferPointer { buffer in _ = mkdtemp(buffer.baseAddress!) }
-        directory = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        chmod(directory, 0o700)
-    }
-
-    override func tearDown() {
-        if let dir = opendir(directory) {
-            while let entry = readdir(dir) {
-                let name = withUnsafePointer(to: entry.pointee.d_name) { String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)) }
-                if name != "." && name != ".." { unlink(directory + "/" + name) }
-            }
-            closedir(dir)
-        }
-        rmdir(directory)
-        super.tearDown()
-    }
-
-    func store() -> FileStateStore { FileStateStore(directoryPath: bytes(directory), trustedOwner: geteuid()) }
-
-    func path(_ name: String) -> String { directory + "/" + name }
-
-    func writeFile(_ name: String, _ data: [UInt8], mode: mode_t = 0o600) {
-        let fd = open(path(name), O_WRONLY | O_CREAT | O_TRUNC, mode)
-        XCTAssertGreaterThanOrEqual(fd, 0)
-        data.withUnsafeBytes { _ = write(fd, $0.baseAddress, $0.count) }
-        fchmod(fd, mode)
-        close(fd)
-    }
-
-    func readFile(_ name: String) -> [UInt8]? { readFile(absolute: path(name)) }
-
-    func readFile(absolute: String) -> [UInt8]? {
-        let fd = open(absolute, O_RDONLY)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var result: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let got = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if got <= 0 { break }
-            result += buffer[0..<got]
-        }
-        return result
-    }
-
-    /// What the store hands to the body, without changing anything.
-    func peek(_ uid: UInt32 = 1000, _ name: String = "alice") -> (StateRecord?, LoadStatus)? {
-        var s = store()
-        return try? s.withRecord(uid: uid, userName: bytes(name)) { record, status in (record, status) }
-    }
-
+/// The state store (docs/DESIGN.md): records, damage, spares and repairs.
+final class StoreTests: StoreFixture {
     func testAbsentThenWrittenThenLoaded() throws {
         XCTAssertEqual(peek()?.1, .absent)
         XCTAssertNil(readFile("1000.rec"), "reading an absent record writes nothing")
@@ -228,41 +171,6 @@ final class StoreTests: XCTestCase {
         XCTAssertThrowsError(try s.withRecord(uid: 1000, userName: bytes("alice")) { _, _ in () })
     }
 
-    // MARK: Unknown names share a bounded set of records
-
-    func names() -> [String] {
-        guard let dir = opendir(directory) else { return [] }
-        defer { closedir(dir) }
-        var result: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) { String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)) }
-            if name != "." && name != ".." { result.append(name) }
-        }
-        return result.sorted()
-    }
-
-    func chargeLookAlike(_ name: String) {
-        var s = store()
-        _ = try? s.withRecord(uid: FileStateStore.lookAlikeUID, userName: bytes(name)) { record, _ in
-            var current = record ?? StateRecord(uid: FileStateStore.lookAlikeUID, userName: bytes(name), createdWallSeconds: 1)
-            current.passcodeFailures += 1
-            record = current
-        }
-    }
-
-    func testInventedNamesNeverMakeMoreThanTheBucketsAndOneLock() {
-        for index in 0..<3000 { chargeLookAlike("invented-\(index)") }
-        let files = names()
-        XCTAssertEqual(files, ["lookalike.key", "lookalike.lock", "lookalike.rec"],
-                       "every charge went into its bucket in place: no spare was needed")
-        XCTAssertEqual(readFile("lookalike.rec")?.count, FileStateStore.lookAlikeFileSize)
-        let s = store()
-        let key = readFile("lookalike.key") ?? []
-        let buckets = Set((0..<3000).map { s.lookAlikeFiles(userName: bytes("invented-\($0)"), key: key).base })
-        XCTAssertGreaterThan(buckets.count, 900, "3000 names spread over the buckets")
-        XCTAssertEqual(peek(FileStateStore.lookAlikeUID, "invented-2999")?.0?.passcodeFailures, 1)
-    }
-
     func spareLockNames() -> [String] { (0..<FileStateStore.spareCount).map { "spare-lock.\($0)" } }
 
     /// A first lock file that cannot be made for want of room is a spare
@@ -311,11 +219,6 @@ final class StoreTests: XCTestCase {
 
     func spareNames() -> [String] { (0..<FileStateStore.spareCount).map { "spare.\($0)" } }
 
-    func inode(_ name: String) -> UInt64? {
-        var info = stat()
-        return lstat(path(name), &info) == 0 ? UInt64(info.st_ino) : nil
-    }
-
     func assertSparesAreReady(file: StaticString = #filePath, line: UInt = #line) {
         for name in spareNames() {
             var info = stat()
@@ -355,68 +258,6 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(spareNames().map { inode($0) }, spares)
         XCTAssertEqual(peek(FileStateStore.lookAlikeUID, "nobody-by-this-name")?.0?.passcodeFailures, 1)
         XCTAssertEqual(readFile("lookalike.key"), key)
-    }
-
-    /// A store of an earlier release, one file per bucket: the first
-    /// unknown name makes the shared file (the old files go) and charges its
-    /// bucket there, in place from then on.
-    func testTheLookAlikeFileIsMadeOnceAndUsedInPlace() throws {
-        writeFile("lookalike.key", [UInt8](repeating: 9, count: FileStateStore.lookAlikeKeySize))
-        writeFile("u000.rec", [UInt8](repeating: 0, count: RecordFormat.fileSize))
-        writeFile("u3ff.rec", [UInt8](repeating: 0, count: RecordFormat.fileSize))
-        chargeLookAlike("first")
-        XCTAssertEqual(names(), ["lookalike.key", "lookalike.lock", "lookalike.rec"])
-        let made = inode("lookalike.rec")
-        chargeLookAlike("first")
-        chargeLookAlike("second")
-        XCTAssertEqual(inode("lookalike.rec"), made)
-        XCTAssertEqual(peek(FileStateStore.lookAlikeUID, "first")?.0?.passcodeFailures, 2)
-        XCTAssertEqual(peek(FileStateStore.lookAlikeUID, "second")?.0?.passcodeFailures, 1)
-    }
-
-    /// A store with the key but no look-alike file (an earlier release's,
-    /// or a crash between the two): the next known user's write makes the
-    /// file, so that no unknown name's first prompt has to.
-    func testAKnownUsersWriteMakesAMissingLookAlikeFile() throws {
-        var s = store()
-        try s.withRecord(uid: 1000, userName: bytes("alice")) { stored, _ in stored = storedRecord(f: 1) }
-        let key = readFile("lookalike.key")
-        unlink(path("lookalike.rec"))
-        try s.withRecord(uid: 1000, userName: bytes("alice")) { stored, _ in stored = storedRecord(f: 2) }
-        XCTAssertEqual(readFile("lookalike.rec")?.count, FileStateStore.lookAlikeFileSize)
-        XCTAssertEqual(readFile("lookalike.key"), key, "the key is kept")
-        unlink(path("lookalike.key"))
-        try s.withRecord(uid: 1000, userName: bytes("alice")) { stored, _ in stored = storedRecord(f: 3) }
-        XCTAssertEqual(readFile("lookalike.key")?.count, FileStateStore.lookAlikeKeySize)
-    }
-
-    /// A damaged bucket is R12's record, written into its region in place;
-    /// a look-alike file of the wrong size is made again.
-    func testADamagedBucketOrLookAlikeFileFailsClosed() throws {
-        chargeLookAlike("someone")
-        let s = store()
-        let key = try XCTUnwrap(readFile("lookalike.key"))
-        let base = s.lookAlikeFiles(userName: bytes("someone"), key: key).base
-        var file = try XCTUnwrap(readFile("lookalike.rec"))
-        for index in base..<(base + RecordFormat.fileSize) { file[index] ^= 0x5A }
-        writeFile("lookalike.rec", file)
-        let made = inode("lookalike.rec")
-        XCTAssertEqual(peek(FileStateStore.lookAlikeUID, "someone")?.1, .damaged(.badMagic))
-        var t = store()
-        try t.withRecord(uid: FileStateStore.lookAlikeUID, userName: bytes("someone")) { record, status in
-            XCTAssertEqual(status, .damaged(.badMagic))
-            record = StateRecord(uid: FileStateStore.lookAlikeUID, userName: bytes("someone"), createdWallSeconds: 1)
-            record?.fingerprintFailures = 5
-        }
-        XCTAssertEqual(inode("lookalike.rec"), made, "in place")
-        XCTAssertEqual(peek(FileStateStore.lookAlikeUID, "someone")?.0?.fingerprintFailures, 5)
-        writeFile("lookalike.rec", [1, 2, 3])
-        XCTAssertEqual(peek(FileStateStore.lookAlikeUID, "someone")?.1, .damaged(.wrongSize))
-        try t.withRecord(uid: FileStateStore.lookAlikeUID, userName: bytes("someone")) { record, _ in
-            record = StateRecord(uid: FileStateStore.lookAlikeUID, userName: bytes("someone"), createdWallSeconds: 1)
-        }
-        XCTAssertEqual(readFile("lookalike.rec")?.count, FileStateStore.lookAlikeFileSize)
-        XCTAssertEqual(peek(FileStateStore.lookAlikeUID, "someone")?.1, .loaded)
     }
 
     /// Only the store's own spares are used: a symlink, a second name, a
@@ -470,44 +311,6 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(String(decoding: third.name, as: UTF8.self), "spare.0")
         close(third.fd)
         unlink(path("taken.rec"))
-    }
-
-    func testABucketHeldByAnotherNameIsAFreshStart() {
-        let s = store()
-        let key = [UInt8](repeating: 7, count: FileStateStore.lookAlikeKeySize)
-        writeFile("lookalike.key", key)
-        // Two names in one bucket under this key.
-        var first = "", second = ""
-        var seen: [Int: String] = [:]
-        for index in 0..<5000 {
-            let name = "n\(index)"
-            let bucket = s.lookAlikeFiles(userName: bytes(name), key: key).base
-            if let earlier = seen[bucket] { first = earlier; second = name; break }
-            seen[bucket] = name
-        }
-        XCTAssertFalse(second.isEmpty)
-        chargeLookAlike(first)
-        chargeLookAlike(first)
-        var t = store()
-        let status = try? t.withRecord(uid: FileStateStore.lookAlikeUID, userName: bytes(second)) { record, status -> LoadStatus in
-            XCTAssertNil(record)
-            return status
-        }
-        XCTAssertEqual(status, .absent, "never the fail-closed record: another unknown name is no damage")
-        let before = inode("lookalike.rec")
-        chargeLookAlike(second)
-        XCTAssertEqual(inode("lookalike.rec"), before, "the bucket is taken over in place")
-        XCTAssertEqual(peek(FileStateStore.lookAlikeUID, second)?.0?.passcodeFailures, 1)
-        XCTAssertNil(peek(FileStateStore.lookAlikeUID, first)?.0, "the first name starts afresh in its turn")
-    }
-
-    func testAnOddLookAlikeKeyIsReplaced() {
-        writeFile("lookalike.key", [1, 2, 3])
-        chargeLookAlike("someone")
-        XCTAssertEqual(readFile("lookalike.key")?.count, FileStateStore.lookAlikeKeySize)
-        let key = readFile("lookalike.key")
-        chargeLookAlike("someone-else")
-        XCTAssertEqual(readFile("lookalike.key"), key, "a sound key is kept")
     }
 
     /// A repair removes an odd entry, never the sound file another prompt

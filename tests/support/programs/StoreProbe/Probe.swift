@@ -2,7 +2,7 @@
 // FileStateStore, for the integration tests in tests/module/test_store.py. A test
 // tool: it is built by the tests and never installed.
 //
-//   charge STATE_DIR UID NAME COUNT [passcode|fingerprint] [--progress]
+//   charge STATE_DIR UID NAME COUNT [passcode|fingerprint] [--progress] [--lock-wait=MS]
 //       COUNT attempts, each charged in its own store transaction through
 //       Ledger.chargePasscode (default) or Ledger.chargeFingerprint.
 //       passcode: the options carry an empty back-off schedule, so a charge
@@ -15,6 +15,8 @@
 //       --progress: prints "charged N" on stdout after each durable charge
 //         (written with write(2), so nothing is buffered when the process is
 //         killed). Without it the command prints nothing on success.
+//       --lock-wait=MS: the longest wait for a lock another holds (the
+//         store's bound, 3000 ms by default).
 //   show STATE_DIR UID NAME
 //       Ledger.snapshot (which applies R12 to a damaged record) with the
 //       default options, then Ledger.backoffRemaining; prints
@@ -69,7 +71,7 @@ func fail(_ message: String) -> Int32 {
 }
 
 let usageText = """
-usage: la-store-probe charge STATE_DIR UID NAME COUNT [passcode|fingerprint] [--progress]
+usage: la-store-probe charge STATE_DIR UID NAME COUNT [passcode|fingerprint] [--progress] [--lock-wait=MS]
        la-store-probe password-entered STATE_DIR UID NAME
        la-store-probe show STATE_DIR UID NAME
        la-store-probe inspect STATE_DIR UID NAME
@@ -121,11 +123,20 @@ public func run(arguments: [String]) -> Int32 {
 func charge(_ arguments: ArraySlice<String>) -> Int32 {
     var positional: [String] = []
     var progress = false
+    var lockWait: Int? = nil
     for argument in arguments {
-        if argument == "--progress" { progress = true } else { positional.append(argument) }
+        if argument == "--progress" {
+            progress = true
+        } else if argument.hasPrefix("--lock-wait=") {
+            guard let milliseconds = Int(argument.dropFirst("--lock-wait=".count)), milliseconds > 0 else { return usage() }
+            lockWait = milliseconds
+        } else {
+            positional.append(argument)
+        }
     }
-    guard positional.count == 4 || positional.count == 5, let target = parseTarget(positional[0..<3]),
+    guard positional.count == 4 || positional.count == 5, var target = parseTarget(positional[0..<3]),
           let count = Int(positional[3]), count >= 0 else { return usage() }
+    if let lockWait { target.store.lockWaitMilliseconds = lockWait }
     let kind = positional.count == 5 ? positional[4] : "passcode"
     var options = Options()
     options.stateDir = target.store.directoryPath
