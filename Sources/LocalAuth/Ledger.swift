@@ -120,20 +120,34 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
         return true
     }
 
-    /// The transaction in /run: its record, or the disk's as it still reads
-    /// (R12's replacement when the disk fails even that).
+    /// The transaction in /run: its record, or, when it holds none, the
+    /// disk's as it still reads raised to one short of each limit
+    /// (`RuntimeCounting.seed`; R12's replacement when the disk fails even
+    /// that read).
     mutating func transactInRuntime(_ user: UserIdentity, _ action: String, consequence: String, level: LogLevel, rules: RecordRules,
                                     moment: Moment, runtimeHeldNothing: Bool,
                                     _ body: (inout StateRecord?, LoadStatus, RecordRules, Moment) -> Void) -> Bool {
-        var seed: (record: StateRecord?, status: LoadStatus)? = nil
+        var disk: (record: StateRecord?, status: LoadStatus) = (nil, .absent)
         do {
-            // The disk's record as it still reads, when /run had none yet
-            // (one another prompt made there since is taken as it is).
-            if runtimeHeldNothing { seed = try store.peek(uid: user.uid, userName: user.name) }
+            // The disk's record as it still reads, when /run had none (one
+            // another prompt made there since is taken as it is).
+            if runtimeHeldNothing { disk = try store.peek(uid: user.uid, userName: user.name) }
             try runtime?.withRecord(uid: user.uid, userName: user.name) { record, status in
                 var status = status
-                if status == .absent, let seed { (record, status) = seed }
+                var start: StateRecord? = nil
+                if status == .absent {
+                    if case .damaged = disk.status {
+                        (record, status) = disk
+                    } else {
+                        start = RuntimeCounting.seed(disk.record ?? rules.fresh(user, moment), options: rules.options)
+                        record = start
+                        status = .loaded
+                    }
+                }
                 body(&record, status, rules, moment)
+                // A look (`localauth status`) that changed nothing leaves
+                // /run as it was: the first change makes the record there.
+                if let start, record == start { record = nil }
             }
         } catch {
             return failed(.runtimeUnusable(error), user, action, consequence, level)

@@ -3,7 +3,8 @@
 // as ext4's default errors=remount-ro does), the counting goes on in a
 // root-only tmpfs, /run/localauth: the back-off and the lockout hold as on
 // a writable disk, and no one is locked out. The records there start from
-// what the read-only disk still holds, and are folded back into it, the
+// what the read-only disk still holds, raised to one short of each limit
+// (a restart loses /run), and are folded back into it, the
 // larger count winning, once it is writable again. Failures a user can
 // cause (no space, a read-only view, a disk error the filesystem shrugged
 // off) keep the refusal, and so does a /run that cannot be written: an
@@ -69,6 +70,23 @@ public enum RuntimeCounting {
         case .directoryUnusable(.cannotOpen(let errno)): return errno
         case .directoryUnusable, .fileSizeLimited, .runtimeUnusable, .lockHeld: return nil
         }
+    }
+
+    /// The record counting in /run starts from for a name it holds none
+    /// for: the disk's as it still reads (a fresh one where the disk holds
+    /// none), with F at least one short of the lockout and P one short of
+    /// the first wait. /run is lost at a restart, and the disk cannot say
+    /// what /run held before one: a user who can make the disk read-only
+    /// and restart the machine would otherwise get every guess before the
+    /// first wait again after each restart. From one short, each restart
+    /// gives one password guess and one finger, the first wrong one starts
+    /// the wait, and the owner's first match or right password (counted
+    /// here as anywhere) puts the counts back to zero.
+    public static func seed(_ disk: StateRecord, options: Options) -> StateRecord {
+        var seed = disk
+        seed.fingerprintFailures = max(seed.fingerprintFailures, options.lockout - 1)
+        seed.passcodeFailures = max(seed.passcodeFailures, options.firstBackoffThreshold - 1)
+        return seed
     }
 
     /// The record once a record kept in /run is folded back into the

@@ -201,7 +201,7 @@ func statusText(_ report: StatusReport) -> String {
     lines.append(sensorLine)
     if let domainState = report.domainState { lines.append("domain state: \(hex(domainState))") }
     if let runtimeCounting = report.runtimeCounting {
-        lines.append(runtimeCounting + " (the finger, the back-off and the lockout as on a writable disk)")
+        lines.append(runtimeCounting + " (from one short of each limit; the finger, the back-off and the lockout as on a writable disk)")
     } else if !report.readable {
         lines.append("record: not readable (run as root to see the counters)")
     } else {

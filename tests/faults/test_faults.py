@@ -220,52 +220,56 @@ def test_a_read_only_state_directory_counts_in_run_then_on_disk_again(pam, tmp_p
     """A disk gone read-only locks no one out and leaves no password
     uncounted: each shipped stack's prompt goes on as on a writable disk,
     its charges kept in /run/localauth (a root-only tmpfs; here the test's
-    own), starting from the record the read-only disk still holds; the
-    read-only filesystem is left as it was. A known and an unknown name
-    are counted alike. Once the directory is writable again the counts are
-    folded back into it and /run's copy goes."""
+    own), starting from the record the read-only disk still holds raised to
+    one short of each limit (a restart loses /run, and the disk cannot say
+    what it held); the read-only filesystem is left as it was. A known and
+    an unknown name are counted alike. Once the directory is writable again
+    the counts are folded back into it and /run's copy goes."""
     hand_over_stack(pam, name)
-    start = 0
     if user == "alice":
         seeded_with_one_wrong_password(pam)
-        start = 1
     before = pam.state_contents()
-    for attempt in (1, 2):
+    lockout, first_wait = 5, 5
+    # The first wrong password reaches the first wait; the second is typed
+    # once it has run (the boot clock moved on, never waited for).
+    for attempt, later in ((1, ()), (2, later_boot_clock(61))):
         out = tmp_path / f"after-{attempt}"
         out.mkdir()
         run = pam.run(service=name, user=user, answers=["wrong"],
-                      wrapper=in_private_mounts(read_only_state(pam.state), copy_out=out))
+                      wrapper=in_private_mounts(read_only_state(pam.state), copy_out=out) + list(later))
         assert run.code == PAM_AUTH_ERR and run.prompts() == [PASSCODE_PROMPT], run
         assert run.texts("error") == [], run
-        assert counts_in(runtime_dir(pam.state), user) == (0, start + attempt), run.stderr
+        assert counts_in(runtime_dir(pam.state), user) == (lockout - 1, first_wait - 1 + attempt), run.stderr
         assert {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.is_file()} == before
-    # Writable again: folded back, counted on, and gone from /run.
-    run = pam.run(service=name, user=user, answers=["wrong"], wrapper=in_private_mounts(runtime_bound(pam.state)))
+    # Writable again (and the second wait over): folded back, counted on,
+    # and gone from /run.
+    run = pam.run(service=name, user=user, answers=["wrong"],
+                  wrapper=in_private_mounts(runtime_bound(pam.state)) + later_boot_clock(61 + 301))
     assert run.code == PAM_AUTH_ERR, run
-    assert counts_in(pam.state, user) == (0, start + 3)
+    assert counts_in(pam.state, user) == (lockout - 1, first_wait + 2)
     assert counts_in(runtime_dir(pam.state), user) is None
 
 
 def test_a_read_only_state_directory_keeps_the_back_off_and_the_lockout(pam, rig):
-    """Counting in /run holds every rule: three misses and a wrong
-    password, then more wrong passwords up to the fifth, which starts the
-    back-off; the right password is then refused unchecked, the misses
-    still counted. The boot clock moved past the wait, the password gets in."""
+    """Counting in /run holds every rule, from one short of each limit:
+    one miss locks the finger, one wrong password starts the back-off; the
+    right password is then refused unchecked, the miss still counted. The
+    boot clock moved past the wait, the password gets in and both counts
+    are zero."""
     install(pam, "sudo")
     read_only = in_private_mounts(read_only_state(pam.state))
     pam.password_entered("alice", rig)
-    for attempt in range(1, 6):
-        if attempt == 1:
-            rig.feed([MISS] * 3)
-        run = pam.run(service="sudo", answers=["", "wrong"] if attempt == 1 else ["wrong"], wrapper=read_only, env=rig.env())
-        if attempt == 1:
-            assert rig.feed_wait(timeout=30).ok
-        assert run.code == PAM_AUTH_ERR, (attempt, run)
-    assert counts_in(runtime_dir(pam.state), "alice") == (3, 5)
+    rig.feed([MISS])
+    run = pam.run(service="sudo", answers=["", "wrong"], wrapper=read_only, env=rig.env())
+    assert rig.feed_wait(timeout=30).ok
+    assert run.code == PAM_AUTH_ERR, run
+    assert "Too many failed fingerprint attempts. Fingerprint is locked until you enter your password." in run.texts("error"), run
+    assert counts_in(runtime_dir(pam.state), "alice") == (5, 5)
     run = pam.run(service="sudo", answers=[ALICE], wrapper=read_only, env=rig.env())
     assert run.code == PAM_CRED_INSUFFICIENT and PASSCODE_PROMPT not in run.prompts(), run
-    assert run.texts("error") == ["Too many wrong passwords. Try again in 1 minute."], run
-    assert counts_in(runtime_dir(pam.state), "alice") == (3, 5)
+    assert run.texts("error") == ["Too many failed fingerprint attempts. Fingerprint is locked until you enter your password.",
+                                  "Too many wrong passwords. Try again in 1 minute."], run
+    assert counts_in(runtime_dir(pam.state), "alice") == (5, 5)
     run = pam.run(service="sudo", answers=[ALICE], wrapper=read_only + later_boot_clock(61), env=rig.env())
     assert run.code == PAM_SUCCESS, run
     assert counts_in(runtime_dir(pam.state), "alice") == (0, 0)
@@ -290,7 +294,7 @@ def test_an_ext4_error_under_errors_remount_ro_counts_in_run(pam, tmp_path):
     run = pam.run(service="sudo", answers=["wrong"],
                   wrapper=["unshare", "--mount", "--propagation", "private", "sh", "-ec", f"{script}\n{tail}", "sh"])
     assert run.code == PAM_AUTH_ERR and run.prompts() == [PASSCODE_PROMPT], run
-    assert counts_in(runtime_dir(pam.state), "alice") == (0, 2)
+    assert counts_in(runtime_dir(pam.state), "alice") == (4, 5), "from one short of each limit, then the wrong one"
     assert pam.record().P == 1, "the disk as it was"
 
 
@@ -302,8 +306,8 @@ def test_a_disk_filled_under_ext4_counts_in_run_past_the_limits(pam, tmp_path):
     (emergency_ro; here the first journal commit after the fill). Before,
     every sudo password was then checked
     uncounted (7 wrong ones, none charged); now the counting goes on in
-    /run: the fifth wrong password starts the back-off, and the sixth and
-    seventh are refused unchecked, as on a writable disk."""
+    /run, from one short of each limit: the first wrong password starts
+    the back-off, and the other six are refused unchecked."""
     install(pam, "sudo")
     backing, mounted = tmp_path / "backing", tmp_path / "fs"
     backing.mkdir()
@@ -329,7 +333,7 @@ def test_a_disk_filled_under_ext4_counts_in_run_past_the_limits(pam, tmp_path):
     finally:
         holder.stdin.close()
         holder.wait(timeout=60)
-    assert [run.code for run in runs] == [PAM_AUTH_ERR] * 5 + [PAM_CRED_INSUFFICIENT] * 2, runs
+    assert [run.code for run in runs] == [PAM_AUTH_ERR] + [PAM_CRED_INSUFFICIENT] * 6, runs
     assert last.code == PAM_CRED_INSUFFICIENT and last.prompts() == [], last
     assert counts_in(runtime_dir(pam.state), "alice")[1] == 5
 

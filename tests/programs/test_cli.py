@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pamenv import PAM_AUTH_ERR, PASSWORDS, ROOT, localauth_command, without_wrapper_lines
-from pamenv import open_to_others, read_only_state, run_in_terminal, world_readable_pam
+from pamenv import USERS, open_to_others, read_only_state, run_in_terminal, runtime_dir, world_readable_pam
 from fprint_rig import FprintRig
 
 ALICE = PASSWORDS["alice"]
@@ -116,8 +116,9 @@ def test_status_reports_the_wait_and_a_damaged_record(pam, tool):
 def test_status_says_when_a_read_only_disk_sends_the_counting_to_run(pam, tool, cli):
     """The state directory's filesystem mounted read-only (in a namespace
     root made, as the system's own mounts are): status says the counting
-    goes on in /run/localauth, in words and in JSON, with the count it
-    holds there; on a writable disk it says nothing."""
+    goes on in /run/localauth, in words and in JSON, with the count a
+    prompt would start from there (and makes no record there: it only
+    looks); on a writable disk it says nothing."""
     assert pam.run(answers=["wrong"]).code == PAM_AUTH_ERR
     assert json.loads(tool("status", "--user", "alice", "--json").stdout)["counting_in_run"] is None
     read_only = ["unshare", "--mount", "--propagation", "private", "sh", "-ec", read_only_state(pam.state) + '; exec "$@"', "sh"]
@@ -128,10 +129,13 @@ def test_status_says_when_a_read_only_disk_sends_the_counting_to_run(pam, tool, 
         if extra:
             data = json.loads(result.stdout)
             assert data["counting_in_run"] == "state directory read-only: counting in /run/localauth until it is writable"
-            assert data["passcode"]["failures"] == 1, data
+            # The count a prompt starts from there: the disk's 1, raised to one short of the first wait.
+            assert data["passcode"]["failures"] == 4, data
+            assert data["fingerprint"]["failures"] == 4, data
         else:
-            assert ("state directory read-only: counting in /run/localauth until it is writable (the finger, the back-off and "
-                    "the lockout as on a writable disk)") in result.stdout.splitlines(), result.stdout
+            assert ("state directory read-only: counting in /run/localauth until it is writable (from one short of each limit; "
+                    "the finger, the back-off and the lockout as on a writable disk)") in result.stdout.splitlines(), result.stdout
+    assert not (runtime_dir(pam.state) / f"{USERS['alice']}.rec").exists()
 
 
 def test_non_root_may_ask_only_about_themselves(cli):

@@ -225,12 +225,19 @@ def test_locker_killed_mid_prompt_loses_no_charge(locker, world, rig):
 def test_a_read_only_state_directory_counts_in_run_and_unlocks(locker, world):
     """The disk holding the state went read-only (ext4's errors=remount-ro):
     the helper counts in /run/localauth instead (the log says so), from the
-    record the disk still holds: a wrong password is charged there and
-    leaves the screen locked, the right one unlocks it; the read-only
-    directory is left as it was."""
+    record the disk still holds raised to one short of each limit: the
+    owner's right password unlocks at once and puts the counts to zero; on
+    the next lock a wrong password is charged there and leaves the screen
+    locked, and the right one unlocks it; the read-only directory is left
+    as it was."""
     world.read_only_state = True
     mark = world.syslog.mark()
     try:
+        lock = locker()
+        lock.submit(PASSWORD)
+        assert lock.unlocked(), lock.report()
+        assert world.runtime_counts(UID) == (0, 0)
+        lock.close()   # a locker that stays running once unlocked (xscreensaver) is not started twice
         lock = locker()
         lock.submit("wrong-pw")
         lock.settle()

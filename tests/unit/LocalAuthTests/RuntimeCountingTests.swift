@@ -150,35 +150,86 @@ final class RuntimeCountingTests: XCTestCase {
     }
 
     /// A disk of the system's goes read-only: the prompts go on counting in
-    /// /run from the disk's record, the back-off holds, and once the disk
-    /// is writable the counts are folded back and /run's copy goes.
+    /// /run from the disk's record raised to one short of each limit, the
+    /// back-off holds, and once the disk is writable the counts are folded
+    /// back and /run's copy goes.
     func testCountingGoesOnInRunAndComesBackToTheDisk() {
         let disk = FakeStore(storedRecord(p: 2))
         let w = World(sensor: FakeSensor(.unreachable), store: disk)
         disk.failReads = true
         disk.readFailure = .lockFailed(RuntimeCounting.readOnlyFilesystem)
         disk.facts = StorageFacts(readOnlyFilesystem: true, systemPrivileged: true)
-        for _ in 0..<3 { XCTAssertEqual(w.prompt(answers: [wrongAnswer]).pamCode, .authError) }
-        XCTAssertEqual(w.runtime.passcodeFailures, 5, "counted on from the disk's 2")
+        XCTAssertEqual(w.prompt(answers: [wrongAnswer]).pamCode, .authError)
+        XCTAssertEqual(w.runtime.passcodeFailures, 5, "counted on from one short of the first wait (4), not the disk's 2")
+        XCTAssertEqual(w.runtime.fingerprintFailures, unitOptions.lockout - 1)
         XCTAssertEqual(w.runtime.record?.backoffRemainingMilliseconds, 60_000, "the back-off of the 5th")
         XCTAssertEqual(disk.writes, 0)
         XCTAssertEqual(disk.passcodeFailures, 2, "the read-only disk as it was")
         let refused = w.prompt()
         XCTAssertTrue(refused.refusedDuringBackoff, "the wait holds on a read-only disk")
-        XCTAssertEqual(w.verifier.verifyCalls, 3)
+        XCTAssertEqual(w.verifier.verifyCalls, 1)
         XCTAssertTrue(w.log.has(.notice, "counting in /run/localauth"))
+        w.clock.advance(seconds: 61)
+        XCTAssertEqual(w.prompt(answers: [wrongAnswer]).pamCode, .authError)
+        XCTAssertEqual(w.runtime.passcodeFailures, 6)
         // The disk is writable again.
         disk.failReads = false
         disk.facts = .unknown
-        w.clock.advance(seconds: 61)
+        w.clock.advance(seconds: 301)
         XCTAssertEqual(w.prompt(answers: [wrongAnswer]).pamCode, .authError)
-        XCTAssertEqual(disk.passcodeFailures, 6, "folded back (5) and counted (6) on disk")
+        XCTAssertEqual(disk.passcodeFailures, 7, "folded back (6) and counted (7) on disk")
         XCTAssertNil(w.runtime.record, "/run's copy gone once the disk has it")
         XCTAssertTrue(w.log.has(.notice, "are back in"))
-        XCTAssertEqual(w.prompt(answers: [rightAnswer]).outcome, .failure(.authenticationFailed), "P = 6: a 5-minute wait")
-        w.clock.advance(seconds: 301)
+        XCTAssertEqual(w.prompt(answers: [rightAnswer]).outcome, .failure(.authenticationFailed), "P = 7: a wait")
+        w.clock.advance(seconds: 3601)
         XCTAssertEqual(w.prompt(answers: [rightAnswer]).outcome, .success(.passcode))
         XCTAssertEqual(disk.passcodeFailures, 0)
+    }
+
+    /// /run is lost at a restart, and the read-only disk cannot say what it
+    /// held: each new start is one short of each limit, so a restart gives
+    /// one password guess (and one finger), never the guesses before the
+    /// first wait again. The owner's right password then counts as ever.
+    func testARestartWhileTheDiskIsReadOnlyGivesOneGuessNotTheFreeOnes() {
+        let disk = FakeStore()
+        disk.failReads = true
+        disk.readFailure = .lockFailed(RuntimeCounting.readOnlyFilesystem)
+        disk.facts = StorageFacts(readOnlyFilesystem: true, systemPrivileged: true)
+        for restart in 0..<3 {
+            let w = World(sensor: FakeSensor(.unreachable), store: disk)
+            XCTAssertEqual(w.prompt(answers: [wrongAnswer]).pamCode, .authError, "restart \(restart): one guess")
+            XCTAssertTrue(w.prompt(answers: [rightAnswer]).refusedDuringBackoff, "restart \(restart): then the wait")
+            XCTAssertEqual(w.verifier.verifyCalls, 1, "restart \(restart)")
+            XCTAssertEqual(w.runtime.passcodeFailures, unitOptions.firstBackoffThreshold)
+        }
+        let owner = World(sensor: FakeSensor(.unreachable), store: disk)
+        XCTAssertEqual(owner.prompt(answers: [rightAnswer]).outcome, .success(.passcode), "the owner's password, the first one")
+        XCTAssertEqual(owner.runtime.passcodeFailures, 0)
+        XCTAssertEqual(owner.runtime.fingerprintFailures, 0)
+    }
+
+    /// The start in /run: the disk's counts, raised to one short of the
+    /// lockout and of the first wait; never lowered.
+    func testTheStartInRunIsOneShortOfEachLimit() {
+        var options = unitOptions
+        options.lockout = 3
+        options.backoff = [BackoffStep(failures: 2, seconds: 30)]
+        let rows: [(disk: (f: Int, p: Int), start: (f: Int, p: Int))] = [
+            ((0, 0), (2, 1)),
+            ((1, 0), (2, 1)),
+            ((2, 1), (2, 1)),
+            ((3, 0), (3, 1)),
+            ((0, 9), (2, 9)),
+        ]
+        for row in rows {
+            let seed = RuntimeCounting.seed(storedRecord(f: row.disk.f, p: row.disk.p), options: options)
+            XCTAssertEqual(seed.fingerprintFailures, row.start.f, "\(row)")
+            XCTAssertEqual(seed.passcodeFailures, row.start.p, "\(row)")
+        }
+        options.lockout = 1
+        options.backoff = [BackoffStep(failures: 1, seconds: 30)]
+        let seed = RuntimeCounting.seed(storedRecord(), options: options)
+        XCTAssertEqual([seed.fingerprintFailures, seed.passcodeFailures], [0, 0], "limits of one: nothing to be short of")
     }
 
     /// /run's copy that cannot be removed after the fold (a crash between

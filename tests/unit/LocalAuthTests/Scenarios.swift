@@ -1396,7 +1396,8 @@ func scenarios() -> [Scenario] {
     // Every row that counts, again with the state directory read-only (a
     // process of the system's), and again with the disk failing the writes
     // of a filesystem that went read-only: the same outcome, prompts and
-    // counts, with the counts kept in /run.
+    // counts, with the counts kept in /run (where counting has begun from
+    // the row's record).
     for row in table where row.storeFault == .none && !row.storeUntouched {
         for (fault, words) in [(StoreFault.readOnly(system: true), "read-only state directory"),
                                (.failingDisk(readOnlyAfter: true), "a disk failing its writes, read-only after")] {
@@ -1434,28 +1435,40 @@ final class ScenarioTests: XCTestCase {
         var options = unitOptions
         s.configure(&options)
         let clock = ManualClock()
-        let store: FakeStore
         var initialF = 0
         var initialP = 0
-        switch s.initial {
-        case .absent:
-            store = FakeStore()
-        case .record(let f, let p, let backoff):
-            var record = storedRecord(s.user, f: f, p: p)
-            if backoff > 0 {
-                record.backoffRemainingMilliseconds = backoff
-                record.backoffAnchorBootNanoseconds = clock.boot
-                record.backoffBootID = clock.bootIdentifier
+        /// A store holding the row's initial record (`absent`: for /run,
+        /// a fresh one, as the first prompt there leaves it).
+        func initialStore(absent: FakeStore) -> FakeStore {
+            switch s.initial {
+            case .absent:
+                return absent
+            case .record(let f, let p, let backoff):
+                var record = storedRecord(s.user, f: f, p: p)
+                if backoff > 0 {
+                    record.backoffRemainingMilliseconds = backoff
+                    record.backoffAnchorBootNanoseconds = clock.boot
+                    record.backoffBootID = clock.bootIdentifier
+                }
+                initialF = f
+                initialP = p
+                return FakeStore(record)
+            case .damaged(let why):
+                initialF = options.lockout
+                initialP = options.firstBackoffThreshold
+                return FakeStore.damaged(why)
             }
-            store = FakeStore(record)
-            initialF = f
-            initialP = p
-        case .damaged(let why):
-            store = FakeStore.damaged(why)
-            initialF = options.lockout
-            initialP = options.firstBackoffThreshold
         }
-        let runtime = FakeStore()
+        let store = initialStore(absent: FakeStore())
+        // A read-only disk's copies run with /run already counting from
+        // the disk's record: the first prompt's start there, one short of
+        // each limit, has stories of its own (RuntimeCountingTests).
+        let runtime = s.storeFault.countsInRuntime ? initialStore(absent: FakeStore(storedRecord(s.user))) : FakeStore()
+        // A failing disk still reads, and here reads the same as /run's
+        // copy: a look would fold it (nothing to write) and remove it, and
+        // the next charge would start /run afresh, one short of each limit.
+        // The copy stays, as after a crash between the two.
+        if s.storeFault == .failingDisk(readOnlyAfter: true) { runtime.removeFailure = .writeFailed(RuntimeCounting.deviceError) }
         switch s.storeFault {
         case .none: break
         case .reads: store.failReads = true
