@@ -82,10 +82,11 @@ that showed the fingerprint instruction, AlreadyInUse errors the
 transactions told "The fingerprint reader is in use by another prompt.",
 and the verdicts fprintd sent while that user held the reader the verdicts
 the transactions report. No Claim may succeed while another prompt holds
-the reader. A sampler of /proc/locks (every 2 ms) records every process
-seen waiting for a lock file of the state directory, whose transaction it
-is (its command line) and, confirmed by a second look that it still waits,
-whose lock: a waiter on a lock that is not its own user's is a failure
+the reader. A sampler (every 2 ms) records every transaction seen waiting
+for a lock file of the state directory (asleep between two tries of the
+lock, the file open, its flock held by another process in /proc/locks),
+whose transaction it is (its command line) and, confirmed by a second look
+that it still waits, whose lock: a waiter on a lock that is not its own user's is a failure
 (alice's transactions waiting on alice's lock is the expected queue, and
 shows the sampler sees waits at all).
 

@@ -14,11 +14,14 @@ from pathlib import Path
 # ============================================================================
 
 class LockSampler(threading.Thread):
-    """Reads /proc/locks every `interval` s and records every process waiting
-    for an flock on a lock file (or the directory) of the state directory:
-    whose transaction it is (from its command line) and whose lock it waits
-    for. A wait is seen only while it lasts, so short waits are missed:
-    what is seen is a lower bound (the samples are counted)."""
+    """Every `interval` s, records every process waiting for an flock on a
+    lock file (or the directory) of the state directory: whose transaction
+    it is (from its command line) and whose lock it waits for. The store
+    waits by trying the lock again between short sleeps (its wait has a
+    bound), so a waiter is not queued in /proc/locks: it is a transaction
+    asleep with a lock file open whose flock /proc/locks shows another
+    process holding. A wait is seen only while it lasts, so short waits
+    are missed: what is seen is a lower bound (the samples are counted)."""
 
     def __init__(self, world, interval=0.002):
         super().__init__(name="load-locks", daemon=True)
@@ -63,31 +66,57 @@ class LockSampler(threading.Thread):
                 self.users_of_pid[pid] = "?"
         return self.users_of_pid[pid]
 
+    def _transactions(self):
+        """The pids of the transactions now running (a `-u USER` in their
+        command line), each command line read once per phase."""
+        pids = []
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                pid = int(entry.name)
+                if self._user_of(pid) != "?":
+                    pids.append(pid)
+        return pids
+
+    def _open_lock_files(self, pid):
+        """The state directory's lock files `pid` has open, when it sleeps
+        (between two tries of a lock); empty otherwise."""
+        try:
+            number = Path(f"/proc/{pid}/syscall").read_text().split()[0]
+            if number not in ("35", "230"):   # nanosleep, clock_nanosleep
+                return set()
+            found = set()
+            for fd in os.scandir(f"/proc/{pid}/fd"):
+                info = os.stat(fd.path)
+                key = (f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}", info.st_ino)
+                if key in self.targets:
+                    found.add(key)
+            return found
+        except (OSError, IndexError):
+            return set()
+
     def _read(self):
         """(holders {lock: pid}, waiters {(pid, lock)}) of the state
-        directory's locks, from /proc/locks; None when unreadable."""
+        directory's locks; None when /proc/locks is unreadable."""
         try:
             text = Path("/proc/locks").read_text()
         except OSError:
             return None
-        holders, waiters = {}, set()
+        holders = {}
         for line in text.splitlines():
+            # "N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF" holds the lock.
             fields = line.split()
-            # "N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF" holds the lock,
-            # "N: -> FLOCK ..." waits for it.
-            waiting = len(fields) > 1 and fields[1] == "->"
-            if waiting:
-                fields = fields[:1] + fields[2:]
             if len(fields) < 6 or fields[1] != "FLOCK":
                 continue
             device, _, inode = fields[5].rpartition(":")
             key = (device, int(inode))
-            if key not in self.targets:
-                continue
-            if waiting:
-                waiters.add((int(fields[4]), key))
-            else:
+            if key in self.targets:
                 holders[key] = int(fields[4])
+        waiters = set()
+        if holders:
+            for pid in self._transactions():
+                for key in self._open_lock_files(pid):
+                    if holders.get(key, pid) != pid:
+                        waiters.add((pid, key))
         return holders, waiters
 
     def run(self):
