@@ -39,9 +39,8 @@ public struct FileStateStore: StateStore {
     /// fresh bucket) until the spares run out, for every name alike.
     public static let spareCount = 8
     /// How many look-alike records there can be: unknown names share 1024
-    /// buckets in one file, each locked by its own byte of one lock file,
-    /// so no number of invented names can fill the state directory, and a
-    /// prompt stopped while it writes one bucket holds up no other.
+    /// buckets and one lock file, so no number of invented names can fill
+    /// the state directory.
     public static let lookAlikeBuckets = 1024
 
     /// The files of one record: `<uid>.rec` and `<uid>.lock`, or for an
@@ -53,8 +52,6 @@ public struct FileStateStore: StateStore {
         /// Where the record starts in its file: a bucket's region of the
         /// look-alike file, else 0.
         var base = 0
-        /// What of the lock file is this record's: its byte for a bucket.
-        var span = LockSpan.file
         var temporary: [UInt8] { record + literalBytes(".tmp") }
         var isBucket: Bool { record == FileStateStore.lookAlikeRecordName }
     }
@@ -83,13 +80,15 @@ public struct FileStateStore: StateStore {
         let directory = try openDirectory()
         defer { Syscalls.close(directory) }
         let lookAlike = uid == FileStateStore.lookAlikeUID
-        let (names, lock, lockWasOdd) = try lockRecord(directory: directory, uid: uid, userName: userName)
+        var names = files(uid: uid)
+        if lookAlike { names.lock = FileStateStore.lookAlikeLockName }
+        let (lock, lockWasOdd) = try takeLock(directory: directory, name: names.lock)
         defer { Syscalls.close(lock) }
+        if lookAlike { names = lookAlikeFiles(userName: userName, key: try lookAlikeKey(directory: directory)) }
         var found = try load(directory: directory, names, uid: uid, userName: userName)
         if lookAlike, found.status == .absent {
             // No look-alike file (a store from before it was made with the
-            // key): make it once (every bucket's lock is held, see
-            // lockRecord), then use this bucket in place.
+            // key): make it once, then use this bucket in place.
             try makeLookAlikeFile(directory: directory)
             found = try load(directory: directory, names, uid: uid, userName: userName)
         }
@@ -128,9 +127,12 @@ public struct FileStateStore: StateStore {
             // A damaged bucket in a sound look-alike file: its region is
             // written whole, in place (R12's record, on disk at once).
             try writeInPlace(fd, RecordSlots.newFile(changed), at: base, durable: true)
+        } else if names.isBucket, try writeUnreadableBucket(directory: directory, RecordSlots.newFile(changed), at: base) {
+            // A bucket the disk failed to read in a sound look-alike file:
+            // R12's record written over its region, the other buckets kept.
         } else if names.isBucket {
             // The look-alike file itself is unusable: made again, with
-            // this bucket's record in it (every bucket's lock is held).
+            // this bucket's record in it.
             var image = FileStateStore.blankLookAlikeFile()
             image.replaceSubrange(base..<(base + RecordFormat.fileSize), with: RecordSlots.newFile(changed))
             try makeLookAlikeFile(directory: directory, image)

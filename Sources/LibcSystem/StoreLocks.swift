@@ -3,22 +3,13 @@
 import LocalAuth
 
 extension FileStateStore {
-    /// What a lock covers: a per-uid lock file whole (`flock`), or bytes of
-    /// the shared look-alike lock file (an open-file-description lock on one
-    /// bucket's byte; length 0 is the whole file, which no bucket's holder
-    /// can hold at the same time).
-    enum LockSpan: Equatable {
-        case file
-        case bytes(offset: Int64, length: Int64)
-    }
-
     /// Opens and locks a lock file. Anything else at its name (a symlink,
     /// FIFO, directory, or a file not the store's) is replaced, and reported
     /// so the record is treated as damaged (R12): such a file must not
     /// refuse every prompt. After the lock is taken the name must still lead
     /// to the locked file, or the lock is taken again. The wait is bounded
     /// (`waitForLock`).
-    func takeLock(directory: Int32, name: [UInt8], span: LockSpan = .file) throws(StoreFailure) -> (fd: Int32, wasOdd: Bool) {
+    func takeLock(directory: Int32, name: [UInt8]) throws(StoreFailure) -> (fd: Int32, wasOdd: Bool) {
         var wasOdd = false
         var lastError = Errno.tryAgain
         for _ in 0..<4 {
@@ -43,7 +34,7 @@ extension FileStateStore {
                 continue
             }
             do throws(StoreFailure) {
-                try lock(fd, span)
+                try waitForLock { () throws(Errno) -> Bool in try Syscalls.tryLockExclusive(fd) }
                 if isStillAtName(facts, directory: directory, name) {
                     return (fd, wasOdd)
                 }
@@ -55,47 +46,6 @@ extension FileStateStore {
             Syscalls.close(fd)
         }
         throw .lockFailed(lastError)
-    }
-
-    /// Locks the record of `uid` (for the look-alike uid, of `userName`'s
-    /// bucket) and says where it is. A known user's record has its own
-    /// lock file. A bucket is locked by its byte of the shared look-alike
-    /// lock file; when the look-alike file is missing or not sound enough
-    /// to be written in place, the whole lock file is taken before the
-    /// record is read, so that its remaking, from what it reads, never
-    /// overwrites another bucket's write. The key that placed the bucket
-    /// must still be the key once the lock is held.
-    func lockRecord(directory: Int32, uid: UInt32, userName: [UInt8]) throws(StoreFailure) -> (RecordFiles, fd: Int32, wasOdd: Bool) {
-        guard uid == FileStateStore.lookAlikeUID else {
-            let names = files(uid: uid)
-            let (fd, wasOdd) = try takeLock(directory: directory, name: names.lock)
-            return (names, fd, wasOdd)
-        }
-        for _ in 0..<4 {
-            let key = try lookAlikeKey(directory: directory)
-            let names = lookAlikeFiles(userName: userName, key: key)
-            let (fd, wasOdd) = try takeLock(directory: directory, name: FileStateStore.lookAlikeLockName, span: names.span)
-            do throws(StoreFailure) {
-                let facts = try? Syscalls.facts(at: directory, names.record)
-                if facts.map({ !isSoundLookAlikeFile($0) }) ?? true { try lock(fd, .bytes(offset: 0, length: 0)) }
-                if try existingLookAlikeKey(directory: directory) == key { return (names, fd, wasOdd) }
-            } catch {
-                Syscalls.close(fd)
-                throw error
-            }
-            Syscalls.close(fd)
-        }
-        throw .lockFailed(.stale)
-    }
-
-    /// Takes `span` of the open lock file `fd`, waiting within the bound.
-    func lock(_ fd: Int32, _ span: LockSpan) throws(StoreFailure) {
-        try waitForLock { () throws(Errno) -> Bool in
-            switch span {
-            case .file: return try Syscalls.tryLockExclusive(fd)
-            case .bytes(let offset, let length): return try Syscalls.tryLockRange(fd, at: offset, length: length)
-            }
-        }
     }
 
     /// Tries `attempt` (true: the lock is taken) until it succeeds or

@@ -1,6 +1,5 @@
 // The look-alike records of unknown user names (R14): 1024 buckets in one
-// file made ahead, placed by a keyed hash, each locked by its own byte of
-// one lock file.
+// file made ahead, placed by a keyed hash, under one lock.
 import LocalAuth
 
 extension FileStateStore {
@@ -10,14 +9,7 @@ extension FileStateStore {
         let digest = SHA256.hash(key + userName)
         let bucket = (Int(digest[0]) << 8 | Int(digest[1])) % FileStateStore.lookAlikeBuckets
         return RecordFiles(record: FileStateStore.lookAlikeRecordName, lock: FileStateStore.lookAlikeLockName,
-                           base: bucket * RecordFormat.fileSize, span: .bytes(offset: Int64(bucket), length: 1))
-    }
-
-    /// A look-alike file whose buckets can be written in place: the store's
-    /// own regular file of the right size with no other name.
-    func isSoundLookAlikeFile(_ facts: FileFacts) -> Bool {
-        facts.isRegular && facts.owner == trustedOwner && facts.mode & 0o022 == 0 && facts.size == FileStateStore.lookAlikeFileSize
-            && facts.links == 1
+                           base: bucket * RecordFormat.fileSize)
     }
 
     static var lookAlikeRecordName: [UInt8] { literalBytes("lookalike.rec") }
@@ -50,27 +42,35 @@ extension FileStateStore {
         }
     }
 
+    /// Writes `bytes` over the bucket region at `base` of a look-alike
+    /// file that is sound (the store's, of its size, one name) but whose
+    /// bucket the disk failed to read: false when the file is not sound (it
+    /// is then made again). A bad sector under one bucket must not cost
+    /// every other bucket its counts. Called under the look-alike lock.
+    func writeUnreadableBucket(directory: Int32, _ bytes: [UInt8], at base: Int) throws(StoreFailure) -> Bool {
+        let fd: Int32
+        do { fd = try Syscalls.open(at: directory, FileStateStore.lookAlikeRecordName, .updateFile) } catch {
+            if error.isShortage { throw .writeFailed(error) }
+            return false
+        }
+        defer { Syscalls.close(fd) }
+        guard let facts = try? Syscalls.facts(fd), facts.isRegular, facts.owner == trustedOwner, facts.mode & 0o022 == 0,
+              facts.size == FileStateStore.lookAlikeFileSize, facts.links == 1 else { return false }
+        try writeInPlace(fd, bytes, at: base, durable: true)
+        return true
+    }
+
     static var lookAlikeLockName: [UInt8] { literalBytes("lookalike.lock") }
     static var lookAlikeKeyName: [UInt8] { literalBytes("lookalike.key") }
     static let lookAlikeKeySize = 32
 
-    /// The secret that places unknown names in buckets, made on first use,
-    /// holding the whole look-alike lock file (waited for within the
-    /// bound); a key file that is not a sound 32-byte root file is replaced
-    /// (the buckets are then shuffled anew, which costs nothing but the
-    /// counts of invented names).
+    /// The secret that places unknown names in buckets, made on first use.
+    /// Called under the look-alike lock; a key file that is not a sound
+    /// 32-byte root file is replaced (the buckets are then shuffled anew,
+    /// which costs nothing but the counts of invented names).
     /// A shortage of descriptors or memory is this attempt's failure: a new
     /// key then would move every unknown name to another bucket.
     func lookAlikeKey(directory: Int32) throws(StoreFailure) -> [UInt8] {
-        if let key = try existingLookAlikeKey(directory: directory) { return key }
-        let (lock, _) = try takeLock(directory: directory, name: FileStateStore.lookAlikeLockName, span: .bytes(offset: 0, length: 0))
-        defer { Syscalls.close(lock) }
-        return try makeLookAlikeKey(directory: directory)
-    }
-
-    /// The key as it is, or made (with the look-alike file before it, when
-    /// missing) by a caller holding the whole look-alike lock file.
-    func makeLookAlikeKey(directory: Int32) throws(StoreFailure) -> [UInt8] {
         let name = FileStateStore.lookAlikeKeyName
         if let key = try existingLookAlikeKey(directory: directory) { return key }
         guard let key = Syscalls.randomBytes(FileStateStore.lookAlikeKeySize) else { throw .writeFailed(Errno.tryAgain) }
@@ -83,8 +83,8 @@ extension FileStateStore {
     }
 
     /// Makes the look-alike file and key when either is missing (a store
-    /// of an earlier release, a crash between the two), holding the whole
-    /// look-alike lock file, never waited for: so that an unknown name's first
+    /// of an earlier release, a crash between the two), under the
+    /// look-alike lock, never waited for: so that an unknown name's first
     /// prompt finds its bucket made, and does no more work before the
     /// prompt than a known name's (R14), and needs no room on a full disk.
     /// Each known user's write looks (two `fstatat`); the work is done once.
@@ -95,9 +95,9 @@ extension FileStateStore {
         guard missing(FileStateStore.lookAlikeRecordName) || missing(FileStateStore.lookAlikeKeyName),
               let lock = try? Syscalls.open(at: directory, FileStateStore.lookAlikeLockName, .lockFile) else { return }
         defer { Syscalls.close(lock) }
-        guard (try? Syscalls.tryLockRange(lock, at: 0, length: 0)) == true, let facts = try? Syscalls.facts(lock), isSoundLock(facts),
+        guard (try? Syscalls.tryLockExclusive(lock)) == true, let facts = try? Syscalls.facts(lock), isSoundLock(facts),
               isStillAtName(facts, directory: directory, FileStateStore.lookAlikeLockName) else { return }
         if missing(FileStateStore.lookAlikeRecordName) { _ = try? makeLookAlikeFile(directory: directory) }
-        _ = try? makeLookAlikeKey(directory: directory)
+        _ = try? lookAlikeKey(directory: directory)
     }
 }

@@ -67,9 +67,15 @@ extension FileStateStore {
             throw error
         }
         defer { Syscalls.close(directory) }
-        if uid == FileStateStore.lookAlikeUID, try existingLookAlikeKey(directory: directory) == nil { return true }
-        let (names, lock, _) = try lockRecord(directory: directory, uid: uid, userName: userName)
+        let lookAlike = uid == FileStateStore.lookAlikeUID
+        var names = files(uid: uid)
+        if lookAlike { names.lock = FileStateStore.lookAlikeLockName }
+        let (lock, _) = try takeLock(directory: directory, name: names.lock)
         defer { Syscalls.close(lock) }
+        if lookAlike {
+            guard let key = try existingLookAlikeKey(directory: directory) else { return true }
+            names = lookAlikeFiles(userName: userName, key: key)
+        }
         let found = try load(directory: directory, names, uid: uid, userName: userName)
         defer { if let fd = found.fd { Syscalls.close(fd) } }
         if found.status == .absent { return true }

@@ -153,16 +153,7 @@ public enum Syscalls {
     /// (an open-file-description lock: held while this descriptor is open,
     /// by nobody else); false when another holds it. No byte need exist.
     public static func tryLockByte(_ fd: Int32, at offset: Int64) throws(Errno) -> Bool {
-        try tryLockRange(fd, at: offset, length: 1)
-    }
-
-    /// The same lock on `length` bytes from `offset` (0: to the end of any
-    /// file, so it conflicts with every other descriptor's lock past
-    /// `offset`). A descriptor's own locks never conflict with it: a
-    /// holder of one byte takes the whole file by this, once nobody else
-    /// holds any of it.
-    public static func tryLockRange(_ fd: Int32, at offset: Int64, length: Int64) throws(Errno) -> Bool {
-        guard retryingInterrupted({ la_try_lock_range(fd, offset, length) }) != 0 else { return true }
+        guard retryingInterrupted({ la_try_lock_byte(fd, offset) }) != 0 else { return true }
         if la_errno() == EAGAIN || la_errno() == EACCES { return false }
         throw Errno.current
     }

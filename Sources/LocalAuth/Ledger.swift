@@ -102,8 +102,7 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
             guard runtime != nil, RuntimeCounting.applies(to: error, facts: store.storageFacts()) else {
                 return failed(error, user, action, consequence, level)
             }
-            return transactInRuntime(user, action, consequence: consequence, level: level, rules: rules, moment: moment,
-                                     runtimeHeldNothing: held.status == .absent, body)
+            return transactInRuntime(user, action, consequence: consequence, level: level, rules: rules, moment: moment, body)
         }
         if let folded {
             do {
@@ -123,23 +122,27 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
     /// The transaction in /run: its record, or, when it holds none, the
     /// disk's as it still reads raised to one short of each limit
     /// (`RuntimeCounting.seed`; R12's replacement when the disk fails even
-    /// that read).
+    /// that read). The disk is read under /run's lock, once /run is seen
+    /// to hold nothing: a record another prompt folded back and removed a
+    /// moment before is then on the disk that is read.
     mutating func transactInRuntime(_ user: UserIdentity, _ action: String, consequence: String, level: LogLevel, rules: RecordRules,
-                                    moment: Moment, runtimeHeldNothing: Bool,
-                                    _ body: (inout StateRecord?, LoadStatus, RecordRules, Moment) -> Void) -> Bool {
-        var disk: (record: StateRecord?, status: LoadStatus) = (nil, .absent)
-        do {
-            // The disk's record as it still reads, when /run had none (one
-            // another prompt made there since is taken as it is).
-            if runtimeHeldNothing { disk = try store.peek(uid: user.uid, userName: user.name) }
+                                    moment: Moment, _ body: (inout StateRecord?, LoadStatus, RecordRules, Moment) -> Void) -> Bool {
+        let disk = store
+        var diskFailure: StoreFailure? = nil
+        do throws(StoreFailure) {
             try runtime?.withRecord(uid: user.uid, userName: user.name) { record, status in
                 var status = status
                 var start: StateRecord? = nil
                 if status == .absent {
-                    if case .damaged = disk.status {
-                        (record, status) = disk
+                    let stored: (record: StateRecord?, status: LoadStatus)
+                    do throws(StoreFailure) { stored = try disk.peek(uid: user.uid, userName: user.name) } catch {
+                        diskFailure = error
+                        return
+                    }
+                    if case .damaged = stored.status {
+                        (record, status) = stored
                     } else {
-                        start = RuntimeCounting.seed(disk.record ?? rules.fresh(user, moment), options: rules.options)
+                        start = RuntimeCounting.seed(stored.record ?? rules.fresh(user, moment), options: rules.options)
                         record = start
                         status = .loaded
                     }
@@ -149,6 +152,7 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
                 // /run as it was: the first change makes the record there.
                 if let start, record == start { record = nil }
             }
+            if let diskFailure { throw diskFailure }
         } catch {
             return failed(.runtimeUnusable(error), user, action, consequence, level)
         }

@@ -103,8 +103,8 @@ static inline void la_openlog(const char *ident) { openlog(ident, LOG_PID, LOG_A
 #ifndef F_OFD_SETLK
 #define F_OFD_SETLK 37
 #endif
-/* An open-file-description write lock on `length` bytes at `offset` (0: to the end), not waiting (fcntl is variadic). */
-static inline int la_try_lock_range(int fd, long long offset, long long length) { struct flock lock = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t)offset, .l_len = (off_t)length, .l_pid = 0 }; return fcntl(fd, F_OFD_SETLK, &lock); }
+/* An open-file-description write lock on the one byte at `offset`, not waiting (fcntl is variadic). */
+static inline int la_try_lock_byte(int fd, long long offset) { struct flock lock = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t)offset, .l_len = 1, .l_pid = 0 }; return fcntl(fd, F_OFD_SETLK, &lock); }
 /* What a process is and where its state directory lies, for deciding
    whether a failure to write there is one no unprivileged user caused. */
 #include <sys/vfs.h>

@@ -313,12 +313,21 @@ final class FakeStore: StateStore {
     private(set) var transactions = 0
     private(set) var writes = 0
     private(set) var failedWrites = 0
+    /// Runs as a transaction begins, once, before its lock is taken:
+    /// another prompt's work in between.
+    var beforeNextTransaction: (() -> Void)?
     /// uid and name of every transaction.
     private(set) var keys: [(UInt32, [UInt8])] = []
 
     init(_ record: StateRecord? = nil) {
         stored = record
         status = record == nil ? .absent : .loaded
+    }
+
+    /// The record gone, as another prompt's removal leaves it.
+    func clear() {
+        stored = nil
+        status = .absent
     }
 
     /// A store whose record is damaged (R12).
@@ -336,6 +345,10 @@ final class FakeStore: StateStore {
                             _ body: (inout StateRecord?, LoadStatus) -> Result) throws(StoreFailure) -> Result {
         transactions += 1
         keys.append((uid, userName))
+        if let before = beforeNextTransaction {
+            beforeNextTransaction = nil
+            before()
+        }
         if failReads { throw readFailure }
         let loaded: StateRecord? = status == .loaded ? stored : nil
         var working = loaded

@@ -208,6 +208,30 @@ final class RuntimeCountingTests: XCTestCase {
         XCTAssertEqual(owner.runtime.fingerprintFailures, 0)
     }
 
+    /// /run held a record when this prompt looked, and another prompt
+    /// folded it back into the disk and removed it before this one took
+    /// /run's lock (the disk read-only again in between): the start is the
+    /// disk's record as read under that lock, its wait still running, never
+    /// a fresh one.
+    func testARecordRemovedFromRunMeanwhileStartsFromTheDiskReadUnderTheLock() {
+        let clock = ManualClock()
+        var onDisk = storedRecord(p: 8)
+        onDisk.backoffRemainingMilliseconds = 900_000
+        onDisk.backoffAnchorBootNanoseconds = clock.boot
+        onDisk.backoffBootID = clock.bootIdentifier
+        let disk = FakeStore(onDisk)
+        disk.failReads = true
+        disk.readFailure = .lockFailed(RuntimeCounting.readOnlyFilesystem)
+        disk.facts = StorageFacts(readOnlyFilesystem: true, systemPrivileged: true)
+        let run = FakeStore(storedRecord(p: 2))
+        run.beforeNextTransaction = { run.clear() }
+        let w = World(sensor: FakeSensor(.unreachable), store: disk, runtime: run, clock: clock)
+        let result = w.prompt(answers: [rightAnswer])
+        XCTAssertTrue(result.refusedDuringBackoff, "the disk's running wait holds")
+        XCTAssertEqual(w.verifier.verifyCalls, 0, "nothing checked")
+        XCTAssertNotEqual(run.passcodeFailures, unitOptions.firstBackoffThreshold - 1, "never a fresh start")
+    }
+
     /// The start in /run: the disk's counts, raised to one short of the
     /// lockout and of the first wait; never lowered.
     func testTheStartInRunIsOneShortOfEachLimit() {

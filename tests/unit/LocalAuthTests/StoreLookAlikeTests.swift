@@ -4,7 +4,7 @@ import Glibc
 @testable import LibcSystem
 
 /// Unknown names' look-alike records (R14): a bounded set of buckets in one
-/// file, each locked by its own byte, every lock waited for within a bound.
+/// file under one lock, and every lock waited for within a bound.
 final class StoreLookAlikeTests: StoreFixture {
     func testInventedNamesNeverMakeMoreThanTheBucketsAndOneLock() {
         for index in 0..<3000 { chargeLookAlike("invented-\(index)") }
@@ -129,74 +129,33 @@ final class StoreLookAlikeTests: StoreFixture {
         return fd
     }
 
-    func bucketByte(_ name: String) throws -> Int64 {
-        let key = try XCTUnwrap(readFile("lookalike.key"))
-        guard case .bytes(let offset, 1) = store().lookAlikeFiles(userName: bytes(name), key: key).span else {
-            XCTFail("a bucket is locked by one byte")
-            return -1
-        }
-        return offset
-    }
-
     /// The record as it is, read without the lock another prompt holds.
     func unlocked(_ uid: UInt32 = 1000, _ name: String = "alice") -> StateRecord? {
         (try? store().peek(uid: uid, userName: bytes(name)))?.record
     }
 
-    /// Two names the key puts in different buckets, the first charged once.
-    func namesInTwoBuckets() throws -> (String, String) {
+    /// A prompt its user stopped while it wrote an unknown name's bucket
+    /// (SIGSTOP, a frozen cgroup) holds up unknown names for the bound and
+    /// no longer: they are refused uncounted, and every known user goes on
+    /// at once.
+    func testAStoppedUnknownNamesPromptHoldsUpUnknownNamesOnlyForTheBound() throws {
         chargeLookAlike("stopped")
-        let first = try bucketByte("stopped")
-        for index in 0..<100 where try bucketByte("other-\(index)") != first { return ("stopped", "other-\(index)") }
-        throw XCTSkip("no second bucket in 100 names")
-    }
-
-    /// A prompt its user stopped while it wrote a bucket (SIGSTOP, a frozen
-    /// cgroup) holds up that bucket's names for the bound and no longer:
-    /// they are refused uncounted, and every other bucket, and every known
-    /// user, goes on at once.
-    func testAStoppedBucketHoldsUpOnlyItsOwnNamesAndOnlyForTheBound() throws {
-        let (stopped, other) = try namesInTwoBuckets()
         let held = try otherPrompt("lookalike.lock")
         defer { close(held) }
-        XCTAssertTrue(try Syscalls.tryLockByte(held, at: try bucketByte(stopped)))
+        XCTAssertEqual(flock(held, LOCK_EX | LOCK_NB), 0)
         var s = store()
         s.lockWaitMilliseconds = 40
-        XCTAssertThrowsError(try s.withRecord(uid: FileStateStore.lookAlikeUID, userName: bytes(stopped)) { record, _ in
-            record?.passcodeFailures += 1
-        }) { XCTAssertEqual($0 as? StoreFailure, .lockHeld(milliseconds: 40)) }
-        XCTAssertEqual(unlocked(FileStateStore.lookAlikeUID, stopped)?.passcodeFailures, 1, "nothing charged, nothing lost")
-        chargeLookAlike(other)
-        XCTAssertEqual(peek(FileStateStore.lookAlikeUID, other)?.0?.passcodeFailures, 1)
+        for name in ["stopped", "other"] {
+            XCTAssertThrowsError(try s.withRecord(uid: FileStateStore.lookAlikeUID, userName: bytes(name)) { record, _ in
+                record?.passcodeFailures += 1
+            }) { XCTAssertEqual($0 as? StoreFailure, .lockHeld(milliseconds: 40)) }
+        }
+        XCTAssertEqual(unlocked(FileStateStore.lookAlikeUID, "stopped")?.passcodeFailures, 1, "nothing charged, nothing lost")
         try s.withRecord(uid: 1000, userName: bytes("alice")) { stored, _ in stored = storedRecord(p: 1) }
-        XCTAssertEqual(peek()?.0?.passcodeFailures, 1)
+        XCTAssertEqual(unlocked()?.passcodeFailures, 1)
         close(held)
-        chargeLookAlike(stopped)
-        XCTAssertEqual(peek(FileStateStore.lookAlikeUID, stopped)?.0?.passcodeFailures, 2, "the bucket is free again")
-    }
-
-    /// Remaking a look-alike file that cannot be written in place waits
-    /// for every bucket (it rewrites them all): while another prompt writes
-    /// one, the remaking prompt is refused within the bound, and nothing
-    /// of the other prompt's bucket is overwritten.
-    func testRemakingTheLookAlikeFileWaitsForEveryBucket() throws {
-        let (stopped, other) = try namesInTwoBuckets()
-        let held = try otherPrompt("lookalike.lock")
-        defer { close(held) }
-        XCTAssertTrue(try Syscalls.tryLockByte(held, at: try bucketByte(stopped)))
-        var file = try XCTUnwrap(readFile("lookalike.rec"))
-        file.append(0)
-        writeFile("lookalike.rec", file)
-        var s = store()
-        s.lockWaitMilliseconds = 40
-        XCTAssertThrowsError(try s.withRecord(uid: FileStateStore.lookAlikeUID, userName: bytes(other)) { record, _ in
-            record = StateRecord(uid: FileStateStore.lookAlikeUID, userName: bytes(other), createdWallSeconds: 1)
-        }) { XCTAssertEqual($0 as? StoreFailure, .lockHeld(milliseconds: 40)) }
-        XCTAssertEqual(readFile("lookalike.rec")?.count, FileStateStore.lookAlikeFileSize + 1, "not remade under another's bucket")
-        close(held)
-        chargeLookAlike(other)
-        XCTAssertEqual(readFile("lookalike.rec")?.count, FileStateStore.lookAlikeFileSize)
-        XCTAssertEqual(peek(FileStateStore.lookAlikeUID, other)?.0?.passcodeFailures, 1)
+        chargeLookAlike("stopped")
+        XCTAssertEqual(unlocked(FileStateStore.lookAlikeUID, "stopped")?.passcodeFailures, 2, "free again")
     }
 
     /// A known user's lock held by a stopped prompt (the user's own, or
