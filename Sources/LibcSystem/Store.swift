@@ -84,7 +84,12 @@ public struct FileStateStore: StateStore {
         if lookAlike { names.lock = FileStateStore.lookAlikeLockName }
         let (lock, lockWasOdd) = try takeLock(directory: directory, name: names.lock)
         defer { Syscalls.close(lock) }
-        if lookAlike { names = lookAlikeFiles(userName: userName, key: try lookAlikeKey(directory: directory)) }
+        var keyWasUnreadable = false
+        if lookAlike {
+            let (key, replacedUnreadable) = try lookAlikeKey(directory: directory)
+            names = lookAlikeFiles(userName: userName, key: key)
+            keyWasUnreadable = replacedUnreadable
+        }
         var found = try load(directory: directory, names, uid: uid, userName: userName)
         if lookAlike, found.status == .absent {
             // No look-alike file (a store from before it was made with the
@@ -105,6 +110,12 @@ public struct FileStateStore: StateStore {
         if lockWasOdd, status == .loaded || status == .absent {
             stored = nil
             status = .damaged(.unsafeLock)
+        }
+        // A key the disk failed to read was replaced: what this name's
+        // bucket held is not known, as for a record the disk fails to read.
+        if keyWasUnreadable, status == .loaded || status == .absent {
+            stored = nil
+            status = .damaged(.unreadable)
         }
         var record = stored
         body(&record, status)

@@ -44,9 +44,10 @@ extension FileStateStore {
 
     /// Writes `bytes` over the bucket region at `base` of a look-alike
     /// file that is sound (the store's, of its size, one name) but whose
-    /// bucket the disk failed to read: false when the file is not sound (it
-    /// is then made again). A bad sector under one bucket must not cost
-    /// every other bucket its counts. Called under the look-alike lock.
+    /// bucket the disk failed to read: false when the file is not sound or
+    /// the disk fails the write too (it is then made again). One bucket
+    /// the disk failed to read once must not cost every other bucket its
+    /// counts. Called under the look-alike lock.
     func writeUnreadableBucket(directory: Int32, _ bytes: [UInt8], at base: Int) throws(StoreFailure) -> Bool {
         let fd: Int32
         do { fd = try Syscalls.open(at: directory, FileStateStore.lookAlikeRecordName, .updateFile) } catch {
@@ -56,7 +57,16 @@ extension FileStateStore {
         defer { Syscalls.close(fd) }
         guard let facts = try? Syscalls.facts(fd), facts.isRegular, facts.owner == trustedOwner, facts.mode & 0o022 == 0,
               facts.size == FileStateStore.lookAlikeFileSize, facts.links == 1 else { return false }
-        try writeInPlace(fd, bytes, at: base, durable: true)
+        do {
+            try writeInPlace(fd, bytes, at: base, durable: true)
+        } catch {
+            // A write over part of a block the disk cannot read needs that
+            // block read first, and fails the same way: the file is then
+            // made again (every bucket's count goes, as for a file that is
+            // not sound), so that no name is refused for good.
+            if case .writeFailed(let errno) = error, !errno.isShortage { return false }
+            throw error
+        }
         return true
     }
 
@@ -69,17 +79,20 @@ extension FileStateStore {
     /// 32-byte root file is replaced (the buckets are then shuffled anew,
     /// which costs nothing but the counts of invented names).
     /// A shortage of descriptors or memory is this attempt's failure: a new
-    /// key then would move every unknown name to another bucket.
-    func lookAlikeKey(directory: Int32) throws(StoreFailure) -> [UInt8] {
+    /// key then would move every unknown name to another bucket. A key the
+    /// disk fails to read is replaced too, and said (`replacedUnreadable`):
+    /// the bucket is then R12's, as a known user's unreadable record is.
+    func lookAlikeKey(directory: Int32) throws(StoreFailure) -> (key: [UInt8], replacedUnreadable: Bool) {
         let name = FileStateStore.lookAlikeKeyName
-        if let key = try existingLookAlikeKey(directory: directory) { return key }
+        let stored = try storedLookAlikeKey(directory: directory)
+        if case .key(let key) = stored { return (key, false) }
         guard let key = Syscalls.randomBytes(FileStateStore.lookAlikeKeySize) else { throw .writeFailed(Errno.tryAgain) }
         // The buckets before the key: a key on disk means they were made.
         if (try? Syscalls.facts(at: directory, FileStateStore.lookAlikeRecordName)) == nil {
             try makeLookAlikeFile(directory: directory)
         }
         try write(key, directory: directory, to: name, through: name + literalBytes(".tmp"))
-        return key
+        return (key, stored == .unreadable)
     }
 
     /// Makes the look-alike file and key when either is missing (a store

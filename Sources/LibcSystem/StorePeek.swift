@@ -28,8 +28,12 @@ extension FileStateStore {
         defer { Syscalls.close(directory) }
         var names = files(uid: uid)
         if uid == FileStateStore.lookAlikeUID {
-            guard let key = try existingLookAlikeKey(directory: directory) else { return (nil, .absent) }
-            names = lookAlikeFiles(userName: userName, key: key)
+            switch try storedLookAlikeKey(directory: directory) {
+            case .key(let key): names = lookAlikeFiles(userName: userName, key: key)
+            case .missing: return (nil, .absent)
+            // As a known user's record the disk fails to read (R12).
+            case .unreadable: return (nil, .damaged(.unreadable))
+            }
         }
         let found = try load(directory: directory, names, uid: uid, userName: userName, readOnly: true)
         if let fd = found.fd { Syscalls.close(fd) }
@@ -38,21 +42,37 @@ extension FileStateStore {
         return (found.record, found.status)
     }
 
-    /// The look-alike key as stored, or nil when there is none (or it is
-    /// not a sound one: the buckets are then no one's yet).
-    func existingLookAlikeKey(directory: Int32) throws(StoreFailure) -> [UInt8]? {
+    /// The look-alike key as stored: missing also when the file is not a
+    /// sound one (the buckets are then no one's yet), unreadable when the
+    /// disk fails to read it (EIO), which is said as such: a bucket then
+    /// reads as a known user's record the disk fails to read does (R12),
+    /// never as a fresh start. A shortage of descriptors or memory is
+    /// thrown (this attempt's failure).
+    enum StoredKey: Equatable {
+        case key([UInt8])
+        case missing
+        case unreadable
+    }
+
+    func storedLookAlikeKey(directory: Int32) throws(StoreFailure) -> StoredKey {
         do throws(Errno) {
             let fd = try Syscalls.open(at: directory, FileStateStore.lookAlikeKeyName, .readFile)
             defer { Syscalls.close(fd) }
             let facts = try Syscalls.facts(fd)
             guard facts.isRegular, facts.owner == trustedOwner, facts.mode & 0o077 == 0,
-                  facts.size == FileStateStore.lookAlikeKeySize else { return nil }
+                  facts.size == FileStateStore.lookAlikeKeySize else { return .missing }
             let key = try Syscalls.readAll(fd, limit: FileStateStore.lookAlikeKeySize)
-            return key.count == FileStateStore.lookAlikeKeySize ? key : nil
+            return key.count == FileStateStore.lookAlikeKeySize ? .key(key) : .missing
         } catch {
             if error.isShortage { throw .readFailed(error) }
-            return nil
+            return error == RuntimeCounting.deviceError ? .unreadable : .missing
         }
+    }
+
+    /// The key as stored, or nil when there is none to use.
+    func existingLookAlikeKey(directory: Int32) throws(StoreFailure) -> [UInt8]? {
+        if case .key(let key) = try storedLookAlikeKey(directory: directory) { return key }
+        return nil
     }
 
     /// Removes the record under its lock if it is still `record` (a bucket
@@ -73,8 +93,11 @@ extension FileStateStore {
         let (lock, _) = try takeLock(directory: directory, name: names.lock)
         defer { Syscalls.close(lock) }
         if lookAlike {
-            guard let key = try existingLookAlikeKey(directory: directory) else { return true }
-            names = lookAlikeFiles(userName: userName, key: key)
+            switch try storedLookAlikeKey(directory: directory) {
+            case .key(let key): names = lookAlikeFiles(userName: userName, key: key)
+            case .missing: return true
+            case .unreadable: return false
+            }
         }
         let found = try load(directory: directory, names, uid: uid, userName: userName)
         defer { if let fd = found.fd { Syscalls.close(fd) } }

@@ -24,7 +24,7 @@ import pytest
 
 from fprint_rig import DEVICE_IFACE, DIE_WITH_TESTS, FPRINT_NAME, MANAGER_IFACE, MANAGER_PATH, PY3, BusMonitor, FprintRig, process_state
 from pamenv import (BUILD, PAM_KEEPTOK, PAM_MATRIX, PAM_AUTH_ERR, PAM_CRED_INSUFFICIENT, PAM_CONV_ERR, PAM_SUCCESS,
-                    PAM_SYSTEM_ERR, PASSWORDS, USERS, later_boot_clock, lookalike_records, parse_record, parse_run,
+                    PAM_SYSTEM_ERR, PASSWORDS, RECORD_SIZE, LOOKALIKE_UID, USERS, later_boot_clock, lookalike_records, parse_record, parse_run,
                     read_only_state, runtime_bound, runtime_dir, ROOT)
 from pamenv import install_shipped_stack as install
 from sentences import FIRST_PROMPT, NOT_RECORDED
@@ -469,6 +469,48 @@ def test_a_bucket_the_disk_cannot_read_is_replaced_in_place_and_the_others_kept(
     records = lookalike_records((pam.state / "lookalike.rec").read_bytes())
     assert records["nosuchuser"].P == 1, "another bucket kept"
     assert (records[failing].F, records[failing].P) == (5, 5), "R12's record"
+
+
+def test_a_bucket_the_disk_can_neither_read_nor_write_gets_the_file_made_again(pam):
+    """A bad block under a bucket fails the write over it too (a write over
+    part of a block reads the block first): the look-alike file is then made
+    again, as one that is not sound is, with R12's record in that bucket;
+    the other buckets' counts go (unknown names' only), and no name is
+    refused for good."""
+    assert pam.run(user="nosuchuser", answers=["wrong"]).code == PAM_AUTH_ERR
+    key = (pam.state / "lookalike.key").read_bytes()
+    failing = next(f"other{index}" for index in range(1000)
+                   if bucket_of(key, f"other{index}") != bucket_of(key, "nosuchuser"))
+    inode = (pam.state / "lookalike.rec").stat().st_ino
+    run = pam.run(user=failing, answers=["wrong"],
+                  env=faulty(pam, "read,write", 5, FAULT_MATCH="/lookalike.rec$", FAULT_TIMES=3))
+    assert [line.split()[0] for line in faults_hit(pam)] == ["read", "read", "write"], faults_hit(pam)
+    assert run.code in (PAM_AUTH_ERR, PAM_CRED_INSUFFICIENT), run
+    assert (pam.state / "lookalike.rec").stat().st_ino != inode, "made again"
+    records = lookalike_records((pam.state / "lookalike.rec").read_bytes())
+    assert (records[failing].F, records[failing].P) == (5, 5), "R12's record"
+    assert "nosuchuser" not in records
+    assert pam.run(user="nosuchuser", answers=["wrong"]).code == PAM_AUTH_ERR
+
+
+def test_a_look_alike_key_the_disk_cannot_read_makes_the_bucket_r12s(pam):
+    """The key the disk fails to read is replaced (the buckets shuffled
+    anew), and the name's bucket is R12's record, as a known user's record
+    the disk fails to read is: the same wait at the same prompt, never a
+    fresh start an account would not get."""
+    for _ in range(2):
+        assert pam.run(user="nosuchuser", answers=["wrong"]).code == PAM_AUTH_ERR
+    key = (pam.state / "lookalike.key").read_bytes()
+    run = pam.run(user="nosuchuser", answers=["wrong"],
+                  env=faulty(pam, "read", 5, FAULT_MATCH="/lookalike.key$", FAULT_TIMES=1))
+    assert len(faults_hit(pam)) == 1
+    assert run.code == PAM_CRED_INSUFFICIENT and run.prompts() == [], run
+    assert run.texts("error") == ["Too many wrong passwords. Try again in 1 minute."], run
+    new_key = (pam.state / "lookalike.key").read_bytes()
+    assert new_key != key
+    start = bucket_of(new_key, "nosuchuser") * RECORD_SIZE
+    record = parse_record((pam.state / "lookalike.rec").read_bytes()[start:start + RECORD_SIZE], LOOKALIKE_UID)
+    assert (record.name, record.F, record.P) == ("nosuchuser", 5, 5)
 
 
 @pytest.mark.parametrize("errno", [23, 24, 12], ids=["ENFILE", "EMFILE", "ENOMEM"])

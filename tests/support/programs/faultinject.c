@@ -3,7 +3,8 @@
  * system calls on chosen paths fail, or swaps a directory for a symlink at
  * the moment the module opens it, for tests/faults/test_faults.py.
  *
- *   FAULT_CALL=open|write|sync|rename|read|fstat   which calls fail
+ *   FAULT_CALL=open|write|sync|rename|read|fstat   which calls fail (a
+ *                          list, "read,write", fails each kind named)
  *   FAULT_ERRNO=N          the errno they fail with (EIO 5, EACCES 13, ...)
  *   FAULT_MATCH=TEXT       only calls on a path containing TEXT (for write,
  *                          sync and read: the descriptor's path); TEXT$
@@ -70,10 +71,19 @@ static int matches(const char *path, const char *match) {
     return path_length >= length - 1 && strncmp(path + path_length - (length - 1), match, length - 1) == 0;
 }
 
+/* Whether the comma-separated `list` names `call`. */
+static int names(const char *list, const char *call) {
+    size_t length = strlen(call);
+    for (const char *item = list; item; item = strchr(item, ',') ? strchr(item, ',') + 1 : NULL) {
+        if (strncmp(item, call, length) == 0 && (item[length] == ',' || item[length] == '\0')) return 1;
+    }
+    return 0;
+}
+
 /* Whether this call should fail; sets errno when it should. */
 static int inject(const char *call, const char *path) {
     const char *wanted = getenv("FAULT_CALL"), *match = getenv("FAULT_MATCH"), *code = getenv("FAULT_ERRNO");
-    if (!wanted || !code || strcmp(wanted, call) != 0) return 0;
+    if (!wanted || !code || !names(wanted, call)) return 0;
     if (match && !matches(path, match)) return 0;
     const char *skip = getenv("FAULT_SKIP");
     if (skip && skipped < atoi(skip)) {
