@@ -54,7 +54,14 @@ extension FileStateStore {
         case unreadable
     }
 
+    /// An I/O error is read once more first, as a record's is: one
+    /// transient error must not shuffle every unknown name anew.
     func storedLookAlikeKey(directory: Int32) throws(StoreFailure) -> StoredKey {
+        let stored = try storedLookAlikeKeyOnce(directory: directory)
+        return stored == .unreadable ? try storedLookAlikeKeyOnce(directory: directory) : stored
+    }
+
+    func storedLookAlikeKeyOnce(directory: Int32) throws(StoreFailure) -> StoredKey {
         do throws(Errno) {
             let fd = try Syscalls.open(at: directory, FileStateStore.lookAlikeKeyName, .readFile)
             defer { Syscalls.close(fd) }

@@ -119,14 +119,15 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
         return true
     }
 
-    /// The transaction in /run: its record with the disk's folded in (a
-    /// copy left in /run while the disk counted on, when its removal
-    /// failed, never decides with lower counts), or, when it holds none,
-    /// the disk's as it still reads raised to one short of each limit
+    /// The transaction in /run: its record, or, when it holds none, the
+    /// disk's as it still reads raised to one short of each limit
     /// (`RuntimeCounting.seed`; R12's replacement when the disk fails even
-    /// that read). The disk is read under /run's lock: a record another
-    /// prompt folded back and removed a moment before is then on the disk
-    /// that is read.
+    /// that read). The disk is read under /run's lock, once /run is seen
+    /// to hold nothing: a record another prompt folded back and removed a
+    /// moment before is then on the disk that is read. (Folding the disk's
+    /// record into /run's at every transaction instead would undo each
+    /// success counted there, and keep a wait anchored in an earlier boot
+    /// from ever running out: the read-only disk cannot save its progress.)
     mutating func transactInRuntime(_ user: UserIdentity, _ action: String, consequence: String, level: LogLevel, rules: RecordRules,
                                     moment: Moment, _ body: (inout StateRecord?, LoadStatus, RecordRules, Moment) -> Void) -> Bool {
         let disk = store
@@ -134,13 +135,13 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
         do throws(StoreFailure) {
             try runtime?.withRecord(uid: user.uid, userName: user.name) { record, status in
                 var status = status
-                let stored: (record: StateRecord?, status: LoadStatus)
-                do throws(StoreFailure) { stored = try disk.peek(uid: user.uid, userName: user.name) } catch {
-                    diskFailure = error
-                    return
-                }
                 var start: StateRecord? = nil
                 if status == .absent {
+                    let stored: (record: StateRecord?, status: LoadStatus)
+                    do throws(StoreFailure) { stored = try disk.peek(uid: user.uid, userName: user.name) } catch {
+                        diskFailure = error
+                        return
+                    }
                     if case .damaged = stored.status {
                         (record, status) = stored
                     } else {
@@ -148,10 +149,6 @@ public struct Ledger<Store: StateStore, Time: Clock, Log: EventLog> {
                         record = start
                         status = .loaded
                     }
-                } else if let held = record, let onDisk = stored.record {
-                    // /run's identity, the larger of each count.
-                    record = RuntimeCounting.fold(disk: held, runtime: onDisk, options: rules.options,
-                                                  backoffApplies: rules.backoffApplies, moment: moment)
                 }
                 body(&record, status, rules, moment)
                 // A look (`localauth status`) that changed nothing leaves

@@ -493,8 +493,10 @@ def test_a_bucket_the_disk_can_neither_read_nor_write_gets_the_file_made_again(p
     assert pam.run(user="nosuchuser", answers=["wrong"]).code == PAM_AUTH_ERR
 
 
-def test_a_look_alike_key_the_disk_cannot_read_makes_the_bucket_r12s(pam):
-    """The key the disk fails to read is replaced (the buckets shuffled
+@pytest.mark.parametrize("errors", [1, 2], ids=["transient", "persistent"])
+def test_a_look_alike_key_the_disk_cannot_read_makes_the_bucket_r12s(pam, errors):
+    """A key the disk fails to read once is read again, and nothing
+    changes. One it fails to read twice is replaced (the buckets shuffled
     anew), and the name's bucket is R12's record, as a known user's record
     the disk fails to read is: the same wait at the same prompt, never a
     fresh start an account would not get."""
@@ -502,8 +504,13 @@ def test_a_look_alike_key_the_disk_cannot_read_makes_the_bucket_r12s(pam):
         assert pam.run(user="nosuchuser", answers=["wrong"]).code == PAM_AUTH_ERR
     key = (pam.state / "lookalike.key").read_bytes()
     run = pam.run(user="nosuchuser", answers=["wrong"],
-                  env=faulty(pam, "read", 5, FAULT_MATCH="/lookalike.key$", FAULT_TIMES=1))
-    assert len(faults_hit(pam)) == 1
+                  env=faulty(pam, "read", 5, FAULT_MATCH="/lookalike.key$", FAULT_TIMES=errors))
+    assert len(faults_hit(pam)) == errors
+    if errors == 1:
+        assert run.code == PAM_AUTH_ERR and run.texts("error") == [], run
+        assert (pam.state / "lookalike.key").read_bytes() == key
+        assert lookalike_records((pam.state / "lookalike.rec").read_bytes())["nosuchuser"].P == 3
+        return
     assert run.code == PAM_CRED_INSUFFICIENT and run.prompts() == [], run
     assert run.texts("error") == ["Too many wrong passwords. Try again in 1 minute."], run
     new_key = (pam.state / "lookalike.key").read_bytes()

@@ -232,29 +232,6 @@ final class RuntimeCountingTests: XCTestCase {
         XCTAssertNotEqual(run.passcodeFailures, unitOptions.firstBackoffThreshold - 1, "never a fresh start")
     }
 
-    /// A copy left in /run (its removal failed) while the disk, writable
-    /// for a while, counted on: once the disk is read-only again, counting
-    /// goes on from the larger of the two, the disk's running wait
-    /// included, never from /run's older counts.
-    func testAStaleCopyInRunNeverDecidesWithLowerCountsThanTheDisk() {
-        let clock = ManualClock()
-        var onDisk = storedRecord(p: 9)
-        onDisk.backoffRemainingMilliseconds = 3_600_000
-        onDisk.backoffAnchorBootNanoseconds = clock.boot
-        onDisk.backoffBootID = clock.bootIdentifier
-        let disk = FakeStore(onDisk)
-        disk.failReads = true
-        disk.readFailure = .lockFailed(RuntimeCounting.readOnlyFilesystem)
-        disk.facts = StorageFacts(readOnlyFilesystem: true, systemPrivileged: true)
-        let run = FakeStore(storedRecord(p: 5))
-        let w = World(sensor: FakeSensor(.unreachable), store: disk, runtime: run, clock: clock)
-        XCTAssertTrue(w.prompt().refusedDuringBackoff, "the disk's hour holds")
-        XCTAssertEqual(w.verifier.verifyCalls, 0)
-        clock.advance(seconds: 3601)
-        XCTAssertEqual(w.prompt(answers: [wrongAnswer]).pamCode, .authError)
-        XCTAssertEqual(run.passcodeFailures, 10, "counted on from the disk's 9, not /run's 5")
-    }
-
     /// The start in /run: the disk's counts, raised to one short of the
     /// lockout and of the first wait; never lowered.
     func testTheStartInRunIsOneShortOfEachLimit() {
