@@ -33,9 +33,9 @@ struct PresenterConversation: Prompter, @unchecked Sendable {
     mutating func ask(_ text: String, into secret: SecretBuffer) -> PromptAnswer {
         secret.wipe()
         guard let presenter else { return .failed }
-        let typed = LASecret()
+        let typed = LATypedPassword()
         defer { typed.wipe() }
-        switch presenter.askSecret(text, into: typed) {
+        switch presenter.askPassword(text, into: typed) {
         case .cancel: return .failed
         case .fallback: return .fallback
         case .entered:
