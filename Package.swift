@@ -25,6 +25,8 @@ let package = Package(
         .target(name: "CLibc", path: "Sources/CLibc", cSettings: strictC),
         // libpam, sd-bus, sd-login: only the adapters use these.
         .target(name: "CPAMAndBus", path: "Sources/CPAMAndBus", cSettings: strictC),
+        // libsodium: only the secrets use it (never the PAM module).
+        .target(name: "CSodium", path: "Sources/CSodium", cSettings: strictC),
         // The policy library: pure (the compiler enforces it: no C but CMemory).
         .target(name: "LocalAuth", dependencies: ["CMemory"], path: "Sources/LocalAuth", swiftSettings: strict),
         // The system layer: system calls, the state store, trusted files, the helper's client.
@@ -36,6 +38,8 @@ let package = Package(
         .target(name: "PAMModule", dependencies: ["LocalAuth", "LibcSystem", "PAMAndBusAdapters"], path: "Sources/PAMModule", swiftSettings: strict),
         .target(name: "LocalAuthentication", dependencies: ["LocalAuth", "LibcSystem", "LocalAuthTerminal"], path: "Sources/LocalAuthentication", swiftSettings: strict),
         .target(name: "StackLint", dependencies: ["LocalAuth"], path: "Sources/StackLint", swiftSettings: strict),
+        // Stored secrets: the seal (libsodium) around the policy library's item format.
+        .target(name: "Secrets", dependencies: ["LocalAuth", "CSodium"], path: "Sources/Secrets", swiftSettings: strict),
         .target(name: "LocalAuthCLI", dependencies: ["LocalAuth", "LibcSystem", "LocalAuthTerminal", "PAMAndBusAdapters", "StackLint"], path: "Sources/LocalAuthCLI",
                 swiftSettings: strict),
         // The setuid helper (type-checked here; installed as Embedded Swift, like the module).
@@ -61,7 +65,8 @@ let package = Package(
                           swiftSettings: strict),
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication", "LocalAuth", "LibcSystem"],
                     path: "tests/unit/LocalAuthenticationTests", swiftSettings: strict),
-        .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "LibcSystem", "StackLint", "PAMConstants"], path: "tests/unit/LocalAuthTests",
+        .testTarget(name: "LocalAuthTests", dependencies: ["LocalAuth", "LibcSystem", "StackLint", "PAMConstants", "Secrets"],
+                    path: "tests/unit/LocalAuthTests",
                     swiftSettings: strict),
     ]
 )

@@ -13,6 +13,7 @@ set -euo pipefail
 build=(
     make gcc binutils pkg-config util-linux
     libpam0g-dev libsystemd-dev          # the module's C libraries
+    libsodium-dev                        # the stored secrets' seal (the helper's, never the module's)
     dpkg-dev                             # make deb: dpkg-shlibdeps, dpkg-parsechangelog
 )
 packages=(
@@ -48,7 +49,7 @@ release_packages() {
     for package in "${packages[@]}"; do
         case "$package" in
         # Building, and the tools that run on the host only.
-        gcc|binutils|pkg-config|libpam0g-dev|libsystemd-dev|dpkg-dev|libpolkit-agent-1-dev|valgrind|mmdebstrap) ;;
+        gcc|binutils|pkg-config|libpam0g-dev|libsystemd-dev|libsodium-dev|dpkg-dev|libpolkit-agent-1-dev|valgrind|mmdebstrap) ;;
         # Plasma 5's greeter is gone after Debian 12 (Plasma 6's below).
         libkscreenlocker5|qml-module-org-kde-kquickcontrolsaddons) ;;
         # Debian 13's archive has no Cinnamon, whose settings

@@ -106,22 +106,25 @@ public func withCStrings<R>(_ first: [UInt8], _ second: [UInt8], _ body: (Unsafe
     }
 }
 
-/// A buffer for one secret (a passcode) that this code owns from the moment
-/// it is read until it is wiped. Never converted to `String`; wiped with
-/// `explicit_bzero` by `wipe()` and again on deinit.
+/// A buffer for one secret (a passcode, a stored secret) that this code
+/// owns from the moment it is read until it is wiped. Never converted to
+/// `String`; wiped with `explicit_bzero` by `wipe()` and again on deinit.
 public final class SecretBuffer {
     /// The most bytes a passcode may have; longer input is rejected as a whole.
     public static let capacity = 1024
 
+    /// The most bytes this buffer holds (`capacity` for a passcode).
+    public let limit: Int
     private let storage: UnsafeMutablePointer<UInt8>
     /// Bytes in use.
     public private(set) var count: Int = 0
     /// True when the input did not fit; the content is then empty.
     public private(set) var overflowed = false
 
-    public init() {
-        storage = UnsafeMutablePointer<UInt8>.allocate(capacity: SecretBuffer.capacity + 1)
-        storage.initialize(repeating: 0, count: SecretBuffer.capacity + 1)
+    public init(limit: Int = SecretBuffer.capacity) {
+        self.limit = limit
+        storage = UnsafeMutablePointer<UInt8>.allocate(capacity: limit + 1)
+        storage.initialize(repeating: 0, count: limit + 1)
     }
 
     deinit {
@@ -134,7 +137,7 @@ public final class SecretBuffer {
     /// Replaces the content with `length` bytes from `source`.
     public func assign(from source: UnsafePointer<UInt8>, length: Int) {
         wipe()
-        guard length <= SecretBuffer.capacity else {
+        guard length <= limit else {
             overflowed = true
             return
         }
@@ -148,7 +151,7 @@ public final class SecretBuffer {
     /// false, and empty, when `length` does not fit or `fill` fails.
     public func fill(length: Int, _ fill: (UnsafeMutablePointer<UInt8>) -> Bool) -> Bool {
         wipe()
-        guard length >= 0, length <= SecretBuffer.capacity else { return false }
+        guard length >= 0, length <= limit else { return false }
         guard fill(storage) else {
             wipe()
             return false
@@ -162,7 +165,7 @@ public final class SecretBuffer {
     /// content is wiped and the buffer stays overflowed (rejected as a whole).
     public func append(_ byte: UInt8) {
         guard !overflowed else { return }
-        guard count < SecretBuffer.capacity else {
+        guard count < limit else {
             wipe()
             overflowed = true
             return
@@ -197,7 +200,7 @@ public final class SecretBuffer {
 
     /// Lends the NUL-terminated content for the duration of `body`.
     public func withCString<R>(_ body: (UnsafePointer<CChar>) -> R) -> R {
-        storage.withMemoryRebound(to: CChar.self, capacity: SecretBuffer.capacity + 1) { body(UnsafePointer($0)) }
+        storage.withMemoryRebound(to: CChar.self, capacity: limit + 1) { body(UnsafePointer($0)) }
     }
 
     /// Lends the content as bytes for the duration of `body`.
@@ -207,7 +210,7 @@ public final class SecretBuffer {
 
     /// Overwrites every byte with zero in a way the compiler cannot drop.
     public func wipe() {
-        la_wipe(storage, SecretBuffer.capacity + 1)
+        la_wipe(storage, limit + 1)
         count = 0
         overflowed = false
     }
