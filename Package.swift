@@ -39,7 +39,7 @@ let package = Package(
         .target(name: "LocalAuthentication", dependencies: ["LocalAuth", "LibcSystem", "LocalAuthTerminal"], path: "Sources/LocalAuthentication", swiftSettings: strict),
         .target(name: "StackLint", dependencies: ["LocalAuth"], path: "Sources/StackLint", swiftSettings: strict),
         // Stored secrets: the seal (libsodium) around the policy library's item format.
-        .target(name: "Secrets", dependencies: ["LocalAuth", "CSodium"], path: "Sources/Secrets", swiftSettings: strict),
+        .target(name: "Secrets", dependencies: ["LocalAuth", "LibcSystem", "CSodium"], path: "Sources/Secrets", swiftSettings: strict),
         .target(name: "LocalAuthCLI", dependencies: ["LocalAuth", "LibcSystem", "LocalAuthTerminal", "PAMAndBusAdapters", "StackLint"], path: "Sources/LocalAuthCLI",
                 swiftSettings: strict),
         // The setuid helper (type-checked here; installed as Embedded Swift, like the module).
