@@ -36,19 +36,42 @@ public enum Sealing {
                                                                      nonce: nonce, identifier: identifier, secretLength: secret.count)
         else { return nil }
         let additional = SecretItemFormat.additionalData(authenticated, requirement: requirement, enrollmentDigest: enrollmentDigest)
-        var sealed = [UInt8](repeating: 0, count: secret.count + SecretItemFormat.tagSize)
+        guard let sealed = sealBytes(secret, additional: additional, nonce: nonce, key: key) else { return nil }
+        return authenticated + sealed
+    }
+
+    /// libsodium's encryption of `plain`, authenticating `additional`: the
+    /// ciphertext and its tag.
+    static func sealBytes(_ plain: SecretBuffer, additional: [UInt8], nonce: [UInt8], key: SecretBuffer) -> [UInt8]? {
+        guard key.count == keySize, nonce.count == SecretItemFormat.nonceSize else { return nil }
+        var sealed = [UInt8](repeating: 0, count: plain.count + SecretItemFormat.tagSize)
         var sealedLength: UInt64 = 0
-        let status = secret.withBytes { plain, plainLength in
+        let status = plain.withBytes { plainBytes, plainLength in
             key.withBytes { keyBytes, _ in
                 sealed.withUnsafeMutableBufferPointer { out in
-                    // Never empty: the tag is there whatever the secret's length.
-                    crypto_aead_xchacha20poly1305_ietf_encrypt(out.baseAddress!, &sealedLength, plain, UInt64(plainLength),
+                    // Never empty: the tag is there whatever the plain's length.
+                    crypto_aead_xchacha20poly1305_ietf_encrypt(out.baseAddress!, &sealedLength, plainBytes, UInt64(plainLength),
                                                                additional, UInt64(additional.count), nil, nonce, keyBytes)
                 }
             }
         }
-        guard status == 0, Int(sealedLength) == sealed.count else { return nil }
-        return authenticated + sealed
+        return status == 0 && Int(sealedLength) == sealed.count ? sealed : nil
+    }
+
+    /// libsodium's decryption of `sealed` into `plain` (wiped, and left
+    /// empty when the tag does not hold).
+    static func openBytes(_ sealed: [UInt8], additional: [UInt8], nonce: [UInt8], key: SecretBuffer, into plain: SecretBuffer) -> Bool {
+        plain.wipe()
+        let length = sealed.count - SecretItemFormat.tagSize
+        guard ready(), key.count == keySize, nonce.count == SecretItemFormat.nonceSize, length >= 0, length <= plain.limit else { return false }
+        return plain.fill(length: length) { out in
+            var openedLength: UInt64 = 0
+            let status = key.withBytes { keyBytes, _ in
+                crypto_aead_xchacha20poly1305_ietf_decrypt(out, &openedLength, nil, sealed, UInt64(sealed.count),
+                                                           additional, UInt64(additional.count), nonce, keyBytes)
+            }
+            return status == 0 && Int(openedLength) == length
+        }
     }
 
     /// Opens `item` into `secret` (wiped first; a buffer of at least the
@@ -57,17 +80,11 @@ public enum Sealing {
     /// digest are not what the item was sealed with. Nothing of a secret
     /// that failed to open is left in `secret`.
     public static func open(_ item: SecretItem, enrollmentDigest: [UInt8], key: SecretBuffer, into secret: SecretBuffer) -> Bool {
-        secret.wipe()
-        guard ready(), key.count == keySize, item.nonce.count == SecretItemFormat.nonceSize,
-              item.sealed.count == item.secretLength + SecretItemFormat.tagSize, item.secretLength <= secret.limit else { return false }
-        let additional = SecretItemFormat.additionalData(item.authenticated, requirement: item.requirement, enrollmentDigest: enrollmentDigest)
-        return secret.fill(length: item.secretLength) { out in
-            var openedLength: UInt64 = 0
-            let status = key.withBytes { keyBytes, _ in
-                crypto_aead_xchacha20poly1305_ietf_decrypt(out, &openedLength, nil, item.sealed, UInt64(item.sealed.count),
-                                                           additional, UInt64(additional.count), item.nonce, keyBytes)
-            }
-            return status == 0 && Int(openedLength) == item.secretLength
+        guard item.sealed.count == item.secretLength + SecretItemFormat.tagSize else {
+            secret.wipe()
+            return false
         }
+        let additional = SecretItemFormat.additionalData(item.authenticated, requirement: item.requirement, enrollmentDigest: enrollmentDigest)
+        return openBytes(item.sealed, additional: additional, nonce: item.nonce, key: key, into: secret)
     }
 }
