@@ -33,9 +33,9 @@ struct PresenterConversation: Prompter, @unchecked Sendable {
     mutating func ask(_ text: String, into secret: SecretBuffer) -> PromptAnswer {
         secret.wipe()
         guard let presenter else { return .failed }
-        let typed = LATypedPassword()
+        let typed = LASecret()
         defer { typed.wipe() }
-        switch presenter.askPassword(text, into: typed) {
+        switch presenter.askSecret(text, into: typed) {
         case .cancel: return .failed
         case .fallback: return .fallback
         case .entered:

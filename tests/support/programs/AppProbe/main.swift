@@ -43,13 +43,13 @@ final class ScriptedPresenter: LAPresenter, @unchecked Sendable {
         say("fallback offered: \(title)")
         if fallbackWhenOffered { press(true) }
     }
-    func askPassword(_ prompt: String, into password: LATypedPassword) -> LAPasswordAnswer {
+    func askSecret(_ prompt: String, into secret: LASecret) -> LASecretAnswer {
         say("prompt: \(prompt)")
         guard !answers.isEmpty else { return .cancel }
         let answer = answers.removeFirst()
         if answer == "<fallback>" { return .fallback }
         if answer == "<cancel>" { return .cancel }
-        password.set(Array(answer.utf8))
+        secret.set(Array(answer.utf8))
         return .entered
     }
     func dismiss() {
