@@ -29,6 +29,9 @@ public struct ItemStore {
         case quotaReached
         /// Bytes that are not an item of this uid, or too large for one.
         case notAnItem
+        /// The user's key cannot be had: its machine copy no longer opens
+        /// and no password came to open its password copy.
+        case keyUnavailable
         case io(Errno)
     }
 
@@ -56,7 +59,14 @@ public struct ItemStore {
         let name = ItemStore.fileName(item.identifier)
         let exists = (try? Syscalls.facts(at: directory, name)) != nil
         if !exists, try itemNames(directory).count >= SecretItemFormat.maxItemsPerUser { throw .quotaReached }
-        let temporary = ItemStore.temporaryPrefix + name
+        try ItemStore.writeWhole(bytes, in: directory, as: name)
+    }
+
+    /// Writes `bytes` as the file `name` below `directory`: a temporary
+    /// file written and synced, renamed over the name, the directory
+    /// synced. A crash leaves the old file or the new one.
+    static func writeWhole(_ bytes: [UInt8], in directory: Int32, as name: [UInt8]) throws(Failure) {
+        let temporary = temporaryPrefix + name
         do throws(Errno) {
             try? Syscalls.unlink(in: directory, temporary)
             let fd = try Syscalls.open(at: directory, temporary, .newFile)
@@ -74,6 +84,71 @@ public struct ItemStore {
         } catch {
             throw .io(error)
         }
+    }
+
+    /// A small file of the store's own below `directory` (regular, the
+    /// trusted owner's, private, one name) of exactly `size` bytes; nil
+    /// otherwise.
+    func readOwnFile(_ directory: Int32, _ name: [UInt8], size: Int) -> [UInt8]? {
+        guard let fd = try? Syscalls.open(at: directory, name, .readFile) else { return nil }
+        defer { Syscalls.close(fd) }
+        guard let facts = try? Syscalls.facts(fd), facts.isRegular, facts.owner == trustedOwner, facts.mode & 0o077 == 0,
+              facts.links == 1, facts.size == size, let bytes = try? Syscalls.readAll(fd, limit: size), bytes.count == size
+        else { return nil }
+        return bytes
+    }
+
+    static func keyCopyName(_ wrapping: SecretKeyWrapping) -> [UInt8] {
+        switch wrapping {
+        case .machine: return Array("key.machine".utf8)
+        case .password: return Array("key.password".utf8)
+        }
+    }
+
+    /// The user's key's copy wrapped by `wrapping`, as stored; nil when
+    /// there is none (or none that is a sound copy of this uid's).
+    public func keyCopy(_ wrapping: SecretKeyWrapping) throws(Failure) -> WrappedSecretKey? {
+        guard let directory = try openUserDirectoryIfPresent() else { return nil }
+        defer { Syscalls.close(directory) }
+        guard let bytes = readOwnFile(directory, ItemStore.keyCopyName(wrapping), size: SecretKeyFile.fileSize),
+              case .success(let copy) = SecretKeyFile.parse(bytes, uid: uid), copy.wrapping == wrapping else { return nil }
+        return copy
+    }
+
+    /// Saves a copy of the user's key (replacing the one of its wrapping).
+    public func saveKeyCopy(_ bytes: [UInt8]) throws(Failure) {
+        guard case .success(let copy) = SecretKeyFile.parse(bytes, uid: uid) else { throw .notAnItem }
+        let directory = try openUserDirectory(create: true)
+        defer { Syscalls.close(directory) }
+        try ItemStore.writeWhole(bytes, in: directory, as: ItemStore.keyCopyName(copy.wrapping))
+    }
+
+    /// The machine key: 32 random bytes in `<state_dir>/secrets/machine.key`,
+    /// made at the first use. It wraps every user's key where there is no
+    /// TPM, so it stops other users (and a disk without the root
+    /// filesystem), not root.
+    public func machineKey() throws(Failure) -> SecretBuffer {
+        guard let parts = TrustedPath.parts(stateDirectory) else { throw .unsafeDirectory }
+        let state = try openTrustedPath(parts)
+        let secrets: Int32
+        do { secrets = try privateDirectory(in: state, Array("secrets".utf8), create: true) } catch {
+            Syscalls.close(state)
+            throw error
+        }
+        Syscalls.close(state)
+        defer { Syscalls.close(secrets) }
+        let name = Array("machine.key".utf8)
+        if let bytes = readOwnFile(secrets, name, size: SecretKeyFile.keySize) {
+            let key = SecretBuffer(limit: SecretKeyFile.keySize)
+            bytes.withUnsafeBufferPointer { key.assign(from: $0.baseAddress!, length: $0.count) }
+            return key
+        }
+        // Missing, or not a sound one: made anew (the users' machine copies
+        // then open no more; their password copies still do).
+        guard let key = KeyWrapping.newKey() else { throw .io(.tryAgain) }
+        let bytes = key.withBytes { Array(UnsafeBufferPointer(start: $0, count: $1)) }
+        try ItemStore.writeWhole(bytes, in: secrets, as: name)
+        return key
     }
 
     /// The item stored under `identifier`: nil when there is none, or when
@@ -143,16 +218,7 @@ public struct ItemStore {
     /// directory.
     func openUserDirectory(create: Bool) throws(Failure) -> Int32 {
         guard let parts = TrustedPath.parts(stateDirectory) else { throw .unsafeDirectory }
-        let owner = trustedOwner
-        var current: Int32
-        // As the state directory's own walk: a sticky directory on the way
-        // (/tmp) lets nobody move its entries; the two made below are checked
-        // as private.
-        switch TrustedPath.openDirectory(parts, trusted: { ($0.owner == 0 || $0.owner == owner) && ($0.mode & 0o022 == 0 || $0.mode & 0o1000 != 0) }) {
-        case .success(let fd): current = fd
-        case .failure(.missingDirectory): throw .io(.noEntry)
-        case .failure: throw .unsafeDirectory
-        }
+        var current = try openTrustedPath(parts)
         for name in [Array("secrets".utf8), Array(String(uid).utf8)] {
             let next: Int32
             do { next = try privateDirectory(in: current, name, create: create) } catch {
@@ -163,6 +229,19 @@ public struct ItemStore {
             current = next
         }
         return current
+    }
+
+    /// The state directory, through directories only the trusted owner (or
+    /// root) can change: as the state directory's own walk, a sticky one on
+    /// the way (/tmp) lets nobody move its entries; what is made below it
+    /// is checked as private.
+    func openTrustedPath(_ parts: [[UInt8]]) throws(Failure) -> Int32 {
+        let owner = trustedOwner
+        switch TrustedPath.openDirectory(parts, trusted: { ($0.owner == 0 || $0.owner == owner) && ($0.mode & 0o022 == 0 || $0.mode & 0o1000 != 0) }) {
+        case .success(let fd): return fd
+        case .failure(.missingDirectory): throw .io(.noEntry)
+        case .failure: throw .unsafeDirectory
+        }
     }
 
     /// One private directory below `parent`, made when missing (with

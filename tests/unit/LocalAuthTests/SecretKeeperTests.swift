@@ -1,0 +1,98 @@
+import XCTest
+import Glibc
+@testable import LocalAuth
+@testable import Secrets
+
+/// The helper's work on a user's secrets after a verdict, on real files in
+/// the store tests' world: store then load; an enrollment change deletes
+/// the items bound to it and no other; a machine key made anew loses
+/// nothing once the password comes; another user's key opens nothing.
+final class SecretKeeperTests: StoreFixture {
+    let digest = [UInt8](repeating: 1, count: 32)
+    let changed = [UInt8](repeating: 2, count: 32)
+
+    func keeper(_ uid: UInt32 = 1001) -> SecretKeeper {
+        SecretKeeper(items: ItemStore(stateDirectory: bytes(directory), uid: uid, trustedOwner: geteuid()))
+    }
+
+    func secret(_ text: String) -> SecretBuffer {
+        let buffer = SecretBuffer(limit: SecretItemFormat.maxSecretBytes)
+        let bytes = Array(text.utf8)
+        bytes.withUnsafeBufferPointer { buffer.assign(from: $0.baseAddress!, length: $0.count) }
+        return buffer
+    }
+
+    func load(_ identifier: String, digest: [UInt8]? = nil, password: String? = nil, uid: UInt32 = 1001) throws -> (SecretKeeper.Loaded, String) {
+        let out = SecretBuffer(limit: SecretItemFormat.maxSecretBytes)
+        let result = try keeper(uid).load(Array(identifier.utf8), enrollmentDigest: digest ?? self.digest, password: password.map(secret), into: out)
+        return (result, out.withBytes { String(decoding: UnsafeBufferPointer(start: $0, count: $1), as: UTF8.self) })
+    }
+
+    func testAStoredSecretLoadsBack() throws {
+        try keeper().store(secret("token-1"), identifier: Array("git/example.org".utf8), requirement: .matchOrPassword,
+                           enrollmentDigest: digest, wallSeconds: 1)
+        XCTAssertEqual(try load("git/example.org").0, .opened)
+        XCTAssertEqual(try load("git/example.org").1, "token-1")
+        XCTAssertEqual(try load("nothing").0, .absent)
+        var info = stat()
+        XCTAssertEqual(lstat(path("secrets/machine.key"), &info), 0)
+        XCTAssertEqual(info.st_mode & 0o777, 0o600)
+        XCTAssertEqual(lstat(path("secrets/1001/key.machine"), &info), 0)
+        XCTAssertNotEqual(lstat(path("secrets/1001/key.password"), &info), 0, "no password came")
+    }
+
+    /// An enrollment change: the item bound to it is deleted and says so;
+    /// an item of `.biometry` still opens.
+    func testAnEnrollmentChangeInvalidatesOnlyTheCurrentSetsItems() throws {
+        try keeper().store(secret("bound"), identifier: Array("bound".utf8), requirement: .matchOfCurrentSet, enrollmentDigest: digest, wallSeconds: 1)
+        try keeper().store(secret("any"), identifier: Array("any".utf8), requirement: .match, enrollmentDigest: digest, wallSeconds: 1)
+        XCTAssertEqual(try load("bound", digest: changed).0, .invalidated)
+        XCTAssertEqual(try load("bound").0, .absent, "deleted")
+        XCTAssertEqual(try load("any", digest: changed).1, "any")
+    }
+
+    /// Another user's key is another key: a copy of one user's item in
+    /// another's directory opens nothing (it is not even that uid's item).
+    func testAnotherUsersKeyOpensNothing() throws {
+        try keeper().store(secret("mine"), identifier: Array("x".utf8), requirement: .match, enrollmentDigest: digest, wallSeconds: 1)
+        try keeper(1002).store(secret("theirs"), identifier: Array("x".utf8), requirement: .match, enrollmentDigest: digest, wallSeconds: 1)
+        XCTAssertNotEqual(readFile("secrets/1001/key.machine"), readFile("secrets/1002/key.machine"))
+        XCTAssertEqual(try load("x", uid: 1002).1, "theirs")
+        XCTAssertEqual(try load("x").1, "mine")
+    }
+
+    /// A machine key made anew (a restored system; a cleared TPM later):
+    /// without the password nothing opens and nothing is lost; with it the
+    /// items open and the machine's copy is made again.
+    func testTheMachineKeyMadeAnewLosesNothingOnceThePasswordComes() throws {
+        let keeper = keeper()
+        try keeper.store(secret("kept"), identifier: Array("x".utf8), requirement: .matchOrPassword, enrollmentDigest: digest, wallSeconds: 1,
+                         password: secret("alice-secret"))
+        XCTAssertEqual(readFile("secrets/1001/key.password")?.count, SecretKeyFile.fileSize)
+        unlink(path("secrets/machine.key"))
+        XCTAssertEqual(try load("x").0, .unopenable)
+        XCTAssertThrowsError(try keeper.store(secret("new"), identifier: Array("y".utf8), requirement: .match, enrollmentDigest: digest,
+                                              wallSeconds: 1)) { XCTAssertEqual($0 as? ItemStore.Failure, .keyUnavailable) }
+        XCTAssertEqual(try load("x", password: "wrong").0, .unopenable)
+        XCTAssertEqual(try load("x", password: "alice-secret").1, "kept")
+        XCTAssertEqual(try load("x").1, "kept", "the machine's copy made again")
+    }
+
+    /// The password's copy is written when missing or made with another
+    /// password, and left alone when it opens with this one.
+    func testThePasswordsCopyFollowsThePassword() throws {
+        let keeper = keeper()
+        try keeper.rememberPassword(secret("alice-secret"))
+        XCTAssertNil(readFile("secrets/1001/key.password"), "no key, nothing to remember")
+        try keeper.store(secret("kept"), identifier: Array("x".utf8), requirement: .match, enrollmentDigest: digest, wallSeconds: 1)
+        try keeper.rememberPassword(secret("alice-secret"))
+        let first = try XCTUnwrap(readFile("secrets/1001/key.password"))
+        try keeper.rememberPassword(secret("alice-secret"))
+        XCTAssertEqual(readFile("secrets/1001/key.password"), first, "not stale: not rewritten")
+        try keeper.rememberPassword(secret("a-new-password"))
+        XCTAssertNotEqual(readFile("secrets/1001/key.password"), first)
+        unlink(path("secrets/machine.key"))
+        XCTAssertEqual(try load("x", password: "alice-secret").0, .unopenable, "the old password no longer opens it")
+        XCTAssertEqual(try load("x", password: "a-new-password").1, "kept")
+    }
+}
