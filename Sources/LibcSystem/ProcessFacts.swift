@@ -142,9 +142,7 @@ extension Syscalls {
         defer { closedir(stream) }
         var count = 0
         while count < limit, let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                bytes(ofCString: raw.baseAddress!.assumingMemoryBound(to: CChar.self), limit: 32)
-            }
+            let name = entryName(entry)
             guard !name.isEmpty, name.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
                   let facts = try? facts(at: proc, name), facts.owner == uid,
                   let stat = readRegularFile(at: proc, name + literalBytes("/stat"), limit: 4096),

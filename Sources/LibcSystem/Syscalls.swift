@@ -422,14 +422,19 @@ extension Syscalls {
         defer { closedir(stream) }
         var entries: [(name: [UInt8], isDirectory: Bool)] = []
         while entries.count < limit, let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                bytes(ofCString: raw.baseAddress!.assumingMemoryBound(to: CChar.self), limit: 255)
-            }
+            let name = entryName(entry)
             if name.isEmpty || bytesEqual(name, ".") || bytesEqual(name, "..") { continue }
             entries.append((name, entry.pointee.d_type == UInt8(DT_DIR)))
         }
         entries.sort { $0.name.lexicographicallyPrecedes($1.name) }
         return entries
+    }
+
+    /// A directory entry's name, read where readdir put it, up to its NUL.
+    /// (A copy of the whole `d_name` field would read 256 bytes, past the
+    /// end of a short entry that ends readdir's buffer.)
+    public static func entryName(_ entry: UnsafeMutablePointer<dirent>) -> [UInt8] {
+        bytes(ofCString: la_dirent_name(entry), limit: 255)
     }
 
     /// Reads a regular file below `directory`, up to `limit` bytes; nil otherwise.

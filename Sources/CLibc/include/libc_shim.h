@@ -99,6 +99,8 @@ static inline void la_restore_scheduling(int policy, const struct sched_param *f
 /* syslog is variadic; the message is always data, never a format. */
 static inline void la_syslog(int priority, const char *message) { syslog(priority, "%s", message); }
 static inline void la_openlog(const char *ident) { openlog(ident, LOG_PID, LOG_AUTHPRIV); }
+/* A directory entry's name where readdir put it (Swift would copy the whole d_name array, past a short entry's end). */
+static inline const char *la_dirent_name(const struct dirent *entry) { return entry->d_name; }
 /* SIG_DFL and SIG_IGN are casts Swift cannot import. */
 #ifndef F_OFD_SETLK
 #define F_OFD_SETLK 37

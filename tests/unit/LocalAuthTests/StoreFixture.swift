@@ -1,3 +1,4 @@
+import Foundation
 import XCTest
 import Glibc
 @testable import LocalAuth
@@ -18,14 +19,8 @@ class StoreFixture: XCTestCase {
     }
 
     override func tearDown() {
-        if let dir = opendir(directory) {
-            while let entry = readdir(dir) {
-                let name = withUnsafePointer(to: entry.pointee.d_name) { String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)) }
-                if name != "." && name != ".." { unlink(directory + "/" + name) }
-            }
-            closedir(dir)
-        }
-        rmdir(directory)
+        // The secrets' tests make directories below it too.
+        try? FileManager.default.removeItem(atPath: directory)
         super.tearDown()
     }
 
@@ -64,15 +59,9 @@ class StoreFixture: XCTestCase {
     }
 
     func names() -> [String] {
-        guard let dir = opendir(directory) else { return [] }
-        defer { closedir(dir) }
-        var result: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) { String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)) }
-            if name != "." && name != ".." { result.append(name) }
-        }
-        return result.sorted()
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
     }
+
 
     func chargeLookAlike(_ name: String) {
         var s = store()
