@@ -71,31 +71,8 @@ extension FileStateStore {
         }
     }
 
-    /// Removes the entry at `name` (a file, a symlink never followed, a
-    /// FIFO, or a directory; a non-empty directory is moved aside under a
-    /// name of its own) if it still is odd by `isOdd` when looked at under a
-    /// lock on the directory: repairs are serialized, so a prompt never
-    /// removes the sound file another prompt has just put there (an inode
-    /// number alone could have been reused).
-    ///
-    /// Only repairs take this lock, and never wait for it long: a prompt
-    /// stopped by its user while it holds the lock must not hold up
-    /// everyone else's writes. After about a second the repair fails, and
-    /// with it this one attempt (the next prompt tries again).
     func replaceOddEntry(directory: Int32, _ name: [UInt8], isOdd: (FileFacts) -> Bool) throws(StoreFailure) {
-        do throws(Errno) {
-            var tries = 0
-            while !(try Syscalls.tryLockExclusive(directory)) {
-                tries += 1
-                guard tries < 100 else { throw Errno.tryAgain }
-                Syscalls.sleep(milliseconds: 10)
-            }
-            defer { Syscalls.unlock(directory) }
-            guard let current = try? Syscalls.facts(at: directory, name), isOdd(current) else { return }
-            try Syscalls.removeEntry(in: directory, name, movingNonEmptyDirectoryTo: name + utf8Bytes(".odd-\(current.inode)"))
-        } catch {
-            throw .writeFailed(error)
-        }
+        try WholeFile.replaceOddEntry(directory: directory, name, isOdd: isOdd)
     }
 
     /// A lock file as the store makes it: regular, the trusted owner's, not

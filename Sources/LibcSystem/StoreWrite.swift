@@ -1,36 +1,16 @@
 // Writing: in place in the record's slots with a sync mark, or a whole new
-// file through a spare or a temporary, under the file size limit.
+// file through a spare or a temporary (WholeFile), under the file size limit.
 import LocalAuth
 
 extension FileStateStore {
-    /// fsync (or fdatasync), the store's one durability step: compiled out
-    /// only in the benchmark build that measures what the syncs cost
-    /// (`make bench`, LOCALAUTH_BENCHMARK_WITHOUT_SYNC).
+    /// The store's one durability step (`WholeFile.syncForDurability`).
     func syncForDurability(_ fd: Int32, dataOnly: Bool = false) throws(Errno) {
-        #if !LOCALAUTH_BENCHMARK_WITHOUT_SYNC
-        if dataOnly { try Syscalls.syncData(fd) } else { try Syscalls.sync(fd) }
-        #endif
+        try WholeFile.syncForDurability(fd, dataOnly: dataOnly)
     }
 
-    /// Lifts `RLIMIT_FSIZE` so that a write may reach `end`, where the
-    /// caller's limit would stop it; returns the limit to put back after
-    /// the write, or nil when none was changed.
-    func allowWrite(upTo end: Int) throws(StoreFailure) -> (soft: UInt64, hard: UInt64)? {
-        let saved = Syscalls.fileSizeLimit()
-        guard saved.soft < UInt64(end) else { return nil }
-        if !Syscalls.setFileSizeLimit(soft: UInt64.max, hard: UInt64.max) {
-            Syscalls.setFileSizeLimit(soft: saved.hard, hard: saved.hard)
-        }
-        if Syscalls.fileSizeLimit().soft < UInt64(end) {
-            Syscalls.setFileSizeLimit(soft: saved.soft, hard: saved.hard)
-            throw .fileSizeLimited
-        }
-        return saved
-    }
+    func allowWrite(upTo end: Int) throws(StoreFailure) -> (soft: UInt64, hard: UInt64)? { try WholeFile.allowWrite(upTo: end) }
 
-    func restoreLimit(_ saved: (soft: UInt64, hard: UInt64)?) {
-        if let saved { Syscalls.setFileSizeLimit(soft: saved.soft, hard: saved.hard) }
-    }
+    func restoreLimit(_ saved: (soft: UInt64, hard: UInt64)?) { WholeFile.restoreLimit(saved) }
 
     /// Syncs the file and marks `generation` as on disk.
     func syncAndMark(_ fd: Int32, generation: UInt64, base: Int) throws(StoreFailure) {
@@ -57,56 +37,14 @@ extension FileStateStore {
         }
     }
 
-    /// Writes `bytes` to `temporary`, fsyncs it, renames it over `name` and
-    /// fsyncs the directory, with `RLIMIT_FSIZE` lifted for the write. Odd
-    /// entries at either name are replaced first.
+    /// A whole record file through a temporary (`WholeFile.write`).
     func write(_ bytes: [UInt8], directory: Int32, to name: [UInt8], through temporary: [UInt8]) throws(StoreFailure) {
-        let saved = try allowWrite(upTo: bytes.count)
-        defer { restoreLimit(saved) }
-        // A leftover temporary file (of a killed write) goes; the record's
-        // lock is held, so no other write uses this name. Only something
-        // that is not a file (a directory) needs the repair.
-        do throws(Errno) {
-            try Syscalls.unlink(in: directory, temporary)
-        } catch {
-            guard error == .isDirectory || error == .notPermitted else { throw .writeFailed(error) }
-            try replaceOddEntry(directory: directory, temporary) { _ in true }
-        }
-        do throws(Errno) {
-            let fd = try Syscalls.open(at: directory, temporary, .newFile)
-            do throws(Errno) {
-                try Syscalls.writeAll(fd, bytes)
-                try syncForDurability(fd)
-            } catch {
-                Syscalls.close(fd)
-                try? Syscalls.unlink(in: directory, temporary)
-                throw error
-            }
-            Syscalls.close(fd)
-            try moveIntoPlace(directory: directory, from: temporary, to: name)
-            try syncForDurability(directory)
-        } catch {
-            throw .writeFailed(error)
-        }
+        try WholeFile.write(bytes, directory: directory, to: name, through: temporary)
     }
 
-    /// Renames `source` over `name`; a directory at the name, which cannot
-    /// be renamed over, is moved away first.
     func moveIntoPlace(directory: Int32, from source: [UInt8], to name: [UInt8]) throws(Errno) {
-        do {
-            try Syscalls.rename(in: directory, from: source, to: name)
-        } catch {
-            guard error == .isDirectory || error == .notEmpty || error == .exists else { throw error }
-            do throws(StoreFailure) {
-                try replaceOddEntry(directory: directory, name) { $0.isDirectory }
-            } catch {
-                if case .writeFailed(let cause) = error { throw cause }
-                throw Errno.isDirectory
-            }
-            try Syscalls.rename(in: directory, from: source, to: name)
-        }
+        try WholeFile.moveIntoPlace(directory: directory, from: source, to: name)
     }
-
 
     /// A new, replaced or migrated record file. It goes into a spare when
     /// one is ready: writing over a spare's blocks and renaming it needs

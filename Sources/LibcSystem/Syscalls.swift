@@ -21,6 +21,7 @@ extension Errno {
     public static var stale: Errno { Errno(ESTALE) }
     public static var notEmpty: Errno { Errno(ENOTEMPTY) }
     public static var exists: Errno { Errno(EEXIST) }
+    public static var fileTooLarge: Errno { Errno(EFBIG) }
 
     /// The filesystem (or the owner's quota) has no room for a new file.
     public var isNoRoom: Bool { code == ENOSPC || code == EDQUOT }
