@@ -47,8 +47,11 @@ SYSTEM_SOURCES := $(wildcard Sources/LibcSystem/*.swift)
 ADAPTER_SOURCES := $(wildcard Sources/PAMAndBusAdapters/*.swift)
 ENTRY_SOURCES := $(wildcard Sources/PAMModule/*.swift)
 HELPER_SOURCES := $(wildcard Sources/LocalAuthHelper/*.swift)
+SECRETS_SOURCES := $(wildcard Sources/Secrets/*.swift)
 HELPER_OBJECTS := $(BUILD)/LocalAuthHelper.o $(BUILD)/libc_shim.o $(BUILD)/system_shim.o \
-	$(BUILD)/LocalAuth.o $(BUILD)/LibcSystem.o $(BUILD)/PAMAndBusAdapters.o
+	$(BUILD)/LocalAuth.o $(BUILD)/LibcSystem.o $(BUILD)/PAMAndBusAdapters.o $(BUILD)/Secrets.o
+# The secrets' crypto is libsodium's, linked into the helper only (never the module).
+LIBS_HELPER := $(LIBS_MODULE) -lsodium
 LDFLAGS_HELPER := -pie $(LDFLAGS_COMMON)
 # Where the module, the helper's callers and the package find the helper:
 # declared once, in Sources/CLibc/include/libc_shim.h (la_helper_path), and
@@ -115,14 +118,20 @@ $(BUILD)/pam_localauth.so: $(MODULE_OBJECTS) Sources/PAMModuleExports/pam_locala
 	strip --strip-unneeded $@.tmp
 	mv -f $@.tmp $@  # a new inode: processes that have the old module mapped keep it
 
+# The stored secrets, over libsodium: the helper's alone.
+$(BUILD)/Secrets.o: $(SECRETS_SOURCES) $(BUILD)/LibcSystem.o $(BUILD)/LocalAuth.o $(wildcard Sources/CSodium/include/*)
+	$(SWIFTC) $(EMBEDDED_FLAGS) -I Sources/CSodium/include -module-name Secrets -emit-module \
+		-emit-module-path $(MODULES)/Secrets.swiftmodule -c $(SECRETS_SOURCES) -o $@
+	@touch $@
+
 # The setuid helper: Embedded Swift over the same library and adapters as
-# the module, linked as a position-independent executable.
-$(BUILD)/LocalAuthHelper.o: $(HELPER_SOURCES) $(BUILD)/PAMAndBusAdapters.o $(BUILD)/LibcSystem.o $(BUILD)/LocalAuth.o
-	$(SWIFTC) $(EMBEDDED_PROGRAM_FLAGS) -module-name LocalAuthHelper -c $(HELPER_SOURCES) -o $@
+# the module, and the secrets, linked as a position-independent executable.
+$(BUILD)/LocalAuthHelper.o: $(HELPER_SOURCES) $(BUILD)/PAMAndBusAdapters.o $(BUILD)/LibcSystem.o $(BUILD)/LocalAuth.o $(BUILD)/Secrets.o
+	$(SWIFTC) $(EMBEDDED_PROGRAM_FLAGS) -I Sources/CSodium/include -module-name LocalAuthHelper -c $(HELPER_SOURCES) -o $@
 	@touch $@
 
 $(BUILD)/localauth-helper: $(HELPER_OBJECTS)
-	$(CC) $(LDFLAGS_HELPER) -o $@.tmp $(HELPER_OBJECTS) $(LIBS_MODULE)
+	$(CC) $(LDFLAGS_HELPER) -o $@.tmp $(HELPER_OBJECTS) $(LIBS_HELPER)
 	strip --strip-unneeded $@.tmp
 	mv -f $@.tmp $@
 

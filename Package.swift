@@ -43,7 +43,7 @@ let package = Package(
         .target(name: "LocalAuthCLI", dependencies: ["LocalAuth", "LibcSystem", "LocalAuthTerminal", "PAMAndBusAdapters", "StackLint"], path: "Sources/LocalAuthCLI",
                 swiftSettings: strict),
         // The setuid helper (type-checked here; installed as Embedded Swift, like the module).
-        .executableTarget(name: "localauth-helper", dependencies: ["LocalAuth", "LibcSystem", "PAMAndBusAdapters"], path: "Sources/LocalAuthHelper",
+        .executableTarget(name: "localauth-helper", dependencies: ["LocalAuth", "LibcSystem", "PAMAndBusAdapters", "Secrets"], path: "Sources/LocalAuthHelper",
                           swiftSettings: strict),
         .executableTarget(name: "LocalAuthCommand", dependencies: ["LocalAuthCLI"], path: "Sources/localauth", swiftSettings: strict),
         // Apps: the examples (run by `make demo`) and a file that uses only

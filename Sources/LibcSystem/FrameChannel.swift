@@ -4,8 +4,8 @@
 // SecretBuffer and never through an ordinary array.
 import LocalAuth
 
-/// A frame received: its type and payload (empty for a REPLY, whose bytes
-/// went into the secret buffer).
+/// A frame received: its type and payload (empty for a REPLY or SECRET,
+/// whose bytes went into the secret buffer).
 public struct ReceivedFrame: Equatable {
     public var type: FrameType
     public var payload: [UInt8]
@@ -29,8 +29,9 @@ public struct FrameChannel {
         return secret.withBytes { pointer, count in count == 0 || sendBytes(pointer, count: count, deadline: deadline) }
     }
 
-    /// Receives one frame. A REPLY is accepted only when `secret` is given
-    /// (a prompt is open); its bytes land there.
+    /// Receives one frame. A REPLY or SECRET is accepted only when `secret`
+    /// is given (a prompt is open, a secret is awaited); its bytes land
+    /// there, and a longer one than the buffer takes ends the conversation.
     public func receive(deadline: Int64, secret: SecretBuffer? = nil) -> Result<ReceivedFrame, ProtocolViolation> {
         var header = [UInt8](repeating: 0, count: HelperWire.headerSize)
         let gotHeader = header.withUnsafeMutableBufferPointer {
@@ -43,15 +44,15 @@ public struct FrameChannel {
         case .failure(let violation): return .failure(violation)
         case .success(let parsed): (type, length) = parsed
         }
-        if type == .reply {
-            guard let secret else { return .failure(.outOfOrder(.reply)) }
+        if type.carriesSecret {
+            guard let secret else { return .failure(.outOfOrder(type)) }
             var failure: ProtocolViolation? = nil
             let filled = secret.fill(length: length) { pointer in
                 failure = length == 0 ? nil : receiveBytes(pointer, count: length, deadline: deadline)
                 return failure == nil
             }
-            if !filled { return .failure(failure ?? .oversized(.reply)) }
-            return .success(ReceivedFrame(type: .reply, payload: []))
+            if !filled { return .failure(failure ?? .oversized(type)) }
+            return .success(ReceivedFrame(type: type, payload: []))
         }
         var payload = [UInt8](repeating: 0, count: length)
         if length > 0 {

@@ -6,6 +6,8 @@ import LocalAuth
 
 public struct HelperClient<Conversation: Prompter> {
     public var prompter: Conversation
+    /// Whether a SECRET arrived (an empty secret is one too).
+    var receivedSecret = false
     /// The answer to the latest prompt: the passcode, when the RESULT says a
     /// passcode won. The caller wipes it (it is wiped on deinit too).
     public let lastAnswer = SecretBuffer()
@@ -14,8 +16,32 @@ public struct HelperClient<Conversation: Prompter> {
     /// The longest silence accepted whatever the helper announces.
     public static var maximumSilenceMilliseconds: Int64 { 330_000 }
 
+    /// A secret action's frames (version 4): the secret a store sends
+    /// after its REQUEST; where a load's SECRET lands (one that comes with
+    /// none given breaks the conversation); the names a list received; the
+    /// SECRET_STATUS and the RESULT, which `secretVerdict` reads together.
+    public var outgoingSecret: SecretBuffer? = nil
+    public var incomingSecret: SecretBuffer? = nil
+    public private(set) var itemNames: [[UInt8]] = []
+    public private(set) var secretStatus: SecretStatus? = nil
+    public private(set) var lastResult: ResultFrame? = nil
+
     public init(prompter: Conversation) {
         self.prompter = prompter
+    }
+
+    /// Runs a secret action (`run`), and reads its end as one verdict.
+    public mutating func runSecret(_ request: HelperRequest, path: [UInt8] = Syscalls.helperPath, control: Int32? = nil,
+                                   interrupt: Int32? = nil,
+                                   choice: (UInt8) -> ClientChoice? = { ClientChoice(rawValue: $0) }) -> SecretVerdict {
+        let verdict = run(request, path: path, control: control, interrupt: interrupt, choice: choice)
+        guard let result = lastResult else { return .helper(verdict) }
+        let read = SecretVerdict(status: secretStatus, result: result)
+        if case .done = read, request.action == .secretLoad, incomingSecret?.isEmpty ?? true, !receivedSecret {
+            return .helper(.failed("it released no secret"))
+        }
+        if case .done = read {} else { incomingSecret?.wipe() }
+        return read
     }
 
     /// Runs one request through the helper at `path`. Bytes read from
@@ -65,7 +91,12 @@ public struct HelperClient<Conversation: Prompter> {
         // A helper older than version 3 neither reads PASSWORD_TYPED nor the key that announces it.
         var request = request
         if helperVersion < 3 { request.clientReadsKeys = false }
-        let requestTaken = channel.send(.request, request.encoded(), deadline: Syscalls.bootTimeNanoseconds() + silence)
+        if request.action.isSecret && helperVersion < 4 { return .failed("it is too old to keep secrets (protocol version \(helperVersion))") }
+        var requestTaken = channel.send(.request, request.encoded(), deadline: Syscalls.bootTimeNanoseconds() + silence)
+        if requestTaken && request.action == .secretStore {
+            guard let secret = outgoingSecret else { return .failed("no secret to store") }
+            requestTaken = channel.sendSecret(.secret, secret, deadline: Syscalls.bootTimeNanoseconds() + silence)
+        }
         while true {
             let frame: ReceivedFrame
             let deadline = Syscalls.bootTimeNanoseconds() + silence
@@ -94,7 +125,8 @@ public struct HelperClient<Conversation: Prompter> {
                     return .failed("the helper stopped reading")
                 }
             }
-            switch channel.receive(deadline: deadline) {
+            let landing = request.action == .secretLoad && !receivedSecret ? incomingSecret : nil
+            switch channel.receive(deadline: deadline, secret: landing) {
             case .failure(.closed):
                 return .failed(requestTaken ? "the helper ended without a result" : "the helper did not take the request")
             case .failure(let violation): return .failed("helper: \(violation.text)")
@@ -121,8 +153,24 @@ public struct HelperClient<Conversation: Prompter> {
                 // Version 2's frame; a helper that answered in version 1 has no business sending it.
                 guard helperVersion >= 2 else { return .failed("helper: \(ProtocolViolation.outOfOrder(frame.type).text)") }
                 prompter.offerFallback(printableMessage(frame.payload))
+            case .secret:
+                // Only where a load awaited it, once (the channel refused it otherwise).
+                receivedSecret = true
+            case .itemName:
+                guard request.action == .secretList, itemNames.count < SecretItemFormat.maxItemsPerUser,
+                      SecretItemFormat.isValidIdentifier(frame.payload) else {
+                    return .failed("helper: \(ProtocolViolation.outOfOrder(frame.type).text)")
+                }
+                itemNames.append(frame.payload)
+            case .secretStatus:
+                guard request.action.isSecret, secretStatus == nil, frame.payload.count == 1,
+                      let status = SecretStatus(rawValue: frame.payload[0]) else {
+                    return .failed("helper: \(ProtocolViolation.outOfOrder(frame.type).text)")
+                }
+                secretStatus = status
             case .result:
                 guard let result = ResultFrame.decode(frame.payload) else { return .failed("helper: malformed RESULT") }
+                lastResult = result
                 if result.method != .passcode { lastAnswer.wipe() }
                 return HelperVerdict(result)
             case .hello, .request, .reply, .noAnswer, .cancel, .userCancel, .userFallback, .passwordTyped:

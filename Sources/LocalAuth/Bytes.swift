@@ -161,6 +161,21 @@ public final class SecretBuffer {
         return true
     }
 
+    /// Replaces the content with what `fill` writes into this buffer's own
+    /// memory: it is given room for `limit + 1` bytes (so that a longer
+    /// input shows) and returns how many it wrote. False, and empty, when
+    /// it fails or wrote more than `limit`.
+    public func fillUpToLimit(_ fill: (UnsafeMutablePointer<UInt8>, Int) -> Int?) -> Bool {
+        wipe()
+        guard let length = fill(storage, limit + 1), length >= 0, length <= limit else {
+            wipe()
+            return false
+        }
+        storage[length] = 0
+        count = length
+        return true
+    }
+
     /// Adds one byte typed into a password line. Past the capacity the
     /// content is wiped and the buffer stays overflowed (rejected as a whole).
     public func append(_ byte: UInt8) {

@@ -35,21 +35,37 @@ public enum FrameType: UInt8, Equatable, CaseIterable, Sendable {
     /// (touch or type); the password prompt follows, which the client
     /// answers with what was typed.
     case passwordTyped = 0x25
+    /// Version 4, secret actions only. Client to helper: the secret of a
+    /// `secret-store`, once, right after the REQUEST. Helper to client: the
+    /// secret of a `secret-load`, just before its RESULT. Its bytes go
+    /// straight into a SecretBuffer on both sides.
+    case secret = 0x26
+    /// Helper to client, version 4: one identifier of a `secret-list`.
+    case itemName = 0x32
+    /// Helper to client, version 4: how a secret action ended (one byte,
+    /// `SecretStatus`), just before its RESULT.
+    case secretStatus = 0x33
     /// Helper to client, last: the verdict.
     case result = 0x30
+
+    /// Whether the payload is a secret: read into a SecretBuffer, never an
+    /// ordinary array.
+    public var carriesSecret: Bool { self == .reply || self == .secret }
 }
 
 /// Sizes and versions of the wire.
 public enum HelperWire {
     /// The newest version spoken. 2 added FALLBACK_OFFERED; a helper
     /// answers a version-1 client in version 1, without it.
-    /// 3 added PASSWORD_TYPED and the request key `keys`.
-    public static let version: UInt8 = 3
+    /// 3 added PASSWORD_TYPED and the request key `keys`. 4 added the
+    /// secret actions and their frames (SECRET, ITEM_NAME, SECRET_STATUS).
+    public static let version: UInt8 = 4
     /// The oldest version still spoken.
     public static let oldestVersion: UInt8 = 1
     /// Type byte and a 32-bit big-endian length.
     public static let headerSize = 5
-    /// The largest payload of any frame but REPLY.
+    /// The largest payload of any frame but REPLY (a SECRET's is the
+    /// largest secret an item holds).
     public static let maxPayload = 4096
     /// The largest REPLY: the largest passcode accepted anywhere.
     public static var maxReply: Int { SecretBuffer.capacity }
@@ -142,10 +158,42 @@ public enum HelloFrame {
 }
 
 /// What a client asks for: `evaluate` prompts; `check` is the preflight
-/// (canEvaluatePolicy) and never prompts.
-public enum HelperAction: Equatable {
+/// (canEvaluatePolicy) and never prompts; the secret actions (version 4)
+/// keep the caller's own secrets (docs/DESIGN.md, "Secrets").
+public enum HelperAction: Equatable, CaseIterable {
     case evaluate
     case check
+    /// Stores the SECRET that follows under `item`, released by `access`.
+    case secretStore
+    /// The evaluation the item's requirement asks for, then its SECRET.
+    case secretLoad
+    /// Removes `item`.
+    case secretDelete
+    /// The caller's identifiers, one ITEM_NAME each.
+    case secretList
+
+    /// The name on the wire (`action=`).
+    public var wireName: StaticString {
+        switch self {
+        case .evaluate: return "evaluate"
+        case .check: return "check"
+        case .secretStore: return "secret-store"
+        case .secretLoad: return "secret-load"
+        case .secretDelete: return "secret-delete"
+        case .secretList: return "secret-list"
+        }
+    }
+
+    public init?<C: Collection>(wireName: C) where C.Element == UInt8 {
+        guard let action = HelperAction.allCases.first(where: { bytesEqual(wireName, $0.wireName) }) else { return nil }
+        self = action
+    }
+
+    /// One of the secret actions: the caller's own account only, under the
+    /// apps' service, from a version-4 client.
+    public var isSecret: Bool { self != .evaluate && self != .check }
+    /// Whether it names an item (all secret actions but the list).
+    public var namesItem: Bool { isSecret && self != .secretList }
 }
 
 /// A REQUEST: NUL-separated `key=value` fields. The protocol keys are
@@ -174,6 +222,10 @@ public struct HelperRequest: Equatable {
     /// PASSWORD_TYPED on Enter (touch or type: `localauth evaluate` at a
     /// terminal, policy owner). Version 3.
     public var clientReadsKeys = false
+    /// A secret action's item: its identifier (`SecretItemFormat`).
+    public var item: [UInt8] = []
+    /// A `secret-store`'s requirement (`access=`, by its name).
+    public var access: SecretRequirement = .matchOrPassword
 
     public static let maxReuseSeconds = 300
 
@@ -184,7 +236,7 @@ public struct HelperRequest: Equatable {
             && left.presentation.count == right.presentation.count
             && zip(left.presentation, right.presentation).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
             && left.reuseSeconds == right.reuseSeconds && left.interactive == right.interactive
-            && left.clientReadsKeys == right.clientReadsKeys
+            && left.clientReadsKeys == right.clientReadsKeys && left.item == right.item && left.access == right.access
     }
 
     /// Adds a presentation option (a key the helper takes from a caller:
@@ -200,8 +252,9 @@ public struct HelperRequest: Equatable {
     }
 
     public func encoded() -> [UInt8] {
-        var fields: [[UInt8]] = [literalBytes("action=") + (action == .check ? literalBytes("check") : literalBytes("evaluate")),
-                                 literalBytes("service=") + service]
+        var fields: [[UInt8]] = [literalBytes("action=") + literalBytes(action.wireName), literalBytes("service=") + service]
+        if action.namesItem { fields.append(literalBytes("item=") + item) }
+        if action == .secretStore { fields.append(literalBytes("access=") + literalBytes(access.name)) }
         if !user.isEmpty { fields.append(literalBytes("user=") + user) }
         if !tty.isEmpty { fields.append(literalBytes("tty=") + tty) }
         if reuseSeconds > 0 { fields.append(literalBytes("reuse=") + utf8Bytes(String(reuseSeconds))) }
@@ -222,19 +275,32 @@ public struct HelperRequest: Equatable {
         /// A key that only the administrator may set, or one that does not exist.
         case notAllowed([UInt8])
         case missingService
+        /// A secret action that is not whole: its item missing or not an
+        /// identifier, a field another action takes, another service than
+        /// the apps'.
+        case badSecretRequest
     }
 
     public static func decode(_ payload: [UInt8]) -> Result<HelperRequest, Refusal> {
         var request = HelperRequest()
         var sawService = false
+        var sawItem = false
+        var sawAccess = false
         for field in splitBytes(payload[...], on: 0) {
             guard let equals = field.firstIndex(of: 0x3D) else { return .failure(.malformed) }
             let key = field[field.startIndex..<equals]
             let value = Array(field[(equals + 1)..<field.endIndex])
             if bytesEqual(key, "action") {
-                if bytesEqual(value, "evaluate") { request.action = .evaluate }
-                else if bytesEqual(value, "check") { request.action = .check }
-                else { return .failure(.malformed) }
+                guard let action = HelperAction(wireName: value) else { return .failure(.malformed) }
+                request.action = action
+            } else if bytesEqual(key, "item") {
+                guard SecretItemFormat.isValidIdentifier(value) else { return .failure(.badSecretRequest) }
+                request.item = value
+                sawItem = true
+            } else if bytesEqual(key, "access") {
+                guard let access = SecretRequirement(name: value) else { return .failure(.badSecretRequest) }
+                request.access = access
+                sawAccess = true
             } else if bytesEqual(key, "service") {
                 guard isServiceName(value[...]) else { return .failure(.malformed) }
                 request.service = value
@@ -264,7 +330,12 @@ public struct HelperRequest: Equatable {
                 return .failure(.notAllowed(Array(key.prefix(40))))
             }
         }
-        return sawService ? .success(request) : .failure(.missingService)
+        guard sawService else { return .failure(.missingService) }
+        if sawItem != request.action.namesItem || (sawAccess && request.action != .secretStore) { return .failure(.badSecretRequest) }
+        if request.action.isSecret && (!bytesEqual(request.service, KnownServices.app) || !request.user.isEmpty || request.reuseSeconds > 0) {
+            return .failure(.badSecretRequest)
+        }
+        return .success(request)
     }
 }
 
@@ -278,6 +349,10 @@ public enum HelperStatus: UInt8, Equatable, CaseIterable {
     case notPrivileged = 2
     /// Something inside failed.
     case internalError = 3
+    /// Version 4: a secret action ended without an evaluation to report
+    /// (a store, delete or list, or an item that was not there); the
+    /// SECRET_STATUS before it says how.
+    case secretHandled = 4
 }
 
 /// The RESULT payload: status, PAM code, LAErrorCode (0 when none), how a
@@ -341,7 +416,10 @@ public struct ResultFrame: Equatable {
         let pamCode = Int32(bitPattern: pam)
         // A success must say how it was won and carry no error; anything
         // else claiming success is garbage.
-        if pamCode == PAMCode.success.rawValue && (status != .evaluated || error != nil || method == nil) { return nil }
+        // (A secret action handled without an evaluation names no method.)
+        if pamCode == PAMCode.success.rawValue {
+            guard error == nil, (status == .evaluated && method != nil) || (status == .secretHandled && method == nil) else { return nil }
+        }
         return ResultFrame(status: status, pamCode: pamCode, error: error, method: method, failDelay: payload[10] == 1,
                             domainState: Array(payload[11...]))
     }

@@ -29,6 +29,8 @@ public enum HelperVerdict: Equatable {
         case .notPrivileged: self = .unavailable("it does not run as root (a nosuid mount, no_new_privs or a container?)")
         case .refused: self = .refused
         case .internalError: self = .failed("it hit an internal error")
+        // Only a secret action's client reads this (SecretVerdict).
+        case .secretHandled: self = .failed("it answered a secret action")
         case .evaluated:
             if result.pamCode == PAMCode.success.rawValue, let method = result.method {
                 self = .granted(method, domainState: result.domainState)

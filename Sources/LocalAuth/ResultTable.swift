@@ -103,6 +103,12 @@ public enum ExitCode: Int32, Equatable, CaseIterable, Sendable {
     case invalidContext = 19
     case biometryDisconnected = 20
     case notInteractive = 21
+    // `localauth secret`: the item's own ends (SecretStatus).
+    case secretAbsent = 30
+    case secretInvalidated = 31
+    case secretQuotaReached = 32
+    case secretKeyNeedsPassword = 33
+    case secretStoreFailed = 34
 }
 
 /// The one table from a preflight's error to the exit code of `localauth check`.
@@ -116,6 +122,20 @@ public enum ExitCodeTable {
         case .authenticationFailed, .userCancel, .userFallback, .systemCancel, .appCancel, .invalidContext,
              .biometryDisconnected, .notInteractive:
             return .failure
+        }
+    }
+
+    /// The one table from a secret action's item status to the exit code of
+    /// `localauth secret` (`done` is 0; `denied` takes its error's code).
+    public static func secretExitCode(for status: SecretStatus) -> ExitCode {
+        switch status {
+        case .done: return .success
+        case .absent: return .secretAbsent
+        case .invalidated: return .secretInvalidated
+        case .quotaReached: return .secretQuotaReached
+        case .keyNeedsPassword: return .secretKeyNeedsPassword
+        case .storeFailed: return .secretStoreFailed
+        case .denied: return .failure
         }
     }
 

@@ -20,6 +20,36 @@ public enum SecretRequirement: UInt8, Sendable, CaseIterable {
     /// Whether the enrollment digest is part of what the seal
     /// authenticates.
     public var bindsEnrollment: Bool { self == .matchOfCurrentSet }
+
+    /// Its name on the helper's wire, in `localauth secret store --access`
+    /// and in `list`.
+    public var name: StaticString {
+        switch self {
+        case .matchOrPassword: return "default"
+        case .match: return "biometry"
+        case .matchOfCurrentSet: return "biometry-current-set"
+        case .matchThenPassword: return "biometry-then-password"
+        }
+    }
+
+    public init?<C: Collection>(name: C) where C.Element == UInt8 {
+        guard let found = SecretRequirement.allCases.first(where: { bytesEqual(name, $0.name) }) else { return nil }
+        self = found
+    }
+
+    /// The policy a load evaluates: the finger alone where Apple's
+    /// requirement is biometry without the passcode, else the finger or
+    /// the password (the owner policy).
+    public var policy: EvaluationPolicy {
+        switch self {
+        case .matchOrPassword, .matchThenPassword: return .owner
+        case .match, .matchOfCurrentSet: return .biometrics
+        }
+    }
+
+    /// Whether storing it needs an enrolled finger (Apple's biometry
+    /// requirements fail without one).
+    public var needsEnrolledFinger: Bool { self != .matchOrPassword }
 }
 
 /// An item as read back: its header's fields, where the authenticated part
@@ -130,6 +160,9 @@ public enum SecretItemFormat {
                                    nonce: Array(bytes[24..<48]), identifier: identifier, secretLength: secretLength,
                                    authenticated: Array(bytes[0..<authenticatedEnd]), sealed: Array(bytes[authenticatedEnd...])))
     }
+
+    /// A uid as the formats write it (four bytes, little-endian).
+    public static func littleEndianUID(_ uid: UInt32) -> [UInt8] { littleEndian(UInt64(uid), count: 4) }
 
     static func littleEndian(_ value: UInt64, count: Int) -> [UInt8] {
         (0..<count).map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) }

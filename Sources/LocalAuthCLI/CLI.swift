@@ -60,7 +60,7 @@ struct Arguments {
 
     init(_ arguments: [String], for command: Command) throws {
         let verb = command.name
-        let (allowedFlags, allowedValues, maxPositional) = (command.flags, command.values, command.positional == nil ? 0 : 1)
+        let (allowedFlags, allowedValues, maxPositional) = (command.flags, command.values, command.positional == nil ? 0 : command.positionalCount)
         self.verb = verb
         var index = 0
         while index < arguments.count {
@@ -225,6 +225,43 @@ struct TerminalConversation: Prompter {
 /// reader of the same evaluation.
 final class OfferedFlag {
     var value = false
+}
+
+/// The controlling terminal as an app's sheet has it (`evaluate`, `secret
+/// load`): keys one at a time, Ctrl-C a byte, and the signals that end the
+/// tool (a kill's SIGTERM, a hang-up, Ctrl-\\) read from a signalfd, so they
+/// cancel.
+struct TerminalSheet {
+    let terminal: Int32
+    /// The signalfd of the signals that end the tool.
+    let interrupt: Int32?
+    /// Keys arrive one by one (the terminal took the settings).
+    let readsKeys: Bool
+    let offered = OfferedFlag()
+
+    /// The descriptor the client reads the person's choices from while no
+    /// prompt is open; nil where the keys cannot be read one by one.
+    var control: Int32? { readsKeys ? terminal : nil }
+
+    /// The sheet's conversation: messages on stderr (stdout carries the
+    /// result), the fallback's hint once offered.
+    var conversation: TerminalConversation { TerminalConversation(messagesOnStandardError: true, fallbackOffered: offered) }
+
+    /// The sheet's meaning of a key while the reader waits.
+    func choice(_ byte: UInt8) -> ClientChoice? { SheetKeys.choice(byte, fallbackOffered: offered.value) }
+
+    /// Runs `body` with the sheet set up; nil without a controlling
+    /// terminal. However it ends, the terminal is put back first, then
+    /// the signals are unblocked (one that came then ends the tool).
+    static func run<Value>(_ body: (TerminalSheet) throws -> Value) rethrows -> Value? {
+        guard let terminal = Terminal.openControlling() else { return nil }
+        defer { Syscalls.close(terminal) }
+        let ending = Syscalls.blockSignals(Syscalls.terminationSignals)
+        defer { if let ending { Syscalls.unblockInterrupt(ending) } }
+        let saved = Terminal.keys(terminal)
+        defer { if let saved { Terminal.restore(terminal, saved) } }
+        return try body(TerminalSheet(terminal: terminal, interrupt: ending?.fd, readsKeys: saved != nil))
+    }
 }
 
 /// Ends the process with `code` after flushing standard output.

@@ -35,20 +35,24 @@ struct Command {
     /// A flag the command cannot run without, shown bare (config's `--check`).
     let required: String?
     let options: [CommandOption]
-    /// The placeholder of its one optional positional argument, if any.
+    /// The placeholder of its positional arguments, if any (one, optional,
+    /// unless `positionalCount` says more, which the command checks).
     let positional: String?
     /// Its line in the usage.
     let summary: String
     /// Its help, after the usage line: paragraphs of two-space-indented text.
     let help: String
     let run: (Arguments) throws -> ExitCode
+    /// How many positional arguments it takes; a command of more than one
+    /// shows them without brackets.
+    var positionalCount = 1
 
     /// The command's arguments as its help shows them (`all`) or as the
     /// usage's list does (without the common options).
     func synopsis(all: Bool) -> [String] {
         var words = [name]
         if let required { words.append(required) }
-        if let positional { words.append("[\(positional)]") }
+        if let positional { words.append(positionalCount > 1 ? positional : "[\(positional)]") }
         words += options.filter { all || $0.listed }.map(\.synopsis)
         return words
     }
@@ -112,6 +116,25 @@ struct Command {
                   --json prints {"success", "method", "error", "error_code", "exit_code"}.
 
                 """, run: evaluateCommand),
+        Command(name: "secret", required: nil,
+                options: [.value("--access", "REQUIREMENT"), .value("--reason", "TEXT")], positional: "store|load|delete|list [NAME]",
+                summary: "your secrets behind the finger: store, load, delete, list", help: """
+                  Keeps your own secrets (at most 4096 bytes each, 1000 per user) in the
+                  root-only store, encrypted, through localauth-helper. store NAME reads
+                  the secret from standard input (a pipe or a file); --access says what
+                  releases it: default (a finger or the password), biometry (a finger
+                  only), biometry-current-set (a finger only, and the secret is deleted
+                  once the enrolled fingers change), biometry-then-password (a finger, the
+                  password once the finger cannot be used). load NAME writes the secret
+                  to standard output after the touch or the password it requires, asked
+                  on the terminal with the same counts, lockout and back-off as every
+                  prompt. delete NAME removes it; list prints your names. Exit 0 on
+                  success; 30 no such secret, 31 invalidated (it was deleted), 32 quota
+                  reached, 33 the password is needed once, 34 the store failed; an
+                  evaluation's error exits as for evaluate; 1 when the helper cannot be
+                  used, 2 for bad usage.
+
+                """, run: secretCommand, positionalCount: 2),
         Command(name: "config", required: "--check", options: [.value("--pam-dir", "DIR"), .value("--nsswitch", "FILE")],
                 positional: "FILE", summary: "validate the configuration file and lint the PAM stacks", help: """
                   Validates FILE (default /etc/security/localauth.conf), naming each bad

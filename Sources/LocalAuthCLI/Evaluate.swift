@@ -27,36 +27,24 @@ func evaluateCommand(_ arguments: Arguments) throws -> ExitCode {
         request.interactive = false
         var client = HelperClient(prompter: NoConversation())
         verdict = try helperVerdict(client.run(request))
-    } else if let terminal = Terminal.openControlling() {
-        defer { Syscalls.close(terminal) }
-        // A kill's SIGTERM, a hang-up, Ctrl-\\: read from a signalfd, they
-        // cancel; the terminal is put back, then the signal ends the tool
-        // (the defers run in the reverse order).
-        let ending = Syscalls.blockSignals(Syscalls.terminationSignals)
-        defer { if let ending { Syscalls.unblockInterrupt(ending) } }
-        // Keys arrive one by one and Ctrl-C as a byte: the sheet's choices
-        // while the reader waits (a prompt reads its own line).
-        let saved = Terminal.keys(terminal)
-        defer { if let saved { Terminal.restore(terminal, saved) } }
-        let offered = OfferedFlag()
-        var conversation = TerminalConversation(messagesOnStandardError: true, fallbackOffered: offered)
+    } else if let answer = try TerminalSheet.run({ sheet throws -> Result<AuthenticationMethod, LAErrorCode> in
+        var conversation = sheet.conversation
         conversation.tell(SheetKeys.cancelHint(arguments.values["--cancel-title"]), .info)
-        if policy == .owner && saved != nil {
+        if policy == .owner && sheet.readsKeys {
             // Touch or type: the keys typed while the reader waits are the password.
             request.clientReadsKeys = true
             let typed = TypedWhileWaiting()
             let answerSeconds = Configuration.load(path: nil).options.answerTimeoutSeconds
-            var client = HelperClient(prompter: TypedFirstConversation(conversation, typed: typed, terminal: terminal,
-                                                                       interrupt: ending?.fd, answerSeconds: answerSeconds))
+            var client = HelperClient(prompter: TypedFirstConversation(conversation, typed: typed, terminal: sheet.terminal,
+                                                                       interrupt: sheet.interrupt, answerSeconds: answerSeconds))
             defer { client.lastAnswer.wipe() }
-            verdict = try helperVerdict(client.run(request, control: terminal, interrupt: ending?.fd) { byte in typed.key(byte) })
-        } else {
-            var client = HelperClient(prompter: conversation)
-            defer { client.lastAnswer.wipe() }
-            verdict = try helperVerdict(client.run(request, control: saved == nil ? nil : terminal, interrupt: ending?.fd) { byte in
-                SheetKeys.choice(byte, fallbackOffered: offered.value)
-            })
+            return try helperVerdict(client.run(request, control: sheet.terminal, interrupt: sheet.interrupt) { byte in typed.key(byte) })
         }
+        var client = HelperClient(prompter: conversation)
+        defer { client.lastAnswer.wipe() }
+        return try helperVerdict(client.run(request, control: sheet.control, interrupt: sheet.interrupt) { sheet.choice($0) })
+    }) {
+        verdict = answer
     } else {
         verdict = .failure(.notInteractive)
     }

@@ -127,6 +127,20 @@ extension Syscalls {
         _ = chdir("/")
     }
 
+    /// The account's password hash as the shadow file keeps it; nil where
+    /// there is no shadow entry (a directory's account) or none readable.
+    /// What the secrets' marker is made from (never logged or sent).
+    public static func accountPasswordHash(_ name: [UInt8]) -> [UInt8]? {
+        var entry = spwd()
+        var result: UnsafeMutablePointer<spwd>? = nil
+        var buffer = [CChar](repeating: 0, count: 4096)
+        defer { buffer.withUnsafeMutableBytes { Syscalls.wipe($0.baseAddress!.assumingMemoryBound(to: UInt8.self), count: $0.count) } }
+        let status = withCString(name) { pointer in getspnam_r(pointer, &entry, &buffer, buffer.count, &result) }
+        guard status == 0, result != nil, let hash = entry.sp_pwdp else { return nil }
+        let bytes = Syscalls.bytes(ofCString: hash, limit: 1024)
+        return bytes.isEmpty ? nil : bytes
+    }
+
     /// SIGALRM (default action: the process ends) after `seconds`.
     public static func setAlarm(seconds: UInt32) {
         _ = alarm(seconds)

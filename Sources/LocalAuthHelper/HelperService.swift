@@ -8,10 +8,11 @@
 import LocalAuth
 import LibcSystem
 import PAMAndBusAdapters
+import Secrets
 
 /// The helper's exit statuses. The verdict travels in the RESULT frame; the
 /// status is for a person who ran the helper by hand.
-public enum HelperExit: Int32 {
+public enum HelperExit: Int32, Error {
     case success = 0
     case failure = 1
     /// Not started the way it must be (no socket on standard input).
@@ -298,6 +299,10 @@ struct HelperSession {
         }
         let prompter = ChannelPrompter(channel: channel, state: state,
                                        answerNanoseconds: Int64(options.answerTimeoutSeconds) * 1_000_000_000, hardDeadline: hardDeadline)
+        if request.action.isSecret {
+            guard let target else { return refuse(.badSecretRequest, &log) }
+            return serveSecret(request, target: target, scope: scope, options: options, prompter: prompter, &log)
+        }
         let mode = HelperPolicy.mode(options, service: request.service)
         var engine = makeSystemEngine(options, RequestFacts(mode: mode, channel: channel.fd), prompter: prompter, log: log)
         let session = request.action == .evaluate ? LogindSession.callerSession() : []
@@ -339,6 +344,38 @@ struct HelperSession {
     mutating func evaluate(_ request: HelperRequest, scope: ScopeDecision, userName: [UInt8], target: UserIdentity?, options: Options,
                            mode: InteractionMode, session: [UInt8],
                            engine: inout SystemEngine<ChannelPrompter, FileStateStore, HelperLog>, _ log: inout HelperLog) -> HelperExit {
+        let passcode = SecretBuffer()
+        defer { passcode.wipe() }
+        let outcome: Outcome
+        let failDelay: Bool
+        switch runEvaluation(request, scope: scope, userName: userName, target: target, options: options, mode: mode, session: session,
+                             passcode: passcode, engine: &engine, &log) {
+        case .success(let ended): (outcome, failDelay) = ended
+        case .failure(let exit): return exit
+        }
+        if outcome != .success(.passcode) { passcode.wipe() }
+        var answer = ResultFrame(status: .evaluated, outcome: outcome, failDelay: failDelay)
+        if HelperPolicy.carriesDomainState(outcome, service: request.service), let target,
+           case .success(let domainState) = engine.canEvaluate(options.policy, user: target, service: request.service) {
+            answer.domainState = Array(domainState.prefix(ResultFrame.maxDomainState))
+        }
+        let exit = finish(answer, &log)
+        // The right password passed through here (a locker's unlock, an
+        // app's fallback): the user's secrets key is kept openable with it.
+        if outcome == .success(.passcode), let target {
+            rememberAfterVerdict(passcode, keeper: SecretKeeper(items: ItemStore(stateDirectory: options.stateDir, uid: target.uid)),
+                                 userName: target.name, &log)
+        }
+        return exit
+    }
+
+    /// One evaluation under `options.policy`, and what the client sent as it
+    /// ended: the outcome to report, or the exit of a broken conversation.
+    /// The password typed is left in `passcode` (the caller wipes it).
+    mutating func runEvaluation(_ request: HelperRequest, scope: ScopeDecision, userName: [UInt8], target: UserIdentity?, options: Options,
+                                mode: InteractionMode, session: [UInt8], passcode: SecretBuffer,
+                                engine: inout SystemEngine<ChannelPrompter, FileStateStore, HelperLog>,
+                                _ log: inout HelperLog) -> Result<(Outcome, Bool), HelperExit> {
         var evaluation = Request(scope: scope, userName: userName, user: target, service: request.service,
                                  tty: request.tty, mode: mode, silent: false)
         evaluation.session = session
@@ -348,11 +385,8 @@ struct HelperSession {
         state.readsKeys = request.clientReadsKeys && request.interactive && state.version >= 3 && options.policy == .owner
             && KnownServices.kind(of: request.service) == .app
         evaluation.clientReadsKeys = state.readsKeys
-        let passcode = SecretBuffer()
-        defer { passcode.wipe() }
         let result = engine.evaluate(evaluation, policy: options.policy, passcode: passcode)
-        passcode.wipe()
-        if let violation = state.violation { return protocolFailure(violation, &log) }
+        if let violation = state.violation { return .failure(protocolFailure(violation, &log)) }
         if case .failure = result.outcome, !state.cancelled {
             // What ended a fingerprint wait early and was not read yet.
             switch pendingFromClient() {
@@ -360,19 +394,13 @@ struct HelperSession {
                 switch HelperPolicy.lateFrame(frame.type) {
                 case .appCancel: state.cancelled = true
                 case .ignored: break
-                case .violation: return protocolFailure(.outOfOrder(frame.type), &log)
+                case .violation: return .failure(protocolFailure(.outOfOrder(frame.type), &log))
                 }
             case .failure(.timedOut): break
-            case .failure(let violation): return protocolFailure(violation, &log)
+            case .failure(let violation): return .failure(protocolFailure(violation, &log))
             }
         }
-        let outcome = HelperPolicy.reported(result.outcome, appCancelled: state.cancelled)
-        var answer = ResultFrame(status: .evaluated, outcome: outcome, failDelay: result.failDelay)
-        if HelperPolicy.carriesDomainState(outcome, service: request.service), let target,
-           case .success(let domainState) = engine.canEvaluate(options.policy, user: target, service: request.service) {
-            answer.domainState = Array(domainState.prefix(ResultFrame.maxDomainState))
-        }
-        return finish(answer, &log)
+        return .success((HelperPolicy.reported(result.outcome, appCancelled: state.cancelled), result.failDelay))
     }
 
     /// A frame (or the end of the channel) that is already waiting.
@@ -385,6 +413,7 @@ struct HelperSession {
         switch refusal {
         case .malformed: text = "malformed request"
         case .missingService: text = "request without a service name"
+        case .badSecretRequest: text = "a secret request names one of your own items under the apps' service (from a client of version 4)"
         case .notAllowed(let key):
             text = bytesEqual(key, "user") ? "only your own account can be authenticated here"
                 : "option \(printableText(key)) is set by the administrator only (in the configuration file)"

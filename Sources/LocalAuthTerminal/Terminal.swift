@@ -18,6 +18,9 @@ public enum Terminal {
         return Syscalls.bytes(ofCString: name, limit: 256)
     }
 
+    /// Whether standard input is a terminal.
+    public static var standardInputIsTerminal: Bool { isatty(0) == 1 }
+
     /// The controlling terminal, opened for reading and writing; nil without one.
     public static func openControlling() -> Int32? {
         try? Syscalls.open(at: nil, Array("/dev/tty".utf8), .terminal)

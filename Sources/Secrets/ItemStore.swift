@@ -14,6 +14,8 @@ public struct ItemStore {
     public let uid: UInt32
     /// Owner every directory and file must have (root; the tests' own uid).
     public let trustedOwner: UInt32
+    /// How long a request waits for another's hold on the user's secrets.
+    public var lockWaitMilliseconds = ItemStore.defaultLockWaitMilliseconds
 
     public init(stateDirectory: [UInt8], uid: UInt32, trustedOwner: UInt32 = 0) {
         self.stateDirectory = stateDirectory
@@ -62,25 +64,43 @@ public struct ItemStore {
         try ItemStore.writeWhole(bytes, in: directory, as: name)
     }
 
-    /// Writes `bytes` as the file `name` below `directory`: a temporary
-    /// file written and synced, renamed over the name, the directory
-    /// synced. A crash leaves the old file or the new one.
+    /// Writes `bytes` as the file `name` below `directory`, whole
+    /// (`WholeFile.write`): a crash leaves the old file or the new one. The
+    /// caller holds the user's lock (`exclusively`), or the secrets
+    /// directory's for the machine key.
     static func writeWhole(_ bytes: [UInt8], in directory: Int32, as name: [UInt8]) throws(Failure) {
-        let temporary = temporaryPrefix + name
+        do throws(StoreFailure) { try WholeFile.write(bytes, directory: directory, to: name, through: temporaryPrefix + name) } catch {
+            if case .writeFailed(let cause) = error { throw .io(cause) }
+            throw .io(.fileTooLarge)
+        }
+    }
+
+    /// How long a request waits for another's hold on the user's secrets
+    /// (`lockWaitMilliseconds`, which the tests shorten).
+    public static let defaultLockWaitMilliseconds = 3000
+
+    /// Runs `body` holding the user's lock (the user's directory, made
+    /// when missing, flock'd): every write of a user's items and key copies
+    /// happens under it, so two requests never make two keys or interleave
+    /// one file's temporary. Another request holds it only for its own
+    /// reads and writes, never across a prompt; past
+    /// `lockWaitMilliseconds` this one gives up (EAGAIN).
+    public func exclusively<Value>(_ body: () throws(Failure) -> Value) throws(Failure) -> Value {
+        let directory = try openUserDirectory(create: true)
+        defer { Syscalls.close(directory) }
+        try lock(directory)
+        defer { Syscalls.unlock(directory) }
+        return try body()
+    }
+
+    /// flock on `fd`, tried every few milliseconds up to the bound.
+    func lock(_ fd: Int32) throws(Failure) {
+        let deadline = Syscalls.bootTimeNanoseconds() + Int64(lockWaitMilliseconds) * 1_000_000
         do throws(Errno) {
-            try? Syscalls.unlink(in: directory, temporary)
-            let fd = try Syscalls.open(at: directory, temporary, .newFile)
-            do throws(Errno) {
-                try Syscalls.writeAll(fd, bytes)
-                try Syscalls.sync(fd)
-            } catch {
-                Syscalls.close(fd)
-                try? Syscalls.unlink(in: directory, temporary)
-                throw error
+            while !(try Syscalls.tryLockExclusive(fd)) {
+                guard Syscalls.bootTimeNanoseconds() < deadline else { throw Errno.tryAgain }
+                Syscalls.sleep(milliseconds: 5)
             }
-            Syscalls.close(fd)
-            try Syscalls.rename(in: directory, from: temporary, to: name)
-            try Syscalls.sync(directory)
         } catch {
             throw .io(error)
         }
@@ -88,14 +108,30 @@ public struct ItemStore {
 
     /// A small file of the store's own below `directory` (regular, the
     /// trusted owner's, private, one name) of exactly `size` bytes; nil
-    /// otherwise.
-    func readOwnFile(_ directory: Int32, _ name: [UInt8], size: Int) -> [UInt8]? {
-        guard let fd = try? Syscalls.open(at: directory, name, .readFile) else { return nil }
+    /// when there is none or it is not such a file. A read the disk fails
+    /// (EIO) is tried once more, then thrown: a key the disk cannot read
+    /// now must never be taken for a missing one and made anew.
+    func readOwnFile(_ directory: Int32, _ name: [UInt8], size: Int) throws(Failure) -> [UInt8]? {
+        var failures = 0
+        while true {
+            do throws(Errno) { return try readOwnFileOnce(directory, name, size: size) } catch {
+                failures += 1
+                if failures == 2 { throw .io(error) }
+            }
+        }
+    }
+
+    func readOwnFileOnce(_ directory: Int32, _ name: [UInt8], size: Int) throws(Errno) -> [UInt8]? {
+        let fd: Int32
+        do { fd = try Syscalls.open(at: directory, name, .readFile) } catch {
+            if error == .noEntry || error == .symlinkLoop || error == .notDirectory { return nil }
+            throw error
+        }
         defer { Syscalls.close(fd) }
-        guard let facts = try? Syscalls.facts(fd), facts.isRegular, facts.owner == trustedOwner, facts.mode & 0o077 == 0,
-              facts.links == 1, facts.size == size, let bytes = try? Syscalls.readAll(fd, limit: size), bytes.count == size
-        else { return nil }
-        return bytes
+        let facts = try Syscalls.facts(fd)
+        guard facts.isRegular, facts.owner == trustedOwner, facts.mode & 0o077 == 0, facts.links == 1, facts.size == size else { return nil }
+        let bytes = try Syscalls.readAll(fd, limit: size)
+        return bytes.count == size ? bytes : nil
     }
 
     static func keyCopyName(_ wrapping: SecretKeyWrapping) -> [UInt8] {
@@ -110,9 +146,27 @@ public struct ItemStore {
     public func keyCopy(_ wrapping: SecretKeyWrapping) throws(Failure) -> WrappedSecretKey? {
         guard let directory = try openUserDirectoryIfPresent() else { return nil }
         defer { Syscalls.close(directory) }
-        guard let bytes = readOwnFile(directory, ItemStore.keyCopyName(wrapping), size: SecretKeyFile.fileSize),
+        guard let bytes = try readOwnFile(directory, ItemStore.keyCopyName(wrapping), size: SecretKeyFile.fileSize),
               case .success(let copy) = SecretKeyFile.parse(bytes, uid: uid), copy.wrapping == wrapping else { return nil }
         return copy
+    }
+
+    static var passwordMarkerName: [UInt8] { Array("key.password.for".utf8) }
+
+    /// The marker of the account password the password's copy was made
+    /// with (`KeyWrapping.passwordMarker`); nil when there is none.
+    public func passwordMarker() throws(Failure) -> [UInt8]? {
+        guard let directory = try openUserDirectoryIfPresent() else { return nil }
+        defer { Syscalls.close(directory) }
+        return try readOwnFile(directory, ItemStore.passwordMarkerName, size: KeyWrapping.markerSize)
+    }
+
+    /// Saves the marker (the caller holds the user's lock).
+    public func savePasswordMarker(_ marker: [UInt8]) throws(Failure) {
+        guard marker.count == KeyWrapping.markerSize else { throw .notAnItem }
+        let directory = try openUserDirectory(create: true)
+        defer { Syscalls.close(directory) }
+        try ItemStore.writeWhole(marker, in: directory, as: ItemStore.passwordMarkerName)
     }
 
     /// Saves a copy of the user's key (replacing the one of its wrapping).
@@ -124,8 +178,9 @@ public struct ItemStore {
     }
 
     /// The machine key: 32 random bytes in `<state_dir>/secrets/machine.key`,
-    /// made at the first use. It wraps every user's key where there is no
-    /// TPM, so it stops other users (and a disk without the root
+    /// made at the first use under the secrets directory's lock (two first
+    /// requests must not make two). It wraps every user's key where there
+    /// is no TPM, so it stops other users (and a disk without the root
     /// filesystem), not root.
     public func machineKey() throws(Failure) -> SecretBuffer {
         guard let parts = TrustedPath.parts(stateDirectory) else { throw .unsafeDirectory }
@@ -138,16 +193,23 @@ public struct ItemStore {
         Syscalls.close(state)
         defer { Syscalls.close(secrets) }
         let name = Array("machine.key".utf8)
-        if let bytes = readOwnFile(secrets, name, size: SecretKeyFile.keySize) {
-            let key = SecretBuffer(limit: SecretKeyFile.keySize)
-            bytes.withUnsafeBufferPointer { key.assign(from: $0.baseAddress!, length: $0.count) }
-            return key
-        }
-        // Missing, or not a sound one: made anew (the users' machine copies
-        // then open no more; their password copies still do).
+        if let key = try readMachineKey(secrets, name) { return key }
+        try lock(secrets)
+        defer { Syscalls.unlock(secrets) }
+        if let key = try readMachineKey(secrets, name) { return key }
+        // Missing, or not a sound one (another owner, size or mode): made
+        // anew. The users' machine copies then open no more; their password
+        // copies still do.
         guard let key = KeyWrapping.newKey() else { throw .io(.tryAgain) }
         let bytes = key.withBytes { Array(UnsafeBufferPointer(start: $0, count: $1)) }
         try ItemStore.writeWhole(bytes, in: secrets, as: name)
+        return key
+    }
+
+    func readMachineKey(_ secrets: Int32, _ name: [UInt8]) throws(Failure) -> SecretBuffer? {
+        guard let bytes = try readOwnFile(secrets, name, size: SecretKeyFile.keySize) else { return nil }
+        let key = SecretBuffer(limit: SecretKeyFile.keySize)
+        bytes.withUnsafeBufferPointer { key.assign(from: $0.baseAddress!, length: $0.count) }
         return key
     }
 
@@ -159,7 +221,15 @@ public struct ItemStore {
         return read(directory, ItemStore.fileName(identifier)).flatMap { $0.identifier == identifier ? $0 : nil }
     }
 
-    /// Removes the item under `identifier`; false when there was none.
+    /// Whether a file is stored under `identifier`'s name, an item or not.
+    public func hasFile(for identifier: [UInt8]) throws(Failure) -> Bool {
+        guard let directory = try openUserDirectoryIfPresent() else { return false }
+        defer { Syscalls.close(directory) }
+        return (try? Syscalls.facts(at: directory, ItemStore.fileName(identifier))) != nil
+    }
+
+    /// Removes the item under `identifier`; false when there was none. The
+    /// caller holds the user's lock.
     @discardableResult
     public func remove(_ identifier: [UInt8]) throws(Failure) -> Bool {
         guard let directory = try openUserDirectoryIfPresent() else { return false }
@@ -188,7 +258,7 @@ public struct ItemStore {
     func itemNames(_ directory: Int32) throws(Failure) -> [[UInt8]] {
         guard let entries = Syscalls.directoryEntries(at: directory, Array(".".utf8), limit: 2 * SecretItemFormat.maxItemsPerUser + 16)
         else { throw .io(.tryAgain) }
-        return entries.filter { !$0.isDirectory && $0.name.count == 64 + 5 && $0.name.suffix(5) == Array(".item".utf8) }.map(\.name)
+        return entries.filter { !$0.isDirectory && $0.name.count == 64 + 5 && $0.name.suffix(5) == Array(".item".utf8) }.map { $0.name }
     }
 
     /// An item file read whole: the store's own regular file, one name, of

@@ -50,4 +50,23 @@ public enum KeyWrapping {
         }
         return derived ? key : nil
     }
+
+    /// What says, without Argon2id, that the password's copy was made with
+    /// the account's current password: a keyed BLAKE2b (libsodium's
+    /// generic hash, under the machine key) of the uid and the account's
+    /// password hash as the system keeps it (the shadow entry). Stored
+    /// beside the copy, it tells nothing without the machine key, and
+    /// never more than the shadow hash it is made from.
+    public static func passwordMarker(machineKey: SecretBuffer, uid: UInt32, accountHash: [UInt8]) -> [UInt8]? {
+        guard Sealing.ready(), machineKey.count == SecretKeyFile.keySize else { return nil }
+        var input = Array("localauth-password-copy-1".utf8) + SecretItemFormat.littleEndianUID(uid) + accountHash
+        defer { input.withUnsafeMutableBufferPointer { sodium_memzero($0.baseAddress!, $0.count) } }
+        var out = [UInt8](repeating: 0, count: markerSize)
+        let done = machineKey.withBytes { key, keyLength in
+            crypto_generichash(&out, markerSize, input, UInt64(input.count), key, keyLength) == 0
+        }
+        return done ? out : nil
+    }
+
+    public static let markerSize = 32
 }

@@ -2,8 +2,9 @@
 // allows it (docs/DESIGN.md, "Secrets"): the user's key from its copies,
 // items sealed and stored, opened, and an enrollment-bound item that no
 // longer opens deleted. It decides nothing about who may: that is the
-// evaluation's, before any of this runs.
+// evaluation's, before any of this runs (SecretPolicy says when).
 import LocalAuth
+import LibcSystem
 
 public struct SecretKeeper {
     public let items: ItemStore
@@ -25,46 +26,114 @@ public struct SecretKeeper {
         case unopenable
     }
 
-    /// Seals `secret` under the user's key (made on the user's first item)
-    /// and stores it under `identifier`, replacing an item there.
-    public func store(_ secret: SecretBuffer, identifier: [UInt8], requirement: SecretRequirement, enrollmentDigest: [UInt8],
-                      wallSeconds: Int64, password: SecretBuffer? = nil) throws(ItemStore.Failure) {
-        guard let key = try userKey(password: password, create: true) else { throw .keyUnavailable }
-        guard let bytes = Sealing.seal(secret, identifier: identifier, requirement: requirement, uid: items.uid, createdWallSeconds: wallSeconds,
-                                       enrollmentDigest: enrollmentDigest, key: key) else { throw .notAnItem }
-        try items.save(bytes)
+    /// Whether the user's key opens without the password, needs it, or
+    /// does not exist yet. Writes nothing.
+    public func keyState() throws(ItemStore.Failure) -> SecretKeyState {
+        let machineCopy = try items.keyCopy(.machine)
+        let passwordCopy = try items.keyCopy(.password)
+        if machineCopy == nil && passwordCopy == nil { return .none }
+        if let machineCopy, KeyWrapping.unwrap(machineCopy, by: try items.machineKey()) != nil { return .opens }
+        return passwordCopy == nil ? .lost : .needsPassword
     }
 
-    /// Opens the item under `identifier` into `secret`.
+    /// Whether the user has a key at all (a copy of either kind): reads two
+    /// small files, makes nothing.
+    public func hasKey() throws(ItemStore.Failure) -> Bool {
+        if try items.keyCopy(.machine) != nil { return true }
+        return try items.keyCopy(.password) != nil
+    }
+
+    /// Seals `secret` under the user's key (made on the user's first item,
+    /// with both its copies when the password came) and stores it under
+    /// `identifier`, replacing an item there. Under the user's lock.
+    public func store(_ secret: SecretBuffer, identifier: [UInt8], requirement: SecretRequirement, enrollmentDigest: [UInt8],
+                      wallSeconds: Int64, password: SecretBuffer? = nil) throws(ItemStore.Failure) {
+        try items.exclusively { () throws(ItemStore.Failure) in
+            guard let key = try userKey(password: password, create: true) else { throw .keyUnavailable }
+            guard let bytes = Sealing.seal(secret, identifier: identifier, requirement: requirement, uid: items.uid,
+                                           createdWallSeconds: wallSeconds, enrollmentDigest: enrollmentDigest, key: key) else {
+                throw .notAnItem
+            }
+            try items.save(bytes)
+        }
+    }
+
+    /// Opens the item under `identifier` into `secret`; an enrollment-bound
+    /// one that no longer opens is deleted. Under the user's lock when
+    /// there is something to lock.
     public func load(_ identifier: [UInt8], enrollmentDigest: [UInt8], password: SecretBuffer? = nil,
                      into secret: SecretBuffer) throws(ItemStore.Failure) -> Loaded {
         secret.wipe()
-        guard let item = try items.load(identifier) else { return .absent }
-        guard let key = try userKey(password: password, create: false) else { return .unopenable }
-        if Sealing.open(item, enrollmentDigest: enrollmentDigest, key: key, into: secret) { return .opened }
-        guard item.requirement.bindsEnrollment else { return .unopenable }
-        // The key opens the user's other items: the enrollment is what
-        // changed (or the item was changed, which loses it the same way).
-        try items.remove(identifier)
-        return .invalidated
+        guard try items.load(identifier) != nil else { return .absent }
+        return try items.exclusively { () throws(ItemStore.Failure) -> Loaded in
+            guard let item = try items.load(identifier) else { return .absent }
+            guard let key = try userKey(password: password, create: false) else { return .unopenable }
+            if Sealing.open(item, enrollmentDigest: enrollmentDigest, key: key, into: secret) { return .opened }
+            guard item.requirement.bindsEnrollment else { return .unopenable }
+            // The key opens the user's other items: the enrollment is what
+            // changed (or the item was changed, which loses it the same way).
+            try items.remove(identifier)
+            return .invalidated
+        }
     }
 
-    /// Keeps a copy of the user's key wrapped by `password` (Argon2id),
-    /// when the one kept is missing or was made with another password: so
-    /// that a machine key made anew (a cleared TPM, a restored system) loses
-    /// nothing. Run after a verdict has been sent, never before. Nothing is
-    /// written for a user without a key.
-    public func rememberPassword(_ password: SecretBuffer) throws(ItemStore.Failure) {
-        if let copy = try items.keyCopy(.password), let derived = KeyWrapping.passwordKey(password, salt: copy.salt, passes: copy.passes,
-                                                                                          memoryBytes: copy.memoryBytes),
-           KeyWrapping.unwrap(copy, by: derived) != nil { return }
-        guard let key = try userKey(password: nil, create: false) else { return }
-        try savePasswordCopy(of: key, password: password)
+    /// Removes the item under `identifier`; false when there was none.
+    public func delete(_ identifier: [UInt8]) throws(ItemStore.Failure) -> Bool {
+        guard try items.hasFile(for: identifier) else { return false }
+        return try items.exclusively { () throws(ItemStore.Failure) -> Bool in try items.remove(identifier) }
+    }
+
+    /// After a right password passed through the helper, and after its
+    /// verdict was sent: the machine copy made again where it no longer
+    /// opens (a machine key made anew), and the password copy rewritten
+    /// where it is missing or was made with another password (`passwd`).
+    /// Nothing is done for a user without a key, and a key neither copy
+    /// opens stays lost. Whether anything is stale is told without
+    /// Argon2id where the account's password hash is known (`accountHash`,
+    /// the shadow entry's) and the marker made with it matches: then
+    /// nothing runs. Otherwise Argon2id runs once, and the marker is
+    /// written. True when it ran.
+    @discardableResult
+    public func rememberPassword(_ password: SecretBuffer, accountHash: [UInt8]? = nil) throws(ItemStore.Failure) -> Bool {
+        guard try hasKey() else { return false }
+        if let accountHash, try isCurrent(accountHash) { return false }
+        try items.exclusively { () throws(ItemStore.Failure) in
+            let machine = try items.machineKey()
+            var key = try items.keyCopy(.machine).flatMap { KeyWrapping.unwrap($0, by: machine) }
+            var passwordCopyCurrent = false
+            if let copy = try items.keyCopy(.password),
+               let derived = KeyWrapping.passwordKey(password, salt: copy.salt, passes: copy.passes, memoryBytes: copy.memoryBytes),
+               let fromPassword = KeyWrapping.unwrap(copy, by: derived) {
+                passwordCopyCurrent = true
+                if key == nil {
+                    key = fromPassword
+                    if let copy = KeyWrapping.wrap(fromPassword, by: machine, as: .machine, uid: items.uid) { try items.saveKeyCopy(copy) }
+                }
+            }
+            guard let key else { return }
+            if !passwordCopyCurrent { try savePasswordCopy(of: key, password: password) }
+            if let accountHash, let marker = KeyWrapping.passwordMarker(machineKey: machine, uid: items.uid, accountHash: accountHash) {
+                try items.savePasswordMarker(marker)
+            }
+        }
+        return true
+    }
+
+    /// Whether both copies are known current without Argon2id: the
+    /// machine's opens, and the marker says the password's was made with
+    /// the password whose hash the account holds now.
+    func isCurrent(_ accountHash: [UInt8]) throws(ItemStore.Failure) -> Bool {
+        let machine = try items.machineKey()
+        guard let copy = try items.keyCopy(.machine), KeyWrapping.unwrap(copy, by: machine) != nil,
+              try items.keyCopy(.password) != nil, let stored = try items.passwordMarker(),
+              let marker = KeyWrapping.passwordMarker(machineKey: machine, uid: items.uid, accountHash: accountHash) else { return false }
+        return stored == marker
     }
 
     /// The user's key: its machine copy opened with the machine key; else
     /// its password copy opened with `password`, the machine copy then
-    /// made again; else, with `create` and no copy at all, a new key.
+    /// made again; else, with `create` and no copy at all, a new key. The
+    /// caller holds the user's lock.
     func userKey(password: SecretBuffer?, create: Bool) throws(ItemStore.Failure) -> SecretBuffer? {
         let machine = try items.machineKey()
         let machineCopy = try items.keyCopy(.machine)

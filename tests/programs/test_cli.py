@@ -54,7 +54,7 @@ def commands_and_options(cli):
 
 def test_help_and_usage_errors(cli):
     assert subprocess.run([str(cli)], capture_output=True).returncode == 2
-    assert set(commands_and_options(cli)) == {"status", "check", "reset", "test", "evaluate", "config"}
+    assert set(commands_and_options(cli)) == {"status", "check", "reset", "test", "evaluate", "secret", "config"}
     bad = subprocess.run([str(cli), "frobnicate"], capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown command" in bad.stderr and bad.stdout == ""
     bad = subprocess.run([str(cli), "status", "--bogus"], capture_output=True, text=True)

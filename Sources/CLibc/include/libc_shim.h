@@ -33,6 +33,7 @@
 #include <sys/wait.h>
 #include <spawn.h>
 #include <grp.h>
+#include <shadow.h>
 
 static inline int la_openat(int dirfd, const char *path, int flags, unsigned mode) {
     return openat(dirfd, path, flags, (mode_t)mode);

@@ -29,18 +29,19 @@ final class HelperProtocolTests: XCTestCase {
     }
 
     func testHello() {
-        // Version 3 is spoken, and versions 1 and 2 still: a helper answers
+        // Version 4 is spoken, and versions 1 to 3 still: a helper answers
         // in the client's version; before it knows it (a refusal), in the oldest.
-        XCTAssertEqual(HelloFrame.clientVersion(HelloFrame.client()), 3)
+        XCTAssertEqual(HelloFrame.clientVersion(HelloFrame.client()), 4)
         XCTAssertEqual(HelloFrame.clientVersion(bytes("LAH") + [1]), 1)
         XCTAssertEqual(HelloFrame.clientVersion(bytes("LAH") + [2]), 2)
-        XCTAssertNil(HelloFrame.clientVersion(bytes("LAH") + [4]))
+        XCTAssertEqual(HelloFrame.clientVersion(bytes("LAH") + [3]), 3)
+        XCTAssertNil(HelloFrame.clientVersion(bytes("LAH") + [5]))
         XCTAssertNil(HelloFrame.clientVersion(bytes("LAH") + [0]))
         XCTAssertNil(HelloFrame.clientVersion(HelloFrame.client() + [0]))
         XCTAssertEqual(HelloFrame.helperHello(HelloFrame.helper(silenceMilliseconds: 40_000, version: 2))?.silence, 40_000)
         XCTAssertEqual(HelloFrame.helperHello(HelloFrame.helper(silenceMilliseconds: 40_000))?.version, 1)
         XCTAssertNil(HelloFrame.helperHello(HelloFrame.client()))
-        XCTAssertNil(HelloFrame.helperHello(bytes("LAH") + [4, 0, 0, 0, 1]))
+        XCTAssertNil(HelloFrame.helperHello(bytes("LAH") + [5, 0, 0, 0, 1]))
     }
 
     func testRequestRoundTrip() {

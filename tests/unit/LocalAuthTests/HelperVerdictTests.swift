@@ -50,6 +50,10 @@ final class HelperVerdictTests: XCTestCase {
              .toolFailure("localauth-helper failed: the helper ended without a result"), .systemCancel),
             ("a failure without a reason", answered(evaluated, .authError), .failed("it gave no answer for this account"),
              .systemError, .toolFailure("localauth-helper failed: it gave no answer for this account"), .systemCancel),
+            // A secret action's end, which only its client reads with the
+            // SECRET_STATUS before it (SecretVerdict): never a grant here.
+            ("a secret action handled", answered(.secretHandled, .success), .failed("it answered a secret action"), .systemError,
+             .toolFailure("localauth-helper failed: it answered a secret action"), .systemCancel),
         ]
         for error in LAErrorCode.allCases {
             rows.append(("denied: \(error.name)", answered(evaluated, ResultTable.pamCode(for: error), error, failDelay: true),

@@ -114,10 +114,24 @@ final class ResultTableTests: XCTestCase {
             (.success, 0), (.failure, 1), (.usage, 2), (.permissionDenied, 3), (.unknownUser, 4), (.passcodeNotSet, 10),
             (.biometryNotAvailable, 11), (.biometryNotEnrolled, 12), (.biometryLockout, 13), (.authenticationFailed, 14),
             (.userCancel, 15), (.userFallback, 16), (.systemCancel, 17), (.appCancel, 18), (.invalidContext, 19),
-            (.biometryDisconnected, 20), (.notInteractive, 21),
+            (.biometryDisconnected, 20), (.notInteractive, 21), (.secretAbsent, 30), (.secretInvalidated, 31),
+            (.secretQuotaReached, 32), (.secretKeyNeedsPassword, 33), (.secretStoreFailed, 34),
         ]
         XCTAssertEqual(documented.count, ExitCode.allCases.count)
         for (code, number) in documented { XCTAssertEqual(code.rawValue, number) }
+    }
+
+    /// `localauth secret`: each item status its own exit code, none shared
+    /// with an evaluation's error; only done exits 0.
+    func testEverySecretStatusHasItsExitCode() {
+        let evaluationCodes = Set(LAErrorCode.allCases.map { ExitCodeTable.evaluationExitCode(for: $0) })
+        var seen: Set<ExitCode> = []
+        for status in SecretStatus.allCases where status != .denied {
+            let code = ExitCodeTable.secretExitCode(for: status)
+            XCTAssertEqual(code == .success, status == .done, "\(status)")
+            XCTAssertFalse(evaluationCodes.contains(code), "\(status)")
+            XCTAssertTrue(seen.insert(code).inserted, "\(status) shares its code")
+        }
     }
 
     /// `localauth evaluate`: every error its own exit code, none shared with

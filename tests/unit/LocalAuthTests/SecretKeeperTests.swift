@@ -95,4 +95,71 @@ final class SecretKeeperTests: StoreFixture {
         XCTAssertEqual(try load("x", password: "alice-secret").0, .unopenable, "the old password no longer opens it")
         XCTAssertEqual(try load("x", password: "a-new-password").1, "kept")
     }
+
+    /// Where the key stands before anything is asked: none, opens, needs
+    /// the password once the machine key is made anew, lost without a
+    /// password's copy; and a password that passes heals the machine's copy.
+    func testTheKeysStateAndThePasswordHealingIt() throws {
+        let keeper = keeper()
+        XCTAssertEqual(try keeper.keyState(), .none)
+        XCTAssertFalse(try keeper.hasKey())
+        XCTAssertNil(readFile("secrets/1001"), "a look makes nothing")
+        try keeper.store(secret("kept"), identifier: Array("x".utf8), requirement: .match, enrollmentDigest: digest, wallSeconds: 1,
+                         password: secret("alice-secret"))
+        XCTAssertEqual(try keeper.keyState(), .opens)
+        unlink(path("secrets/machine.key"))
+        XCTAssertEqual(try keeper.keyState(), .needsPassword)
+        try keeper.rememberPassword(secret("wrong"))
+        XCTAssertEqual(try keeper.keyState(), .needsPassword, "a wrong password heals nothing and replaces nothing")
+        try keeper.rememberPassword(secret("alice-secret"))
+        XCTAssertEqual(try keeper.keyState(), .opens, "the machine's copy made again")
+        XCTAssertEqual(try load("x").1, "kept")
+        unlink(path("secrets/1001/key.password"))
+        unlink(path("secrets/machine.key"))
+        XCTAssertEqual(try keeper.keyState(), .lost)
+    }
+
+    /// Every write of a user's items and key copies is made under the
+    /// user's lock (so two first stores cannot make two keys): while
+    /// another holds it, a store waits its bound, then fails having
+    /// written nothing.
+    func testAStoreWaitsForTheUsersLockThenGivesUp() throws {
+        try keeper().store(secret("first"), identifier: Array("x".utf8), requirement: .match, enrollmentDigest: digest, wallSeconds: 1)
+        let holder = open(path("secrets/1001"), O_RDONLY | O_DIRECTORY)
+        XCTAssertGreaterThanOrEqual(holder, 0)
+        defer { close(holder) }
+        XCTAssertEqual(flock(holder, LOCK_EX | LOCK_NB), 0)
+        var waiting = keeper()
+        var items = waiting.items
+        items.lockWaitMilliseconds = 50
+        waiting = SecretKeeper(items: items)
+        XCTAssertThrowsError(try waiting.store(secret("second"), identifier: Array("x".utf8), requirement: .match, enrollmentDigest: digest,
+                                               wallSeconds: 1)) { XCTAssertEqual($0 as? ItemStore.Failure, .io(.tryAgain)) }
+        XCTAssertThrowsError(try waiting.rememberPassword(secret("alice-secret"))) { XCTAssertEqual($0 as? ItemStore.Failure, .io(.tryAgain)) }
+        flock(holder, LOCK_UN)
+        XCTAssertEqual(try load("x").1, "first")
+        XCTAssertNil(readFile("secrets/1001/key.password"))
+        try waiting.store(secret("second"), identifier: Array("x".utf8), requirement: .match, enrollmentDigest: digest, wallSeconds: 1)
+        XCTAssertEqual(try load("x").1, "second")
+    }
+
+    /// The marker of the account's password hash says, without Argon2id,
+    /// that nothing is stale; a changed hash (`passwd`) or a machine key
+    /// made anew runs it again, and mends what is stale.
+    func testTheMarkerSparesArgon2UntilSomethingIsStale() throws {
+        let keeper = keeper()
+        let hash = Array("$y$j9T$salt$hash-one".utf8)
+        try keeper.store(secret("kept"), identifier: Array("x".utf8), requirement: .match, enrollmentDigest: digest, wallSeconds: 1,
+                         password: secret("alice-secret"))
+        XCTAssertTrue(try keeper.rememberPassword(secret("alice-secret"), accountHash: hash), "no marker yet")
+        XCTAssertEqual(readFile("secrets/1001/key.password.for")?.count, KeyWrapping.markerSize)
+        XCTAssertFalse(try keeper.rememberPassword(secret("alice-secret"), accountHash: hash), "current: nothing runs")
+        XCTAssertTrue(try keeper.rememberPassword(secret("a-new-password"), accountHash: Array("$y$j9T$salt$hash-two".utf8)))
+        unlink(path("secrets/machine.key"))
+        XCTAssertEqual(try load("x", password: "a-new-password").1, "kept", "the copy was rewritten with the new password")
+        XCTAssertTrue(try keeper.rememberPassword(secret("a-new-password"), accountHash: Array("$y$j9T$salt$hash-two".utf8)),
+                      "the machine copy no longer opened: checked")
+        XCTAssertFalse(try keeper.rememberPassword(secret("a-new-password"), accountHash: Array("$y$j9T$salt$hash-two".utf8)))
+        XCTAssertFalse(readFile("secrets/1001/key.password.for").map { String(decoding: $0, as: UTF8.self).contains("hash") } ?? true)
+    }
 }

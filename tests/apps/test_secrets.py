@@ -1,0 +1,284 @@
+"""Secrets behind the finger through `localauth secret`, end to end as
+unprivileged users in a private mount namespace (tests/support/private_world.py):
+the real setuid helper keeping the store, the rig's fprintd with libfprint's
+virtual device, real pam_unix against a private shadow. A load is one
+evaluation on the same records as every prompt; the secret reaches the
+caller only after the touch or the password its item requires, and nobody
+else's request reaches it at all.
+
+A store reads its secret from a pipe while its conversation (a first
+store's password, a load's finger) is on the controlling terminal, as a
+script run by a person has it: `sh -c 'printf … | localauth secret store'`
+in a pseudo-terminal.
+"""
+import hashlib
+import os
+import shlex
+import stat
+import subprocess
+
+import pytest
+
+from pamenv import localauth_command, reseal_record
+from terminal import TerminalSession
+from worlds import shared_rig, shared_world
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mount namespaces, a setuid helper)")
+
+USER, UID, PASSWORD = "secretuser", 4330, "secret-pw-3"
+OTHER, OTHER_UID, OTHER_PASSWORD = "otheruser", 4331, "other-pw-4"
+MATCH, MISS = f"SCAN finger-{USER}", "SCAN finger-nobody"
+TOKEN = "ghp_example-token-0123456789"
+
+rig = shared_rig(enroll=USER)
+world = shared_world("secrets", users={USER: (UID, PASSWORD), OTHER: (OTHER_UID, OTHER_PASSWORD)})
+
+
+@pytest.fixture
+def w(world, rig):
+    world.clear_state()
+    world.password_entered()  # the first password of this boot: the finger is enough now
+    yield world
+    rig.wait_until_claimable(USER, timeout=10)
+
+
+def secret_command(*args):
+    return " ".join(shlex.quote(str(part)) for part in (localauth_command(), "secret", *args))
+
+
+def terminal(w, shell, uid=UID, user=USER):
+    """`shell` (a line of sh) as `uid` in a new pseudo-terminal, its controlling terminal."""
+    argv = w.argv("/bin/sh", "-c", shell, uid=uid)
+    argv[0] = "/usr/bin/unshare"
+    return TerminalSession(argv, w.env(user))
+
+
+def run(w, *args, uid=UID, user=USER, stdin=b""):
+    """`localauth secret ARGS` as `uid` without a terminal. -> (code, stdout bytes, stderr text)"""
+    proc = subprocess.run(w.argv(localauth_command(), "secret", *args, uid=uid), env=w.env(user), input=stdin,
+                          capture_output=True, timeout=60, start_new_session=True)
+    return proc.returncode, proc.stdout, proc.stderr.decode(errors="replace")
+
+
+def finished(session, timeout=60):
+    try:
+        return session.wait(timeout=timeout)
+    finally:
+        session.close()
+
+
+def first_store(w, name, value, access="default"):
+    """The user's first secret: the key is made with the password, asked on the terminal."""
+    session = terminal(w, f"printf %s {shlex.quote(value)} | {secret_command('store', name, '--access', access)}")
+    session.expect("Enter Password")
+    session.send(PASSWORD + "\r")
+    assert finished(session) == 0, session.text
+    assert PASSWORD not in session.text
+
+
+def store(w, name, value, access="default", uid=UID, user=USER):
+    code, _, err = run(w, "store", name, "--access", access, uid=uid, user=user, stdin=value.encode())
+    return code, err
+
+
+def load_with(w, rig, name, feed, uid=UID, user=USER):
+    """A load at a terminal with the reader fed `feed`. -> (exit code, what the terminal showed)"""
+    if feed:
+        rig.feed(feed)
+    session = terminal(w, secret_command("load", name) + "; code=$?; echo; echo exit=$code", uid=uid, user=user)
+    try:
+        session.expect("exit=")
+        session.wait(timeout=30)
+    finally:
+        session.close()
+        if feed:
+            rig.feed_wait(timeout=30)
+    text = session.text
+    code = int(text.rsplit("exit=", 1)[1].split()[0])
+    return code, text
+
+
+def load_asking_the_password(w, name):
+    """A load whose evaluation asks the password alone (no finger can be
+    used, or only the password opens the key): typed at the prompt. ->
+    what the terminal showed, once the load exited 0."""
+    session = terminal(w, secret_command("load", name) + "; code=$?; echo; echo exit=$code")
+    try:
+        session.expect("Enter Password")
+        session.send(PASSWORD + "\r")
+        session.expect("exit=0")
+    finally:
+        session.close()
+    assert PASSWORD not in session.text
+    return session.text
+
+
+def user_directory(w, uid=UID):
+    return w.state / "secrets" / str(uid)
+
+
+def item_path(w, name, uid=UID):
+    return user_directory(w, uid) / (hashlib.sha256(name.encode()).hexdigest() + ".item")
+
+
+def seed_fingerprint_failures(w, count):
+    path = w.state / f"{UID}.rec"
+    data = reseal_record(path.read_bytes(), F=count)
+    path.write_bytes(data)
+
+
+def test_a_first_store_asks_the_password_and_keeps_the_secret_root_only(w):
+    """The first secret makes the user's key with both its copies (the
+    machine's and the password's, so that a new machine key loses
+    nothing); every file is root's and private, and the secret is in none
+    of them in the clear."""
+    first_store(w, "git/example.org", TOKEN)
+    directory = user_directory(w)
+    # The item, the key's two copies, and the marker that tells the
+    # password's copy current without Argon2id.
+    assert sorted(p.name for p in directory.iterdir()) == sorted(
+        ["key.machine", "key.password", "key.password.for", item_path(w, "git/example.org").name])
+    for path in [w.state / "secrets", directory, *directory.iterdir(), w.state / "secrets" / "machine.key"]:
+        info = path.lstat()
+        assert info.st_uid == 0 and stat.S_IMODE(info.st_mode) & 0o077 == 0, (path, oct(info.st_mode))
+        if path.is_file():
+            assert TOKEN.encode() not in path.read_bytes() and PASSWORD.encode() not in path.read_bytes(), path
+    assert w.counts(UID) == (0, 0)
+    # The user's own processes cannot read the store's files.
+    code = subprocess.run(w.argv("cat", str(item_path(w, "git/example.org")), uid=UID), env=w.env(USER),
+                          capture_output=True, timeout=30).returncode
+    assert code != 0
+
+
+def test_store_then_load_with_the_finger(w, rig):
+    first_store(w, "git/example.org", TOKEN)
+    code, text = load_with(w, rig, "git/example.org", [MATCH])
+    assert code == 0 and TOKEN in text, text
+    assert w.counts(UID) == (0, 0)
+
+
+def test_a_miss_then_the_password_releases_a_default_item(w, rig):
+    first_store(w, "mail", "imap-pass")
+    rig.feed([MISS])
+    session = terminal(w, secret_command("load", "mail") + "; code=$?; echo; echo exit=$code")
+    try:
+        session.expect("Fingerprint not recognized.")
+        session.expect("[Enter: Enter Password]")
+        assert rig.feed_wait(timeout=30).ok
+        session.send("\r")
+        session.expect("Enter Password")
+        session.send(PASSWORD + "\r")
+        session.expect("exit=0")
+    finally:
+        session.close()
+    assert "imap-pass" in session.text and PASSWORD not in session.text, session.text
+    assert w.counts(UID) == (0, 0)
+
+
+def test_a_biometry_item_fails_with_the_lockout_and_a_default_one_asks_the_password(w, rig):
+    first_store(w, "finger-only", "f-secret", access="default")
+    assert store(w, "finger-only", "f-secret", access="biometry") == (0, "")
+    assert store(w, "either", "e-secret", access="default") == (0, "")
+    seed_fingerprint_failures(w, 5)
+    code, text = load_with(w, rig, "finger-only", [])
+    assert code == 13 and "biometryLockout" in text and "f-secret" not in text, text
+    text = load_asking_the_password(w, "either")
+    assert "e-secret" in text, text
+    assert w.counts(UID) == (0, 0), "the password lifts the lockout"
+
+
+def test_an_enrollment_change_invalidates_a_current_set_item_and_not_a_biometry_one(w, rig):
+    first_store(w, "bound", "b-secret", access="default")
+    assert store(w, "bound", "b-secret", access="biometry-current-set") == (0, "")
+    assert store(w, "any", "a-secret", access="biometry") == (0, "")
+    try:
+        # Another finger (the rig's prints are outside the digest's print
+        # files; on a real system a finger enrolled again changes it too).
+        rig.enroll(USER, print_id=f"finger-{USER}-new", finger="left-index-finger")
+        code, text = load_with(w, rig, "bound", [])
+        assert code == 31 and "deleted" in text and "b-secret" not in text, text
+        assert not item_path(w, "bound").exists()
+        # The biometry item is kept. A changed enrollment asks the password
+        # once before a finger counts again (the rule every prompt keeps);
+        # after it, the new finger releases the item.
+        code, text = load_with(w, rig, "any", [])
+        assert code == 13 and "enrolled fingerprints changed" in text and "a-secret" not in text, text
+        assert item_path(w, "any").exists()
+        w.password_entered()
+        code, text = load_with(w, rig, "any", [f"SCAN finger-{USER}-new"])
+        assert code == 0 and "a-secret" in text, text
+    finally:
+        rig.enroll(USER)
+    assert w.counts(UID) == (0, 0), "nothing was asked for the invalidated item"
+
+
+def test_another_user_and_the_same_user_without_a_touch_get_nothing(w, rig):
+    first_store(w, "git/example.org", TOKEN)
+    # Another user: their own (empty) store, whatever name they ask for.
+    assert run(w, "list", uid=OTHER_UID, user=OTHER)[:2] == (0, b"")
+    code, out, err = run(w, "load", "git/example.org", uid=OTHER_UID, user=OTHER)
+    assert code == 30 and out == b"" and "no secret under that name" in err, err
+    # The user's own process without a person at a terminal: nothing shown, nothing released.
+    code, out, err = run(w, "load", "git/example.org")
+    assert code == 21 and out == b"" and "notInteractive" in err, err
+    # A person who cancels.
+    session = terminal(w, secret_command("load", "git/example.org") + "; code=$?; echo; echo exit=$code")
+    try:
+        session.expect("[Ctrl-C: Cancel]")
+        session.send("\x03")
+        session.expect("exit=15")
+    finally:
+        session.close()
+    assert TOKEN not in session.text
+    # Wrong fingers for a finger-only item: charged, locked, and still nothing.
+    assert store(w, "finger-token", TOKEN, access="biometry") == (0, "")
+    for _ in range(2):
+        code, text = load_with(w, rig, "finger-token", [MISS, MISS, MISS])
+        assert code == 14 and TOKEN not in text, text
+    assert w.counts(UID)[0] >= 5
+    code, text = load_with(w, rig, "finger-token", [])
+    assert code == 13 and TOKEN not in text, text
+
+
+def test_list_delete_and_bad_input(w):
+    first_store(w, "b", "2")
+    assert store(w, "a", "1") == (0, "")
+    assert run(w, "list")[:2] == (0, b"a\nb\n")
+    assert run(w, "delete", "a")[:2] == (0, b"")
+    assert run(w, "delete", "a")[0] == 30
+    assert run(w, "list")[:2] == (0, b"b\n")
+    # Bad input changes nothing.
+    assert run(w, "store", "x", stdin=b"y" * 4097)[0] == 2
+    assert run(w, "store", "bad\x1bname", stdin=b"v")[0] == 2
+    assert run(w, "store", "x", "--access", "finger", stdin=b"v")[0] == 2
+    assert run(w, "load")[0] == 2 and run(w, "list", "x")[0] == 2 and run(w, "take", "x")[0] == 2
+    assert run(w, "list")[:2] == (0, b"b\n")
+
+
+def test_an_administrator_who_turns_apps_off_turns_secrets_off(w):
+    first_store(w, "b", "2")
+    w.write_config(["services = sudo"])
+    try:
+        code, _, err = run(w, "list")
+        assert code == 11 and "biometryNotAvailable" in err, err
+    finally:
+        w.write_config([])
+
+
+def test_a_machine_key_made_anew_is_mended_by_the_password(w, rig):
+    """The machine's copy of the user's key no longer opens (its key made
+    anew: a restored system; later, a cleared TPM). A finger-only secret
+    waits for the password to come; a secret that takes the password asks
+    it alone, and with it the machine's copy is made again (after the
+    verdict), so the finger works again for both."""
+    first_store(w, "mail", "imap-pass")
+    assert store(w, "finger-only", "f-secret", access="biometry") == (0, "")
+    (w.state / "secrets" / "machine.key").unlink()
+    code, text = load_with(w, rig, "finger-only", [])
+    assert code == 33 and "password once" in text and "f-secret" not in text, text
+    text = load_asking_the_password(w, "mail")
+    assert "imap-pass" in text and "Swipe" not in text, text
+    assert (user_directory(w) / "key.password.for").exists()
+    code, text = load_with(w, rig, "finger-only", [MATCH])
+    assert code == 0 and "f-secret" in text, text
+    assert w.counts(UID) == (0, 0)
