@@ -269,6 +269,7 @@ install: module cli
 	install -o root -g root -m 4755 $(BUILD)/localauth-helper $(DESTDIR)$(HELPER_PATH)
 	for f in $(EXAMPLE_STACKS); do install -m 0644 pam.d/$$f $(DESTDIR)$(PREFIX)/share/localauth/pam.d/$$f; done
 	for f in gdm-fingerprint kde-fingerprint; do install -m 0755 packaging/fingerprint-stack $(DESTDIR)$(PREFIX)/share/localauth/$$f; done
+	install -m 0755 packaging/git-credential-localauth $(DESTDIR)$(PREFIX)/bin/git-credential-localauth
 	test -e $(DESTDIR)$(SYSCONFDIR)/security/localauth.conf || \
 		install -m 0644 config/localauth.conf $(DESTDIR)$(SYSCONFDIR)/security/localauth.conf
 	install -m 0644 config/pam-auth-update.localauth $(DESTDIR)/usr/share/pam-configs/localauth
@@ -276,6 +277,7 @@ install: module cli
 		$(DESTDIR)/usr/lib/systemd/system/polkit-agent-helper@.service.d/50-localauth.conf
 	install -D -m 0644 packaging/localauth.tmpfiles $(DESTDIR)/usr/lib/tmpfiles.d/localauth.conf
 	install -m 0644 man/localauth.1 $(DESTDIR)$(PREFIX)/share/man/man1/localauth.1
+	install -m 0644 man/git-credential-localauth.1 $(DESTDIR)$(PREFIX)/share/man/man1/git-credential-localauth.1
 	install -m 0644 man/localauth.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/localauth.conf.5
 	install -m 0644 man/pam_localauth.8 $(DESTDIR)$(PREFIX)/share/man/man8/pam_localauth.8
 	install -d -m 0700 $(DESTDIR)/var/lib/localauth
@@ -299,8 +301,9 @@ uninstall:
 	-rmdir $(DESTDIR)$(LIBEXECDIR)
 	rm -rf $(DESTDIR)$(PREFIX)/share/localauth
 	rm -f $(DESTDIR)$(PAMDIR)/pam_localauth.so $(DESTDIR)$(SYSCONFDIR)/pam.d/localauth-passcode \
-		$(DESTDIR)$(PREFIX)/bin/localauth $(DESTDIR)/usr/share/pam-configs/localauth \
-		$(DESTDIR)$(PREFIX)/share/man/man1/localauth.1 $(DESTDIR)$(PREFIX)/share/man/man5/localauth.conf.5 \
+		$(DESTDIR)$(PREFIX)/bin/localauth $(DESTDIR)$(PREFIX)/bin/git-credential-localauth $(DESTDIR)/usr/share/pam-configs/localauth \
+		$(DESTDIR)$(PREFIX)/share/man/man1/localauth.1 $(DESTDIR)$(PREFIX)/share/man/man1/git-credential-localauth.1 \
+		$(DESTDIR)$(PREFIX)/share/man/man5/localauth.conf.5 \
 		$(DESTDIR)$(PREFIX)/share/man/man8/pam_localauth.8 \
 		$(DESTDIR)/usr/lib/systemd/system/polkit-agent-helper@.service.d/50-localauth.conf \
 		$(DESTDIR)/usr/lib/tmpfiles.d/localauth.conf

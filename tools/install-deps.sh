@@ -23,7 +23,7 @@ packages=(
     pamtester python3 python3-pytest openssl dbus-bin  # test drivers
     valgrind strace                      # the benchmark's instruction counts and breakdown
     libfaketime                          # a wall clock moved for one prompt (it must decide nothing)
-    sudo login passwd                    # the real programs of the end-to-end tests
+    sudo login passwd git                # the real programs of the end-to-end tests (git: the credential helper)
     fprintd libfprint-2-2 dbus-daemon python3-dbusmock python3-gi python3-dbus  # the virtual-sensor rig
     libpam-fprintd                       # the reference the tests and benchmark compare with
     i3lock swaylock sway wtype xscreensaver xsecurelock vlock mate-screensaver  # the real screen lockers of the end-to-end tests
@@ -61,9 +61,11 @@ release_packages() {
     # Plasma 6's greeter and the lock screen it loads (plasma-desktop's
     # shell package, with the QML modules that imports beyond
     # plasma-workspace's); the release's own login-screen stack files
-    # (gdm-password, gdm-fingerprint); what every root needs to run the suite.
+    # (gdm-password, gdm-fingerprint); what every root needs to run the suite;
+    # libsodium's runtime, which the helper built here links (the package's
+    # Depends names it; the root holds no -dev package).
     printf '%s\n' libkscreenlocker6 plasma-desktop-data qml6-module-qt5compat-graphicaleffects \
-        qml6-module-org-kde-kcmutils gdm3 procps git
+        qml6-module-org-kde-kcmutils gdm3 procps libsodium23
     # hyprlock is in the archive from Debian 14 on.
     if [ "$release" = forky ]; then echo hyprlock; fi
 }

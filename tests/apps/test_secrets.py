@@ -19,7 +19,7 @@ import subprocess
 
 import pytest
 
-from pamenv import localauth_command, reseal_record
+from pamenv import ROOT, localauth_command, reseal_record
 from terminal import TerminalSession
 from worlds import shared_rig, shared_world
 
@@ -282,3 +282,68 @@ def test_a_machine_key_made_anew_is_mended_by_the_password(w, rig):
     code, text = load_with(w, rig, "finger-only", [MATCH])
     assert code == 0 and "f-secret" in text, text
     assert w.counts(UID) == (0, 0)
+
+
+# ---------------------------------------------------------------- git's credential helper
+
+def git(w, shell, uid=UID, user=USER):
+    """A line of sh running the real git as the user at a terminal, with
+    the shipped helper and the built tool on PATH, git's own prompts off
+    (so that what the helper does not give, git does not ask for)."""
+    path = f"{ROOT / 'packaging'}:{localauth_command().parent}:/usr/bin:/bin"
+    return terminal(w, f"export PATH={shlex.quote(path)} GIT_TERMINAL_PROMPT=0 HOME={shlex.quote(str(w.home))}; "
+                       f"{shell}; code=$?; echo; echo exit=$code", uid=uid, user=user)
+
+
+CREDENTIAL = "protocol=https\nhost=git.example.org\n"
+
+
+def test_git_credential_fill_through_the_shipped_helper(w, rig):
+    """`git credential approve` keeps what git used (the first secret asks
+    the password once); `git credential fill` gets it back after a touch;
+    without the touch, or for another user, git gets nothing; `reject`
+    deletes it."""
+    given = CREDENTIAL + "username=alice\npassword=" + TOKEN + "\n"
+    session = git(w, f"printf %s {shlex.quote(given)} | git -c credential.helper=localauth credential approve")
+    try:
+        session.expect("Enter Password")
+        session.send(PASSWORD + "\r")
+        session.expect("exit=0")
+    finally:
+        session.close()
+    assert item_path(w, "git:https://git.example.org").exists()
+
+    rig.feed([MATCH])
+    session = git(w, f"printf %s {shlex.quote(CREDENTIAL)} | git -c credential.helper=localauth credential fill")
+    try:
+        session.expect("exit=0")
+    finally:
+        session.close()
+        rig.feed_wait(timeout=30)
+    assert f"username=alice\npassword={TOKEN}\n" in session.text, session.text
+    assert "git needs your credential for https://git.example.org" in session.text
+
+    # Cancelled at the reader: git gets nothing and, its prompts off, fails.
+    session = git(w, f"printf %s {shlex.quote(CREDENTIAL)} | git -c credential.helper=localauth credential fill")
+    try:
+        session.expect("[Ctrl-C: Cancel]")
+        session.send("\x03")
+        session.expect("exit=128")
+    finally:
+        session.close()
+    assert TOKEN not in session.text
+    # Another user's git: their own store, which holds nothing.
+    session = git(w, f"printf %s {shlex.quote(CREDENTIAL)} | git -c credential.helper=localauth credential fill",
+                  uid=OTHER_UID, user=OTHER)
+    try:
+        session.expect("exit=128")
+    finally:
+        session.close()
+    assert TOKEN not in session.text
+
+    session = git(w, f"printf %s {shlex.quote(given)} | git -c credential.helper=localauth credential reject")
+    try:
+        session.expect("exit=0")
+    finally:
+        session.close()
+    assert not item_path(w, "git:https://git.example.org").exists()
