@@ -40,7 +40,8 @@ public enum WholeFile {
     /// fsyncs the directory, with `RLIMIT_FSIZE` lifted for the write. Odd
     /// entries at either name are replaced first. The caller holds a lock
     /// that keeps every other write off both names.
-    public static func write(_ bytes: [UInt8], directory: Int32, to name: [UInt8], through temporary: [UInt8]) throws(StoreFailure) {
+    public static func write(_ bytes: [UInt8], directory: Int32, to name: [UInt8], through temporary: [UInt8],
+                             directoryLocked: Bool = false) throws(StoreFailure) {
         let saved = try allowWrite(upTo: bytes.count)
         defer { restoreLimit(saved) }
         // A leftover temporary file (of a killed write) goes: the caller's
@@ -50,7 +51,7 @@ public enum WholeFile {
             try Syscalls.unlink(in: directory, temporary)
         } catch {
             guard error == .isDirectory || error == .notPermitted else { throw .writeFailed(error) }
-            try replaceOddEntry(directory: directory, temporary) { _ in true }
+            try replaceOddEntry(directory: directory, temporary, locked: directoryLocked) { _ in true }
         }
         do throws(Errno) {
             let fd = try Syscalls.open(at: directory, temporary, .newFile)
@@ -63,7 +64,10 @@ public enum WholeFile {
                 throw error
             }
             Syscalls.close(fd)
-            try moveIntoPlace(directory: directory, from: temporary, to: name)
+            do { try moveIntoPlace(directory: directory, from: temporary, to: name, locked: directoryLocked) } catch {
+                try? Syscalls.unlink(in: directory, temporary)
+                throw error
+            }
             try syncForDurability(directory)
         } catch {
             throw .writeFailed(error)
@@ -72,13 +76,13 @@ public enum WholeFile {
 
     /// Renames `source` over `name`; a directory at the name, which cannot
     /// be renamed over, is moved away first.
-    public static func moveIntoPlace(directory: Int32, from source: [UInt8], to name: [UInt8]) throws(Errno) {
+    public static func moveIntoPlace(directory: Int32, from source: [UInt8], to name: [UInt8], locked: Bool = false) throws(Errno) {
         do {
             try Syscalls.rename(in: directory, from: source, to: name)
         } catch {
             guard error == .isDirectory || error == .notEmpty || error == .exists else { throw error }
             do throws(StoreFailure) {
-                try replaceOddEntry(directory: directory, name) { $0.isDirectory }
+                try replaceOddEntry(directory: directory, name, locked: locked) { $0.isDirectory }
             } catch {
                 if case .writeFailed(let cause) = error { throw cause }
                 throw Errno.isDirectory
@@ -99,15 +103,18 @@ public enum WholeFile {
     /// stopped by its user while it holds the lock must not hold up
     /// everyone else's writes. After about a second the repair fails, and
     /// with it this one attempt (the next prompt tries again).
-    public static func replaceOddEntry(directory: Int32, _ name: [UInt8], isOdd: (FileFacts) -> Bool) throws(StoreFailure) {
+    public static func replaceOddEntry(directory: Int32, _ name: [UInt8], locked: Bool = false,
+                                       isOdd: (FileFacts) -> Bool) throws(StoreFailure) {
         do throws(Errno) {
             var tries = 0
-            while !(try Syscalls.tryLockExclusive(directory)) {
+            // A caller that holds the directory's lock already (the secrets'
+            // store, through another descriptor of it) is not kept out by it.
+            while !locked, !(try Syscalls.tryLockExclusive(directory)) {
                 tries += 1
                 guard tries < 100 else { throw Errno.tryAgain }
                 Syscalls.sleep(milliseconds: 10)
             }
-            defer { Syscalls.unlock(directory) }
+            defer { if !locked { Syscalls.unlock(directory) } }
             guard let current = try? Syscalls.facts(at: directory, name), isOdd(current) else { return }
             try Syscalls.removeEntry(in: directory, name, movingNonEmptyDirectoryTo: name + utf8Bytes(".odd-\(current.inode)"))
         } catch {

@@ -97,6 +97,14 @@ public enum SecretPolicy {
         }
     }
 
+    /// Whether a grant by `method` may release an item of `requirement`: a
+    /// biometry-only item only by a match, whatever the evaluation said
+    /// (the engine's biometrics policy never grants by password; this
+    /// holds even if it did).
+    public static func releases(_ requirement: SecretRequirement, by method: AuthenticationMethod) -> Bool {
+        requirement.policy == .owner || method == .biometry
+    }
+
     /// Whether the preflight's error means the finger is missing for a
     /// store (none enrolled, no reader), rather than held back for now
     /// (a lockout, the restart rule), which does not stop a store.

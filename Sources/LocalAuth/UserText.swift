@@ -83,6 +83,15 @@ public enum UserText {
         return printableText(expanded, limit: 400)
     }
 
+    /// The reason of a secret's load: the caller's words, then the secret
+    /// they open, named by the helper (so the caller's text cannot hide
+    /// which of the person's secrets a touch releases).
+    public static func secretReason(_ callerReason: [UInt8]?, item: [UInt8]) -> [UInt8] {
+        let named = utf8Bytes("your secret \"") + utf8Bytes(printableText(item, limit: 256)) + utf8Bytes("\"")
+        guard let callerReason, !callerReason.isEmpty else { return utf8Bytes("A program asks for ") + named + utf8Bytes(".") }
+        return callerReason + utf8Bytes(" (it opens ") + named + utf8Bytes(")")
+    }
+
     /// The reason and where to put the finger, with the fallback hint in
     /// terminal mode when it is offered from the start.
     public static func instruction(_ request: Request, options: Options, scanType: ScanType, fallbackOffered: Bool) -> String {

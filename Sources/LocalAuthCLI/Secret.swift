@@ -52,8 +52,6 @@ func secretCommand(_ arguments: Arguments) throws -> ExitCode {
     if let reason = arguments.values["--reason"] {
         guard !reason.isEmpty else { throw CLIError("--reason must not be empty", .usage) }
         request.present(.reason, utf8Bytes(reason))
-    } else if verb == .load, let name {
-        request.present(.reason, utf8Bytes("localauth secret load \(name)"))
     }
 
     let outgoing = SecretBuffer(limit: SecretItemFormat.maxSecretBytes)

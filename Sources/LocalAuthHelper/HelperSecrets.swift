@@ -26,6 +26,15 @@ extension HelperSession {
             }
         }
         let item = printableText(request.item)
+        // A uid reused by a new account never reaches the former one's secrets.
+        do throws(ItemStore.Failure) {
+            if let former = try keeper.items.settleOwner(target.name, sameAccount: { Syscalls.lookupUser($0)?.uid == target.uid }) {
+                log.log(.notice, "uid \(target.uid): the secrets of a former account of this uid (\(printableText(former))) were moved aside")
+            }
+        } catch {
+            log.log(.error, "uid \(target.uid): the secrets could not be read: \(storeFailureText(error))")
+            return finishSecret(.storeFailed, outcome: nil, &log)
+        }
         var facts = SecretFacts(action: request.action, requirement: request.access, itemPresent: false, key: .none,
                                 interactive: request.interactive)
         var digest = currentEnrollment(userName: target.name)
@@ -85,20 +94,38 @@ extension HelperSession {
         case .evaluate(let policy, let passwordOnly):
             var evaluated = options
             evaluated.policy = policy
-            let mode = passwordOnly ? InteractionMode.password : HelperPolicy.mode(evaluated, service: request.service)
+            if request.action == .secretLoad { evaluated.reason = UserText.secretReason(options.reason, item: request.item) }
+            // Apple's sheet, whatever mode the caller asks: the reader at
+            // once, the password after a miss (or alone, where only it
+            // opens the key); never touch or type, which would let the
+            // password come first for an item whose finger works.
+            let mode = passwordOnly ? InteractionMode.password : .scan
+            var asked = request
+            asked.clientReadsKeys = false
             var engine = makeSystemEngine(evaluated, RequestFacts(mode: mode, channel: channel.fd), prompter: prompter, log: log)
             let outcome: Outcome
-            switch runEvaluation(request, scope: scope, userName: target.name, target: target, options: evaluated, mode: mode,
+            switch runEvaluation(asked, scope: scope, userName: target.name, target: target, options: evaluated, mode: mode,
                                  session: LogindSession.callerSession(), passcode: passcode, engine: &engine, &log) {
             case .success(let ended): outcome = ended.0
             case .failure(let exit): return exit
             }
             guard case .success(let method) = outcome else { return finishSecret(.denied, outcome: outcome, &log) }
+            if request.action == .secretLoad && !SecretPolicy.releases(facts.requirement, by: method) {
+                log.log(.error, "uid \(target.uid): a grant by password cannot release the finger-only secret \(item)")
+                return finishSecret(.denied, outcome: .failure(.authenticationFailed), &log)
+            }
             granted = outcome
             if method == .passcode { password = passcode } else { passcode.wipe() }
             // The fingers as they are after the touch: an enrollment
             // changed while the reader waited fails a bound item's seal.
+            // One fprintd does not tell now judges nothing and deletes
+            // nothing.
             digest = currentEnrollment(userName: target.name)
+        }
+        let bound = request.action == .secretStore ? request.access.bindsEnrollment : facts.requirement.bindsEnrollment
+        if bound && digest == nil && (request.action == .secretStore || request.action == .secretLoad) {
+            log.log(.notice, "uid \(target.uid): fprintd did not say which fingers are enrolled; the secret \(item) is left as it is")
+            return finishSecret(.denied, outcome: .failure(.biometryNotAvailable), &log)
         }
 
         let status = act(request, keeper: keeper, target: target, digest: digest, secret: secret, password: password, &log)
@@ -179,7 +206,13 @@ extension HelperSession {
     /// of the account's password hash tells that without it).
     func rememberAfterVerdict(_ password: SecretBuffer, keeper: SecretKeeper, userName: [UInt8], _ log: inout HelperLog) {
         defer { password.wipe() }
-        // Most accounts keep no secrets: nothing to do.
+        // Most accounts keep no secrets: nothing to do. A former account's
+        // key under a reused uid is moved aside, never re-wrapped.
+        do throws(ItemStore.Failure) {
+            try keeper.items.settleOwner(userName, sameAccount: { Syscalls.lookupUser($0)?.uid == keeper.items.uid })
+        } catch {
+            return
+        }
         guard (try? keeper.hasKey()) == true else { return }
         channel.close()
         var accountHash = Syscalls.accountPasswordHash(userName)
@@ -201,6 +234,7 @@ func storeFailureText(_ failure: ItemStore.Failure) -> String {
     case .quotaReached: return "the quota is reached"
     case .notAnItem: return "not an item"
     case .keyUnavailable: return "the user's key cannot be opened without the password"
+    case .oddFile(let name): return "\(printableText(name)) is not as the store makes it (owner, mode, size or links): left for root to look at"
     case .io(let errno): return errno.text
     }
 }

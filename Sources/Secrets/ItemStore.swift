@@ -14,6 +14,86 @@ public struct ItemStore {
     public let uid: UInt32
     /// Owner every directory and file must have (root; the tests' own uid).
     public let trustedOwner: UInt32
+    static func wipe(_ bytes: inout [UInt8]) {
+        bytes.withUnsafeMutableBufferPointer { Syscalls.wipe($0.baseAddress!, count: $0.count) }
+    }
+
+    static var accountFileName: [UInt8] { Array("account".utf8) }
+
+    /// The account the user's directory was made for: the name in its
+    /// `account` file. A directory a former account of the same uid left
+    /// (its file names another account, which `sameAccount` does not lead
+    /// to this uid) is moved aside as `<uid>.former-<seconds>`, root's,
+    /// so that a reused uid starts with no secrets and never opens a
+    /// former account's key; a directory without the file is this
+    /// account's and is given it. Returns the former account's name when
+    /// it moved one. Every secret request calls this first.
+    @discardableResult
+    public func settleOwner(_ name: [UInt8], sameAccount: ([UInt8]) -> Bool) throws(Failure) -> [UInt8]? {
+        guard let parts = TrustedPath.parts(stateDirectory) else { throw .unsafeDirectory }
+        let state: Int32
+        do { state = try openTrustedPath(parts) } catch {
+            if error == .io(.noEntry) { return nil }
+            throw error
+        }
+        let secrets: Int32
+        do { secrets = try privateDirectory(in: state, Array("secrets".utf8), create: false) } catch {
+            Syscalls.close(state)
+            if error == .io(.noEntry) { return nil }
+            throw error
+        }
+        Syscalls.close(state)
+        defer { Syscalls.close(secrets) }
+        let own = Array(String(uid).utf8)
+        let directory: Int32
+        do { directory = try privateDirectory(in: secrets, own, create: false) } catch {
+            if error == .io(.noEntry) { return nil }
+            throw error
+        }
+        defer { Syscalls.close(directory) }
+        try lock(directory)
+        let stored = try readAccountName(directory)
+        if stored == nil {
+            defer { Syscalls.unlock(directory) }
+            try ItemStore.writeWhole(name, in: directory, as: ItemStore.accountFileName)
+            return nil
+        }
+        guard let stored, stored != name, !sameAccount(stored) else {
+            Syscalls.unlock(directory)
+            return nil
+        }
+        do throws(Errno) {
+            try Syscalls.renameWithoutReplacing(in: secrets, from: own, to: own + Array(".former-\(Syscalls.wallSeconds())".utf8))
+            try Syscalls.sync(secrets)
+        } catch {
+            Syscalls.unlock(directory)
+            throw .io(error)
+        }
+        Syscalls.unlock(directory)
+        return stored
+    }
+
+    /// The name in the user directory's `account` file; nil when there is
+    /// none. An odd one is `oddFile`.
+    func readAccountName(_ directory: Int32) throws(Failure) -> [UInt8]? {
+        let name = ItemStore.accountFileName
+        let fd: Int32
+        do { fd = try Syscalls.open(at: directory, name, .readFile) } catch {
+            if error == .noEntry { return nil }
+            throw .oddFile(name)
+        }
+        defer { Syscalls.close(fd) }
+        let facts: FileFacts
+        do throws(Errno) { facts = try Syscalls.facts(fd) } catch { throw .io(error) }
+        guard facts.isRegular, facts.owner == trustedOwner, facts.mode & 0o077 == 0, facts.links == 1, facts.size <= 256 else {
+            throw .oddFile(name)
+        }
+        let bytes: [UInt8]
+        do throws(Errno) { bytes = try Syscalls.readAll(fd, limit: 256) } catch { throw .io(error) }
+        guard !bytes.isEmpty else { throw .oddFile(name) }
+        return bytes
+    }
+
     /// How long a request waits for another's hold on the user's secrets.
     public var lockWaitMilliseconds = ItemStore.defaultLockWaitMilliseconds
 
@@ -34,6 +114,10 @@ public struct ItemStore {
         /// The user's key cannot be had: its machine copy no longer opens
         /// and no password came to open its password copy.
         case keyUnavailable
+        /// A key file that is there but not as the store makes it (another
+        /// owner, mode, size, a second link, not a regular file): never
+        /// read, and never replaced (that would lose what it keeps).
+        case oddFile([UInt8])
         case io(Errno)
     }
 
@@ -68,8 +152,10 @@ public struct ItemStore {
     /// (`WholeFile.write`): a crash leaves the old file or the new one. The
     /// caller holds the user's lock (`exclusively`), or the secrets
     /// directory's for the machine key.
-    static func writeWhole(_ bytes: [UInt8], in directory: Int32, as name: [UInt8]) throws(Failure) {
-        do throws(StoreFailure) { try WholeFile.write(bytes, directory: directory, to: name, through: temporaryPrefix + name) } catch {
+    static func writeWhole(_ bytes: [UInt8], in directory: Int32, as name: [UInt8], directoryLocked: Bool = true) throws(Failure) {
+        do throws(StoreFailure) {
+            try WholeFile.write(bytes, directory: directory, to: name, through: temporaryPrefix + name, directoryLocked: directoryLocked)
+        } catch {
             if case .writeFailed(let cause) = error { throw .io(cause) }
             throw .io(.fileTooLarge)
         }
@@ -108,30 +194,40 @@ public struct ItemStore {
 
     /// A small file of the store's own below `directory` (regular, the
     /// trusted owner's, private, one name) of exactly `size` bytes; nil
-    /// when there is none or it is not such a file. A read the disk fails
-    /// (EIO) is tried once more, then thrown: a key the disk cannot read
-    /// now must never be taken for a missing one and made anew.
+    /// when there is none. One that is there but not such a file is
+    /// `oddFile`: a key is never taken for missing, and made anew over it.
+    /// A read the disk fails (EIO) is tried once more, then thrown, for the
+    /// same reason.
     func readOwnFile(_ directory: Int32, _ name: [UInt8], size: Int) throws(Failure) -> [UInt8]? {
         var failures = 0
         while true {
-            do throws(Errno) { return try readOwnFileOnce(directory, name, size: size) } catch {
+            let read: [UInt8]??
+            do throws(Errno) { read = try readOwnFileOnce(directory, name, size: size) } catch {
                 failures += 1
                 if failures == 2 { throw .io(error) }
+                continue
             }
+            guard let read else { return nil }
+            guard let bytes = read else { throw .oddFile(name) }
+            return bytes
         }
     }
 
-    func readOwnFileOnce(_ directory: Int32, _ name: [UInt8], size: Int) throws(Errno) -> [UInt8]? {
+    /// nil: no file; .some(nil): a file that is not the store's own.
+    func readOwnFileOnce(_ directory: Int32, _ name: [UInt8], size: Int) throws(Errno) -> [UInt8]?? {
         let fd: Int32
         do { fd = try Syscalls.open(at: directory, name, .readFile) } catch {
-            if error == .noEntry || error == .symlinkLoop || error == .notDirectory { return nil }
+            if error == .noEntry { return nil }
+            if error == .symlinkLoop || error == .notDirectory { return .some(nil) }
             throw error
         }
         defer { Syscalls.close(fd) }
         let facts = try Syscalls.facts(fd)
-        guard facts.isRegular, facts.owner == trustedOwner, facts.mode & 0o077 == 0, facts.links == 1, facts.size == size else { return nil }
+        guard facts.isRegular, facts.owner == trustedOwner, facts.mode & 0o077 == 0, facts.links == 1, facts.size == size else {
+            return .some(nil)
+        }
         let bytes = try Syscalls.readAll(fd, limit: size)
-        return bytes.count == size ? bytes : nil
+        return bytes.count == size ? .some(bytes) : .some(nil)
     }
 
     static func keyCopyName(_ wrapping: SecretKeyWrapping) -> [UInt8] {
@@ -197,17 +293,19 @@ public struct ItemStore {
         try lock(secrets)
         defer { Syscalls.unlock(secrets) }
         if let key = try readMachineKey(secrets, name) { return key }
-        // Missing, or not a sound one (another owner, size or mode): made
-        // anew. The users' machine copies then open no more; their password
+        // Missing: made anew (one that is there but odd was refused above).
+        // The users' machine copies then open no more; their password
         // copies still do.
         guard let key = KeyWrapping.newKey() else { throw .io(.tryAgain) }
-        let bytes = key.withBytes { Array(UnsafeBufferPointer(start: $0, count: $1)) }
-        try ItemStore.writeWhole(bytes, in: secrets, as: name)
+        var bytes = key.withBytes { Array(UnsafeBufferPointer(start: $0, count: $1)) }
+        defer { ItemStore.wipe(&bytes) }
+        try ItemStore.writeWhole(bytes, in: secrets, as: name, directoryLocked: true)
         return key
     }
 
     func readMachineKey(_ secrets: Int32, _ name: [UInt8]) throws(Failure) -> SecretBuffer? {
-        guard let bytes = try readOwnFile(secrets, name, size: SecretKeyFile.keySize) else { return nil }
+        guard var bytes = try readOwnFile(secrets, name, size: SecretKeyFile.keySize) else { return nil }
+        defer { ItemStore.wipe(&bytes) }
         let key = SecretBuffer(limit: SecretKeyFile.keySize)
         bytes.withUnsafeBufferPointer { key.assign(from: $0.baseAddress!, length: $0.count) }
         return key

@@ -43,9 +43,13 @@ public enum KeyWrapping {
                                    memoryBytes: UInt32 = SecretKeyFile.memoryBytes) -> SecretBuffer? {
         guard Sealing.ready(), salt.count == SecretKeyFile.saltSize, !password.overflowed else { return nil }
         let key = SecretBuffer(limit: SecretKeyFile.keySize)
+        // What the password check saw: PAM takes the password as a C
+        // string, so bytes after a NUL were never checked and must not
+        // make another key (the copy would then open only with them).
+        let checked = password.withBytes { bytes, count in (0..<count).first { bytes[$0] == 0 } ?? count }
         let derived = key.fill(length: SecretKeyFile.keySize) { out in
             password.withCString { text in
-                la_argon2id(out, UInt64(SecretKeyFile.keySize), text, UInt64(password.count), salt, UInt64(passes), Int(memoryBytes)) == 0
+                la_argon2id(out, UInt64(SecretKeyFile.keySize), text, UInt64(checked), salt, UInt64(passes), Int(memoryBytes)) == 0
             }
         }
         return derived ? key : nil

@@ -14,12 +14,16 @@ in a pseudo-terminal.
 import hashlib
 import os
 import shlex
+import socket
 import stat
 import subprocess
 
 import pytest
 
+from helper_wire import (CLIENT_HELLO_V4, HELLO, PROMPT_OFF, PROMPT_ON, REQUEST, SECRET, SECRET_STATUS, converse, frame,
+                         read_frame, request)
 from pamenv import ROOT, localauth_command, reseal_record
+from private_world import HELPER_PATH
 from terminal import TerminalSession
 from worlds import shared_rig, shared_world
 
@@ -134,10 +138,10 @@ def test_a_first_store_asks_the_password_and_keeps_the_secret_root_only(w):
     of them in the clear."""
     first_store(w, "git/example.org", TOKEN)
     directory = user_directory(w)
-    # The item, the key's two copies, and the marker that tells the
+    # The account it was made for, the item, the key's two copies, and the marker that tells the
     # password's copy current without Argon2id.
     assert sorted(p.name for p in directory.iterdir()) == sorted(
-        ["key.machine", "key.password", "key.password.for", item_path(w, "git/example.org").name])
+        ["account", "key.machine", "key.password", "key.password.for", item_path(w, "git/example.org").name])
     for path in [w.state / "secrets", directory, *directory.iterdir(), w.state / "secrets" / "machine.key"]:
         info = path.lstat()
         assert info.st_uid == 0 and stat.S_IMODE(info.st_mode) & 0o077 == 0, (path, oct(info.st_mode))
@@ -154,6 +158,7 @@ def test_store_then_load_with_the_finger(w, rig):
     first_store(w, "git/example.org", TOKEN)
     code, text = load_with(w, rig, "git/example.org", [MATCH])
     assert code == 0 and TOKEN in text, text
+    assert 'A program asks for your secret "git/example.org".' in text, text
     assert w.counts(UID) == (0, 0)
 
 
@@ -347,3 +352,117 @@ def test_git_credential_fill_through_the_shipped_helper(w, rig):
     finally:
         session.close()
     assert not item_path(w, "git:https://git.example.org").exists()
+
+
+# ---------------------------------------------------------------- a store killed mid-way
+
+STORE_CALLS = ("unlinkat", "openat", "write", "fsync", "fdatasync", "rename", "renameat", "renameat2")
+KILL_AT = ("unlinkat", "write", "fsync", "fdatasync", "rename", "renameat", "renameat2")
+
+
+def traced_store(w, value, trace, inject=None):
+    """`localauth secret store crash` as the user under strace, which runs
+    it as root does with `-u` (so the helper's setuid bit takes effect, as
+    in a real exec), follows into the helper, logs the calls in
+    STORE_CALLS to `trace`, and with `inject` ("CALL:N") kills the helper
+    with SIGKILL as it makes that call for the Nth time. -> exit code"""
+    strace = ["strace", "-f", "-qq", "-y", "-u", USER, "-o", str(trace), "-e", "trace=" + ",".join(STORE_CALLS)]
+    if inject:
+        call, number = inject.split(":")
+        strace += ["-e", f"inject={call}:signal=SIGKILL:when={number}"]
+    proc = subprocess.run(w.argv(*strace, localauth_command(), "secret", "store", "crash"), env=w.env(USER),
+                          input=value.encode(), capture_output=True, timeout=60, start_new_session=True)
+    return proc.returncode
+
+
+def helper_calls(trace):
+    """The helper's calls on the secrets' files, in order, each as (call,
+    its number among that process's calls of that name): where a kill can
+    land. (`-y` names each descriptor's file, so a call on the user's
+    directory or a file in it shows "/secrets/".)"""
+    seen, calls = {}, []
+    for line in trace.read_text().splitlines():
+        pid, rest = line.split(" ", 1)
+        call = rest.split("(", 1)[0].strip()
+        if call not in STORE_CALLS:
+            continue
+        seen[(pid, call)] = seen.get((pid, call), 0) + 1
+        if "/secrets/" in rest and call in KILL_AT:
+            calls.append((call, seen[(pid, call)]))
+    return calls
+
+
+def killed_on_the_secrets(trace):
+    """Whether the process that touched the secrets' files was the one SIGKILL ended."""
+    lines = trace.read_text().splitlines()
+    pids = {line.split(" ", 1)[0] for line in lines if "/secrets/" in line}
+    return any(line.split(" ", 1)[0] in pids and "+++ killed by SIGKILL" in line for line in lines)
+
+
+def test_a_store_killed_at_any_of_its_writes_leaves_the_old_or_the_new_secret(w, rig):
+    """SIGKILL to the helper at each of the calls a store makes on the
+    secrets' files (the temporary file's removal, creation, write, sync,
+    rename, the directory's sync): every time, the item loads whole, the
+    old secret or the new one, never a torn or lost one."""
+    first_store(w, "crash", "old-value")
+    trace = w.base / "trace.log"
+    assert traced_store(w, "first-new-value", trace) == 0, trace.read_text()[-2000:]
+    calls = helper_calls(trace)
+    kinds = {call for call, _ in calls}
+    assert {"write", "fsync"} <= kinds and kinds & {"rename", "renameat", "renameat2"}, calls
+    expected = "first-new-value"
+    for index, (call, number) in enumerate(calls):
+        value = f"value-{index}"
+        injected = w.base / f"trace-{index}.log"
+        code = traced_store(w, value, injected, inject=f"{call}:{number}")
+        assert code != 0 and killed_on_the_secrets(injected), (call, number, injected.read_text()[-1500:])
+        code, text = load_with(w, rig, "crash", [MATCH])
+        assert code == 0, (call, number, text)
+        assert expected in text or value in text, (call, number, expected, value, text)
+        expected = value if value in text else expected
+    assert w.counts(UID) == (0, 0)
+
+
+# ---------------------------------------------------------------- a client of its own
+
+def raw_load(w, item, **fields):
+    """A secret-load from a client of its own (the helper's frames, no
+    terminal, the presentation it likes): -> (messages, status byte or
+    None, whether a SECRET came, the RESULT)."""
+    mine, theirs = socket.socketpair()
+    proc = subprocess.Popen(w.argv(HELPER_PATH, uid=UID), stdin=theirs, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=w.env(USER))
+    theirs.close()
+    status, secret = None, False
+
+    def seen(kind, payload):
+        nonlocal status, secret
+        if kind == SECRET_STATUS:
+            status = payload[0]
+        secret = secret or kind == SECRET
+
+    try:
+        mine.sendall(frame(HELLO, CLIENT_HELLO_V4))
+        assert read_frame(mine)[0] == HELLO
+        mine.sendall(frame(REQUEST, request(service="localauth-app", action="secret-load", item=item, **fields)))
+        messages, result = converse(mine, [PASSWORD], timeout=30, on_frame=seen)
+    finally:
+        mine.close()
+        proc.wait(timeout=30)
+    return messages, status, secret, result
+
+
+def test_a_client_of_its_own_gets_apples_sheet_and_the_secrets_name(w, rig):
+    """Whatever mode the caller asks (`mode=password`, `keys=client`), a
+    load is Apple's sheet: the reader first, so a biometry-then-password
+    item is not released by the password while the finger works; and the
+    instruction names the secret, whatever reason the caller wrote."""
+    first_store(w, "then-pw", "t-secret")
+    assert store(w, "then-pw", "t-secret", access="biometry-then-password") == (0, "")
+    rig.feed([MATCH])
+    messages, status, secret, result = raw_load(w, "then-pw", mode="password", reason="Harmless")
+    rig.feed_wait(timeout=30)
+    texts = [text for _, text in messages]
+    assert not any(kind in (PROMPT_OFF, PROMPT_ON) for kind, _ in messages), messages
+    assert any('Harmless (it opens your secret "then-pw")' in text for text in texts), texts
+    assert status == 0 and secret and result["method"] == 1, (status, result)

@@ -8,10 +8,12 @@ TEXT_INFO, ERROR_TEXT, PROMPT_OFF, PROMPT_ON = 0x10, 0x11, 0x12, 0x13
 FALLBACK_OFFERED = 0x14                 # version 2
 REPLY, NO_ANSWER, CANCEL, USER_CANCEL, USER_FALLBACK = 0x20, 0x21, 0x22, 0x23, 0x24
 PASSWORD_TYPED = 0x25                   # version 3, after a REQUEST with keys=client
+SECRET, ITEM_NAME, SECRET_STATUS = 0x26, 0x32, 0x33   # version 4, the secret actions
 RESULT = 0x30
 CLIENT_HELLO = b"LAH\x01"              # version 1: what most tests speak (a helper still answers it)
 CLIENT_HELLO_V2 = b"LAH\x02"           # version 2: FALLBACK_OFFERED
 CLIENT_HELLO_V3 = b"LAH\x03"           # version 3: PASSWORD_TYPED and keys=client
+CLIENT_HELLO_V4 = b"LAH\x04"           # version 4: the secret actions
 STATUS_EVALUATED, STATUS_REFUSED, STATUS_NOT_PRIVILEGED, STATUS_INTERNAL = 0, 1, 2, 3
 
 

@@ -162,4 +162,73 @@ final class SecretKeeperTests: StoreFixture {
         XCTAssertFalse(try keeper.rememberPassword(secret("a-new-password"), accountHash: Array("$y$j9T$salt$hash-two".utf8)))
         XCTAssertFalse(readFile("secrets/1001/key.password.for").map { String(decoding: $0, as: UTF8.self).contains("hash") } ?? true)
     }
+
+    /// A key file that is there but not as the store makes it (a second
+    /// link, as `cp -al` makes; another mode) is refused, never replaced:
+    /// nothing is written, and the items open again once it is mended.
+    func testAnOddKeyFileIsRefusedNeverReplaced() throws {
+        let keeper = keeper()
+        try keeper.store(secret("kept"), identifier: Array("x".utf8), requirement: .match, enrollmentDigest: digest, wallSeconds: 1,
+                         password: secret("alice-secret"))
+        let machineKey = try XCTUnwrap(readFile("secrets/machine.key"))
+        let machineCopy = try XCTUnwrap(readFile("secrets/1001/key.machine"))
+        XCTAssertEqual(link(path("secrets/machine.key"), path("machine.key.backup")), 0)
+        XCTAssertThrowsError(try keeper.keyState()) { XCTAssertEqual($0 as? ItemStore.Failure, .oddFile(Array("machine.key".utf8))) }
+        XCTAssertThrowsError(try keeper.store(secret("new"), identifier: Array("y".utf8), requirement: .match, enrollmentDigest: digest,
+                                              wallSeconds: 1)) { XCTAssertEqual($0 as? ItemStore.Failure, .oddFile(Array("machine.key".utf8))) }
+        XCTAssertEqual(readFile("secrets/machine.key"), machineKey, "not made anew")
+        unlink(path("machine.key.backup"))
+        chmod(path("secrets/1001/key.machine"), 0o644)
+        XCTAssertThrowsError(try load("x")) { XCTAssertEqual($0 as? ItemStore.Failure, .oddFile(Array("key.machine".utf8))) }
+        XCTAssertThrowsError(try keeper.store(secret("new"), identifier: Array("y".utf8), requirement: .match, enrollmentDigest: digest,
+                                              wallSeconds: 1, password: secret("alice-secret")))
+        XCTAssertEqual(readFile("secrets/1001/key.machine"), machineCopy, "not replaced by a new key")
+        chmod(path("secrets/1001/key.machine"), 0o600)
+        XCTAssertEqual(try load("x").1, "kept")
+    }
+
+    /// A uid a new account reuses: the former account's directory is moved
+    /// aside, so the new one starts with none and never opens its key; the
+    /// same account under another of its names keeps its own.
+    func testAReusedUIDStartsWithNoSecrets() throws {
+        let keeper = keeper()
+        XCTAssertNil(try keeper.items.settleOwner(Array("alice".utf8), sameAccount: { _ in false }), "nothing there: nothing to settle")
+        try keeper.store(secret("alices"), identifier: Array("x".utf8), requirement: .match, enrollmentDigest: digest, wallSeconds: 1)
+        XCTAssertNil(try keeper.items.settleOwner(Array("alice".utf8), sameAccount: { _ in false }))
+        XCTAssertEqual(readFile("secrets/1001/account"), Array("alice".utf8), "the directory is given its account")
+        XCTAssertNil(try keeper.items.settleOwner(Array("alice".utf8), sameAccount: { _ in false }))
+        XCTAssertNil(try keeper.items.settleOwner(Array("al".utf8), sameAccount: { $0 == Array("alice".utf8) }), "an alias of the account")
+        XCTAssertEqual(try keeper.items.settleOwner(Array("newbie".utf8), sameAccount: { _ in false }), Array("alice".utf8))
+        XCTAssertEqual(try keeper.items.identifiers(), [])
+        XCTAssertEqual(try keeper.keyState(), .none)
+        let aside = try FileManager.default.contentsOfDirectory(atPath: path("secrets")).filter { $0.hasPrefix("1001.former-") }
+        XCTAssertEqual(aside.count, 1)
+        XCTAssertNotNil(readFile("secrets/\(aside[0])/key.machine"), "kept for root, not deleted")
+    }
+
+    /// The password's key is derived from what the password check saw: PAM
+    /// reads a C string, so bytes after a NUL are not part of it.
+    func testBytesAfterANulAreNotPartOfThePasswordsKey() throws {
+        let keeper = keeper()
+        let typed = SecretBuffer()
+        let bytes = Array("alice-secret".utf8) + [0] + Array("junk".utf8)
+        bytes.withUnsafeBufferPointer { typed.assign(from: $0.baseAddress!, length: $0.count) }
+        try keeper.store(secret("kept"), identifier: Array("x".utf8), requirement: .matchOrPassword, enrollmentDigest: digest,
+                         wallSeconds: 1, password: typed)
+        unlink(path("secrets/machine.key"))
+        XCTAssertEqual(try load("x", password: "alice-secret").1, "kept")
+    }
+
+    /// An odd entry where a file is written (a directory at the temporary's
+    /// name or the item's) is repaired under the user's own lock, which the
+    /// writer holds: the store goes through.
+    func testAnOddEntryIsRepairedUnderTheUsersLock() throws {
+        let keeper = keeper()
+        try keeper.store(secret("one"), identifier: Array("x".utf8), requirement: .match, enrollmentDigest: digest, wallSeconds: 1)
+        let name = String(decoding: ItemStore.fileName(Array("x".utf8)), as: UTF8.self)
+        XCTAssertEqual(mkdir(path("secrets/1001/.new-\(name)"), 0o700), 0)
+        XCTAssertEqual(mkdir(path("secrets/1001/.new-\(name)/inside"), 0o700), 0)
+        try keeper.store(secret("two"), identifier: Array("x".utf8), requirement: .match, enrollmentDigest: digest, wallSeconds: 1)
+        XCTAssertEqual(try load("x").1, "two")
+    }
 }

@@ -71,6 +71,15 @@ final class SecretPolicyTests: XCTestCase {
         }
     }
 
+    func testOnlyAMatchReleasesAFingerOnlyItem() {
+        for requirement in SecretRequirement.allCases {
+            XCTAssertTrue(SecretPolicy.releases(requirement, by: .biometry), "\(requirement)")
+            XCTAssertEqual(SecretPolicy.releases(requirement, by: .passcode), requirement.policy == .owner, "\(requirement)")
+        }
+        XCTAssertFalse(SecretPolicy.releases(.match, by: .passcode))
+        XCTAssertFalse(SecretPolicy.releases(.matchOfCurrentSet, by: .passcode))
+    }
+
     func testAFingerHeldBackDoesNotStopAStore() {
         XCTAssertNil(SecretPolicy.fingerMissing(.success([1])))
         XCTAssertNil(SecretPolicy.fingerMissing(.failure(.biometryLockout)))
