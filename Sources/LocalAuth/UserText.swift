@@ -63,8 +63,8 @@ public enum UserText {
     public static var disconnected: String { "The fingerprint reader was disconnected." }
     public static var stopped: String { "The fingerprint reader stopped working." }
 
-    /// The reason: `reason=` with `%u` (user) and `%s` (service) expanded, or
-    /// a sentence naming the service and the user.
+    /// The reason: `reason=` with `%u` (user), `%s` (service) and `%%` (a
+    /// percent sign) expanded, or a sentence naming the service and the user.
     public static func reason(_ request: Request, options: Options) -> String {
         guard let reason = options.reason else {
             return "\(printableText(KnownServices.shownName(request.service), limit: 32)) needs to confirm your identity (\(printableText(request.userName, limit: 64)))."
@@ -74,6 +74,7 @@ public enum UserText {
         while index < reason.count {
             if reason[index] == 0x25, index + 1 < reason.count {
                 let code = reason[index + 1]
+                if code == 0x25 { expanded.append(0x25); index += 2; continue }
                 if code == 0x75 { expanded.append(contentsOf: request.userName.prefix(64)); index += 2; continue }
                 if code == 0x73 { expanded.append(contentsOf: request.service.prefix(32)); index += 2; continue }
             }
@@ -83,13 +84,19 @@ public enum UserText {
         return printableText(expanded, limit: 400)
     }
 
-    /// The reason of a secret's load: the caller's words, then the secret
-    /// they open, named by the helper (so the caller's text cannot hide
-    /// which of the person's secrets a touch releases).
+    /// The reason of a secret's load: the secret it opens, named by the
+    /// helper first (so that no text of the caller's, however long, can
+    /// push it out of the shown sentence), then the caller's words. A `%` of
+    /// the name is written `%%`, so that it shows as it is.
     public static func secretReason(_ callerReason: [UInt8]?, item: [UInt8]) -> [UInt8] {
-        let named = utf8Bytes("your secret \"") + utf8Bytes(printableText(item, limit: 256)) + utf8Bytes("\"")
-        guard let callerReason, !callerReason.isEmpty else { return utf8Bytes("A program asks for ") + named + utf8Bytes(".") }
-        return callerReason + utf8Bytes(" (it opens ") + named + utf8Bytes(")")
+        var name: [UInt8] = []
+        for byte in utf8Bytes(printableText(item, limit: 256)) {
+            name.append(byte)
+            if byte == 0x25 { name.append(0x25) }
+        }
+        let named = utf8Bytes("Your secret \"") + name + utf8Bytes("\"")
+        guard let callerReason, !callerReason.isEmpty else { return named + utf8Bytes(" is asked for.") }
+        return named + utf8Bytes(": ") + callerReason
     }
 
     /// The reason and where to put the finger, with the fallback hint in

@@ -14,7 +14,7 @@ extension HelperSession {
     mutating func serveSecret(_ request: HelperRequest, target: UserIdentity, scope: ScopeDecision, options: Options,
                               prompter: ChannelPrompter, _ log: inout HelperLog) -> HelperExit {
         guard state.version >= 4 else { return refuse(.badSecretRequest, &log) }
-        let keeper = SecretKeeper(items: ItemStore(stateDirectory: options.stateDir, uid: target.uid))
+        let keeper = SecretKeeper(items: ItemStore(stateDirectory: options.stateDir, uid: target.uid, accountName: target.name))
         let secret = SecretBuffer(limit: SecretItemFormat.maxSecretBytes)
         defer { secret.wipe() }
         // A store's secret follows its request at once.
@@ -37,7 +37,7 @@ extension HelperSession {
         }
         var facts = SecretFacts(action: request.action, requirement: request.access, itemPresent: false, key: .none,
                                 interactive: request.interactive)
-        var digest = currentEnrollment(userName: target.name)
+        var digest = secretBinding(userName: target.name)
         facts.enrollmentKnown = digest != nil
         do throws(ItemStore.Failure) {
             switch request.action {
@@ -120,7 +120,7 @@ extension HelperSession {
             // changed while the reader waited fails a bound item's seal.
             // One fprintd does not tell now judges nothing and deletes
             // nothing.
-            digest = currentEnrollment(userName: target.name)
+            digest = secretBinding(userName: target.name)
         }
         let bound = request.action == .secretStore ? request.access.bindsEnrollment : facts.requirement.bindsEnrollment
         if bound && digest == nil && (request.action == .secretStore || request.action == .secretLoad) {
@@ -209,8 +209,11 @@ extension HelperSession {
         // Most accounts keep no secrets: nothing to do. A former account's
         // key under a reused uid is moved aside, never re-wrapped.
         do throws(ItemStore.Failure) {
-            try keeper.items.settleOwner(userName, sameAccount: { Syscalls.lookupUser($0)?.uid == keeper.items.uid })
+            if let former = try keeper.items.settleOwner(userName, sameAccount: { Syscalls.lookupUser($0)?.uid == keeper.items.uid }) {
+                log.log(.notice, "uid \(keeper.items.uid): the secrets of a former account of this uid (\(printableText(former))) were moved aside")
+            }
         } catch {
+            log.log(.error, "uid \(keeper.items.uid): the secrets could not be read: \(storeFailureText(error))")
             return
         }
         guard (try? keeper.hasKey()) == true else { return }

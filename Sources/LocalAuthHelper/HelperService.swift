@@ -363,7 +363,8 @@ struct HelperSession {
         // The right password passed through here (a locker's unlock, an
         // app's fallback): the user's secrets key is kept openable with it.
         if outcome == .success(.passcode), let target {
-            rememberAfterVerdict(passcode, keeper: SecretKeeper(items: ItemStore(stateDirectory: options.stateDir, uid: target.uid)),
+            rememberAfterVerdict(passcode, keeper: SecretKeeper(items: ItemStore(stateDirectory: options.stateDir, uid: target.uid,
+                                                                                 accountName: target.name)),
                                  userName: target.name, &log)
         }
         return exit

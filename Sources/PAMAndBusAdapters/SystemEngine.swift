@@ -109,3 +109,17 @@ public func currentEnrollment(userName: [UInt8]) -> [UInt8]? {
     defer { sensor.close() }
     return sensor.availability(userName: userName).enrollment
 }
+
+/// The enrolled set a stored secret is bound to (`biometry-current-set`):
+/// the finger names and fprintd's print files, not the device's object
+/// path, which fprintd numbers anew when a reader comes back without any
+/// change of prints. nil unless fprintd lists enrolled fingers now (no
+/// answer, no reader, none enrolled): then nothing is judged by it.
+public func secretBinding(userName: [UInt8]) -> [UInt8]? {
+    var sensor = FprintdSensor(interruption: .none, clock: SystemClock())
+    defer { sensor.close() }
+    let described = sensor.describe(userName: userName)
+    guard case .available = described.availability, !described.fingers.isEmpty else { return nil }
+    return EnrollmentDigest.compute(device: literalBytes("localauth-secret-binding"), fingers: described.fingers, userName: userName,
+                                    printRoot: literalBytes(EnrollmentDigest.defaultPrintRoot), files: DiskPrintFiles())
+}

@@ -14,93 +14,18 @@ public struct ItemStore {
     public let uid: UInt32
     /// Owner every directory and file must have (root; the tests' own uid).
     public let trustedOwner: UInt32
-    static func wipe(_ bytes: inout [UInt8]) {
-        bytes.withUnsafeMutableBufferPointer { Syscalls.wipe($0.baseAddress!, count: $0.count) }
-    }
-
-    static var accountFileName: [UInt8] { Array("account".utf8) }
-
-    /// The account the user's directory was made for: the name in its
-    /// `account` file. A directory a former account of the same uid left
-    /// (its file names another account, which `sameAccount` does not lead
-    /// to this uid) is moved aside as `<uid>.former-<seconds>`, root's,
-    /// so that a reused uid starts with no secrets and never opens a
-    /// former account's key; a directory without the file is this
-    /// account's and is given it. Returns the former account's name when
-    /// it moved one. Every secret request calls this first.
-    @discardableResult
-    public func settleOwner(_ name: [UInt8], sameAccount: ([UInt8]) -> Bool) throws(Failure) -> [UInt8]? {
-        guard let parts = TrustedPath.parts(stateDirectory) else { throw .unsafeDirectory }
-        let state: Int32
-        do { state = try openTrustedPath(parts) } catch {
-            if error == .io(.noEntry) { return nil }
-            throw error
-        }
-        let secrets: Int32
-        do { secrets = try privateDirectory(in: state, Array("secrets".utf8), create: false) } catch {
-            Syscalls.close(state)
-            if error == .io(.noEntry) { return nil }
-            throw error
-        }
-        Syscalls.close(state)
-        defer { Syscalls.close(secrets) }
-        let own = Array(String(uid).utf8)
-        let directory: Int32
-        do { directory = try privateDirectory(in: secrets, own, create: false) } catch {
-            if error == .io(.noEntry) { return nil }
-            throw error
-        }
-        defer { Syscalls.close(directory) }
-        try lock(directory)
-        let stored = try readAccountName(directory)
-        if stored == nil {
-            defer { Syscalls.unlock(directory) }
-            try ItemStore.writeWhole(name, in: directory, as: ItemStore.accountFileName)
-            return nil
-        }
-        guard let stored, stored != name, !sameAccount(stored) else {
-            Syscalls.unlock(directory)
-            return nil
-        }
-        do throws(Errno) {
-            try Syscalls.renameWithoutReplacing(in: secrets, from: own, to: own + Array(".former-\(Syscalls.wallSeconds())".utf8))
-            try Syscalls.sync(secrets)
-        } catch {
-            Syscalls.unlock(directory)
-            throw .io(error)
-        }
-        Syscalls.unlock(directory)
-        return stored
-    }
-
-    /// The name in the user directory's `account` file; nil when there is
-    /// none. An odd one is `oddFile`.
-    func readAccountName(_ directory: Int32) throws(Failure) -> [UInt8]? {
-        let name = ItemStore.accountFileName
-        let fd: Int32
-        do { fd = try Syscalls.open(at: directory, name, .readFile) } catch {
-            if error == .noEntry { return nil }
-            throw .oddFile(name)
-        }
-        defer { Syscalls.close(fd) }
-        let facts: FileFacts
-        do throws(Errno) { facts = try Syscalls.facts(fd) } catch { throw .io(error) }
-        guard facts.isRegular, facts.owner == trustedOwner, facts.mode & 0o077 == 0, facts.links == 1, facts.size <= 256 else {
-            throw .oddFile(name)
-        }
-        let bytes: [UInt8]
-        do throws(Errno) { bytes = try Syscalls.readAll(fd, limit: 256) } catch { throw .io(error) }
-        guard !bytes.isEmpty else { throw .oddFile(name) }
-        return bytes
-    }
-
     /// How long a request waits for another's hold on the user's secrets.
     public var lockWaitMilliseconds = ItemStore.defaultLockWaitMilliseconds
+    /// The account the helper acts for: written into a user directory
+    /// before anything else is (`exclusively`), so that no directory with
+    /// secrets in it is ever without the name of its account.
+    public var accountName: [UInt8]? = nil
 
-    public init(stateDirectory: [UInt8], uid: UInt32, trustedOwner: UInt32 = 0) {
+    public init(stateDirectory: [UInt8], uid: UInt32, trustedOwner: UInt32 = 0, accountName: [UInt8]? = nil) {
         self.stateDirectory = stateDirectory
         self.uid = uid
         self.trustedOwner = trustedOwner
+        self.accountName = accountName
     }
 
     public enum Failure: Error, Equatable {
@@ -161,6 +86,10 @@ public struct ItemStore {
         }
     }
 
+    static func wipe(_ bytes: inout [UInt8]) {
+        bytes.withUnsafeMutableBufferPointer { Syscalls.wipe($0.baseAddress!, count: $0.count) }
+    }
+
     /// How long a request waits for another's hold on the user's secrets
     /// (`lockWaitMilliseconds`, which the tests shorten).
     public static let defaultLockWaitMilliseconds = 3000
@@ -172,11 +101,21 @@ public struct ItemStore {
     /// reads and writes, never across a prompt; past
     /// `lockWaitMilliseconds` this one gives up (EAGAIN).
     public func exclusively<Value>(_ body: () throws(Failure) -> Value) throws(Failure) -> Value {
-        let directory = try openUserDirectory(create: true)
-        defer { Syscalls.close(directory) }
-        try lock(directory)
-        defer { Syscalls.unlock(directory) }
-        return try body()
+        // The directory locked must still be the one at the uid's name (a
+        // former account's may have been moved aside meanwhile): the
+        // writes below reach it by that name.
+        for _ in 0..<3 {
+            let directory = try openUserDirectory(create: true)
+            defer { Syscalls.close(directory) }
+            try lock(directory)
+            defer { Syscalls.unlock(directory) }
+            guard try isAtUsersName(directory) else { continue }
+            if let accountName, try readAccountName(directory) == nil {
+                try ItemStore.writeWhole(accountName, in: directory, as: ItemStore.accountFileName)
+            }
+            return try body()
+        }
+        throw .io(.tryAgain)
     }
 
     /// flock on `fd`, tried every few milliseconds up to the bound.
@@ -242,8 +181,12 @@ public struct ItemStore {
     public func keyCopy(_ wrapping: SecretKeyWrapping) throws(Failure) -> WrappedSecretKey? {
         guard let directory = try openUserDirectoryIfPresent() else { return nil }
         defer { Syscalls.close(directory) }
-        guard let bytes = try readOwnFile(directory, ItemStore.keyCopyName(wrapping), size: SecretKeyFile.fileSize),
-              case .success(let copy) = SecretKeyFile.parse(bytes, uid: uid), copy.wrapping == wrapping else { return nil }
+        let name = ItemStore.keyCopyName(wrapping)
+        guard let bytes = try readOwnFile(directory, name, size: SecretKeyFile.fileSize) else { return nil }
+        // There but not a sound copy of this uid's (a damaged header, a
+        // version this build does not read): never taken for missing, so
+        // never replaced by a new key.
+        guard case .success(let copy) = SecretKeyFile.parse(bytes, uid: uid), copy.wrapping == wrapping else { throw .oddFile(name) }
         return copy
     }
 

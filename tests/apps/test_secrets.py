@@ -158,7 +158,7 @@ def test_store_then_load_with_the_finger(w, rig):
     first_store(w, "git/example.org", TOKEN)
     code, text = load_with(w, rig, "git/example.org", [MATCH])
     assert code == 0 and TOKEN in text, text
-    assert 'A program asks for your secret "git/example.org".' in text, text
+    assert 'Your secret "git/example.org" is asked for.' in text, text
     assert w.counts(UID) == (0, 0)
 
 
@@ -326,7 +326,7 @@ def test_git_credential_fill_through_the_shipped_helper(w, rig):
         session.close()
         rig.feed_wait(timeout=30)
     assert f"username=alice\npassword={TOKEN}\n" in session.text, session.text
-    assert "git needs your credential for https://git.example.org" in session.text
+    assert 'Your secret "git:https://git.example.org": git needs your credential for https://git.example.org' in session.text
 
     # Cancelled at the reader: git gets nothing and, its prompts off, fails.
     session = git(w, f"printf %s {shlex.quote(CREDENTIAL)} | git -c credential.helper=localauth credential fill")
@@ -464,5 +464,26 @@ def test_a_client_of_its_own_gets_apples_sheet_and_the_secrets_name(w, rig):
     rig.feed_wait(timeout=30)
     texts = [text for _, text in messages]
     assert not any(kind in (PROMPT_OFF, PROMPT_ON) for kind, _ in messages), messages
-    assert any('Harmless (it opens your secret "then-pw")' in text for text in texts), texts
+    assert any('Your secret "then-pw": Harmless' in text for text in texts), texts
     assert status == 0 and secret and result["method"] == 1, (status, result)
+
+
+def test_a_thousand_secrets_and_no_more(w):
+    """The quota, through the real helper: a user keeps 1,000 secrets of up
+    to 4 KiB; the 1,001st is refused (exit 32) with nothing written, while
+    a replacement of one kept is still taken, and a deletion makes room."""
+    first_store(w, "s0", "v" * 4096)
+    tool = shlex.quote(str(localauth_command()))
+    script = f"i=1; while [ $i -lt 1000 ]; do printf %s v$i | {tool} secret store s$i || exit 1; i=$((i+1)); done"
+    proc = subprocess.run(w.argv("/bin/sh", "-c", script, uid=UID), env=w.env(USER), capture_output=True, timeout=600,
+                          start_new_session=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert len([p for p in user_directory(w).iterdir() if p.name.endswith(".item")]) == 1000
+    code, err = store(w, "one-more", "x")
+    assert code == 32 and "1000 secrets" in err, (code, err)
+    assert not item_path(w, "one-more").exists()
+    assert store(w, "s7", "replaced") == (0, "")
+    assert run(w, "delete", "s8")[0] == 0
+    assert store(w, "one-more", "x") == (0, "")
+    code, out, _ = run(w, "list")
+    assert code == 0 and len(out.splitlines()) == 1000

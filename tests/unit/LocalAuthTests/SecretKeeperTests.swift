@@ -191,11 +191,13 @@ final class SecretKeeperTests: StoreFixture {
     /// aside, so the new one starts with none and never opens its key; the
     /// same account under another of its names keeps its own.
     func testAReusedUIDStartsWithNoSecrets() throws {
-        let keeper = keeper()
+        var items = keeper().items
+        items.accountName = Array("alice".utf8)
+        let keeper = SecretKeeper(items: items)
         XCTAssertNil(try keeper.items.settleOwner(Array("alice".utf8), sameAccount: { _ in false }), "nothing there: nothing to settle")
         try keeper.store(secret("alices"), identifier: Array("x".utf8), requirement: .match, enrollmentDigest: digest, wallSeconds: 1)
+        XCTAssertEqual(readFile("secrets/1001/account"), Array("alice".utf8), "named before anything was written into it")
         XCTAssertNil(try keeper.items.settleOwner(Array("alice".utf8), sameAccount: { _ in false }))
-        XCTAssertEqual(readFile("secrets/1001/account"), Array("alice".utf8), "the directory is given its account")
         XCTAssertNil(try keeper.items.settleOwner(Array("alice".utf8), sameAccount: { _ in false }))
         XCTAssertNil(try keeper.items.settleOwner(Array("al".utf8), sameAccount: { $0 == Array("alice".utf8) }), "an alias of the account")
         XCTAssertEqual(try keeper.items.settleOwner(Array("newbie".utf8), sameAccount: { _ in false }), Array("alice".utf8))
@@ -204,6 +206,30 @@ final class SecretKeeperTests: StoreFixture {
         let aside = try FileManager.default.contentsOfDirectory(atPath: path("secrets")).filter { $0.hasPrefix("1001.former-") }
         XCTAssertEqual(aside.count, 1)
         XCTAssertNotNil(readFile("secrets/\(aside[0])/key.machine"), "kept for root, not deleted")
+        // A directory that holds secrets and names no account cannot be
+        // told whose it is: moved aside too; an empty one is named.
+        let unnamed = self.keeper()
+        try unnamed.store(secret("whose"), identifier: Array("y".utf8), requirement: .match, enrollmentDigest: digest, wallSeconds: 1)
+        XCTAssertNotNil(try unnamed.items.settleOwner(Array("newbie".utf8), sameAccount: { _ in false }))
+        XCTAssertEqual(try unnamed.items.identifiers(), [])
+        XCTAssertEqual(mkdir(path("secrets/1001"), 0o700), 0)
+        XCTAssertNil(try unnamed.items.settleOwner(Array("newbie".utf8), sameAccount: { _ in false }))
+        XCTAssertEqual(readFile("secrets/1001/account"), Array("newbie".utf8))
+    }
+
+    /// A key copy that is there and of the right size but not one this
+    /// build reads (a damaged header) is refused, never replaced by a new key.
+    func testAKeyCopyThatDoesNotParseIsNeverReplaced() throws {
+        let keeper = keeper()
+        try keeper.store(secret("kept"), identifier: Array("x".utf8), requirement: .match, enrollmentDigest: digest, wallSeconds: 1)
+        var copy = try XCTUnwrap(readFile("secrets/1001/key.machine"))
+        copy[0] ^= 0xFF
+        let fd = open(path("secrets/1001/key.machine"), O_WRONLY | O_TRUNC)
+        XCTAssertEqual(write(fd, copy, copy.count), copy.count)
+        close(fd)
+        XCTAssertThrowsError(try keeper.store(secret("new"), identifier: Array("y".utf8), requirement: .match, enrollmentDigest: digest,
+                                              wallSeconds: 1)) { XCTAssertEqual($0 as? ItemStore.Failure, .oddFile(Array("key.machine".utf8))) }
+        XCTAssertEqual(readFile("secrets/1001/key.machine"), copy)
     }
 
     /// The password's key is derived from what the password check saw: PAM

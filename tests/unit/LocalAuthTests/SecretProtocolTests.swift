@@ -103,3 +103,22 @@ final class SecretProtocolTests: XCTestCase {
         XCTAssertNil(ResultFrame.decode(ResultFrame(status: .secretHandled, pamCode: 0, error: .userCancel).encoded()))
     }
 }
+
+/// The sentence a secret's load shows: the secret's name first, whatever
+/// the caller's reason holds or however long it grows.
+final class SecretReasonTests: XCTestCase {
+    func shown(_ callerReason: String?, item: String) -> String {
+        var options = Options()
+        options.reason = UserText.secretReason(callerReason.map { Array($0.utf8) }, item: Array(item.utf8))
+        let request = Request(scope: .inScope, userName: Array("alice".utf8), user: UserIdentity(uid: 1001, name: Array("alice".utf8)),
+                              service: Array("localauth-app".utf8), mode: .scan)
+        return UserText.reason(request, options: options)
+    }
+
+    func testTheNameComesFirstAndShowsAsItIs() {
+        XCTAssertEqual(shown(nil, item: "git/example.org"), "Your secret \"git/example.org\" is asked for.")
+        XCTAssertEqual(shown("Deploy (%u)", item: "100%sure"), "Your secret \"100%sure\": Deploy (alice)")
+        let flood = String(repeating: "%s", count: 200)
+        XCTAssertTrue(shown(flood, item: "github-token").hasPrefix("Your secret \"github-token\": localauth-app"))
+    }
+}
