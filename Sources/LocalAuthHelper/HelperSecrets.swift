@@ -28,7 +28,7 @@ extension HelperSession {
         let item = printableText(request.item)
         // A uid reused by a new account never reaches the former one's secrets.
         do throws(ItemStore.Failure) {
-            if let former = try keeper.items.settleOwner(target.name, sameAccount: { Syscalls.lookupUser($0)?.uid == target.uid }) {
+            if let former = try keeper.items.settleOwner(target.name) {
                 log.log(.notice, "uid \(target.uid): the secrets of a former account of this uid (\(printableText(former))) were moved aside")
             }
         } catch {
@@ -209,7 +209,7 @@ extension HelperSession {
         // Most accounts keep no secrets: nothing to do. A former account's
         // key under a reused uid is moved aside, never re-wrapped.
         do throws(ItemStore.Failure) {
-            if let former = try keeper.items.settleOwner(userName, sameAccount: { Syscalls.lookupUser($0)?.uid == keeper.items.uid }) {
+            if let former = try keeper.items.settleOwner(userName) {
                 log.log(.notice, "uid \(keeper.items.uid): the secrets of a former account of this uid (\(printableText(former))) were moved aside")
             }
         } catch {

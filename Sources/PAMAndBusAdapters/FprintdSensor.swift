@@ -62,6 +62,17 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
         return (availability, device, fingers)
     }
 
+    /// The user's finger names on every device fprintd has (nil for a
+    /// device that answered with an error); nil when fprintd did not
+    /// answer. What a stored secret's binding is read from: it must not
+    /// take one reader's fingers for another's.
+    public mutating func fingersOnEveryDevice(userName: [UInt8]) -> [[[UInt8]]?]? {
+        guard connect(), let bus else { return nil }
+        let reply = bus.call(destination: fprintdName, path: managerPath, interface: managerInterface, member: literalBytes("GetDevices"))
+        guard reply.succeeded, let devices = reply.message?.readStrings(limit: 256) else { return nil }
+        return devices.map { enrolledFingers(on: $0, userName) }
+    }
+
     // MARK: FingerprintSensor
 
     /// Connects: sd-bus sends its greeting at once, and the bus daemon's

@@ -113,13 +113,16 @@ public func currentEnrollment(userName: [UInt8]) -> [UInt8]? {
 /// The enrolled set a stored secret is bound to (`biometry-current-set`):
 /// the finger names and fprintd's print files, not the device's object
 /// path, which fprintd numbers anew when a reader comes back without any
-/// change of prints. nil unless fprintd lists enrolled fingers now (no
-/// answer, no reader, none enrolled): then nothing is judged by it.
+/// change of prints. nil unless fprintd answered for every device and
+/// exactly one lists enrolled fingers (no answer, a device that failed, no
+/// reader, none enrolled, two readers enrolled): then nothing is judged by
+/// it, since a wrong one would delete the item.
 public func secretBinding(userName: [UInt8]) -> [UInt8]? {
     var sensor = FprintdSensor(interruption: .none, clock: SystemClock())
     defer { sensor.close() }
-    let described = sensor.describe(userName: userName)
-    guard case .available = described.availability, !described.fingers.isEmpty else { return nil }
-    return EnrollmentDigest.compute(device: literalBytes("localauth-secret-binding"), fingers: described.fingers, userName: userName,
+    guard let lists = sensor.fingersOnEveryDevice(userName: userName), lists.allSatisfy({ $0 != nil }) else { return nil }
+    let enrolled = lists.compactMap { $0 }.filter { !$0.isEmpty }
+    guard enrolled.count == 1 else { return nil }
+    return EnrollmentDigest.compute(device: literalBytes("localauth-secret-binding"), fingers: enrolled[0], userName: userName,
                                     printRoot: literalBytes(EnrollmentDigest.defaultPrintRoot), files: DiskPrintFiles())
 }

@@ -110,7 +110,7 @@ public struct ItemStore {
             try lock(directory)
             defer { Syscalls.unlock(directory) }
             guard try isAtUsersName(directory) else { continue }
-            if let accountName, try readAccountName(directory) == nil {
+            if let accountName, !accountName.isEmpty, try readAccountName(directory) == nil {
                 try ItemStore.writeWhole(accountName, in: directory, as: ItemStore.accountFileName)
             }
             return try body()

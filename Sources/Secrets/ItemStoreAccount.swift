@@ -8,18 +8,21 @@ extension ItemStore {
     static var accountFileName: [UInt8] { Array("account".utf8) }
 
     /// The account the user's directory was made for: the name in its
-    /// `account` file. A directory a former account of the same uid left
-    /// (its file names another account, which `sameAccount` does not lead
-    /// to this uid) is moved aside as `<uid>.former-<seconds>-<inode>`, root's,
-    /// so that a reused uid starts with no secrets and never opens a
-    /// former account's key. A directory without the file is given it when
-    /// empty (a request ended between making and naming it), and moved
-    /// aside when it holds anything, since whose it is cannot be told.
-    /// Returns the former account's name (or a placeholder) when it moved
-    /// one. Every secret request calls this first; `exclusively` names a
-    /// directory it makes before writing into it.
+    /// `account` file, which must be `name` (the caller's own, as getpwuid
+    /// gives it) byte for byte. A directory of any other name is moved
+    /// aside as `<uid>.former-<seconds>-<inode>`, root's, so that a reused
+    /// uid starts with no secrets and never opens a former account's key;
+    /// no lookup of the stored name decides it (a stale or failing name
+    /// service would then adopt a former account's directory, or move the
+    /// user's own aside). A directory without the file is given it when
+    /// it holds nothing but temporaries (a request ended between making and
+    /// naming it), and moved aside when it holds anything else, since whose
+    /// it is cannot be told. Returns the former account's name (or a
+    /// placeholder) when it moved one. Every secret request calls this
+    /// first; `exclusively` names a directory it makes before writing into it.
     @discardableResult
-    public func settleOwner(_ name: [UInt8], sameAccount: ([UInt8]) -> Bool) throws(Failure) -> [UInt8]? {
+    public func settleOwner(_ name: [UInt8]) throws(Failure) -> [UInt8]? {
+        guard !name.isEmpty else { throw .unsafeDirectory }
         guard let parts = TrustedPath.parts(stateDirectory) else { throw .unsafeDirectory }
         let state: Int32
         do { state = try openTrustedPath(parts) } catch {
@@ -52,14 +55,15 @@ extension ItemStore {
             // No name: an empty directory (a request killed between making
             // it and naming it) is this account's; one that holds a key or
             // an item is nobody's it can tell, and is moved aside.
+            // (A temporary a killed write left is not a secret.)
             let entries = Syscalls.directoryEntries(at: directory, Array(".".utf8), limit: 8) ?? [(name: [0x3F], isDirectory: false)]
-            if entries.isEmpty {
+            if entries.allSatisfy({ $0.name.starts(with: ItemStore.temporaryPrefix) }) {
                 defer { Syscalls.unlock(directory) }
                 try ItemStore.writeWhole(name, in: directory, as: ItemStore.accountFileName)
                 return nil
             }
         }
-        if let stored, stored == name || sameAccount(stored) {
+        if let stored, stored == name {
             Syscalls.unlock(directory)
             return nil
         }

@@ -194,13 +194,12 @@ final class SecretKeeperTests: StoreFixture {
         var items = keeper().items
         items.accountName = Array("alice".utf8)
         let keeper = SecretKeeper(items: items)
-        XCTAssertNil(try keeper.items.settleOwner(Array("alice".utf8), sameAccount: { _ in false }), "nothing there: nothing to settle")
+        XCTAssertNil(try keeper.items.settleOwner(Array("alice".utf8)), "nothing there: nothing to settle")
         try keeper.store(secret("alices"), identifier: Array("x".utf8), requirement: .match, enrollmentDigest: digest, wallSeconds: 1)
         XCTAssertEqual(readFile("secrets/1001/account"), Array("alice".utf8), "named before anything was written into it")
-        XCTAssertNil(try keeper.items.settleOwner(Array("alice".utf8), sameAccount: { _ in false }))
-        XCTAssertNil(try keeper.items.settleOwner(Array("alice".utf8), sameAccount: { _ in false }))
-        XCTAssertNil(try keeper.items.settleOwner(Array("al".utf8), sameAccount: { $0 == Array("alice".utf8) }), "an alias of the account")
-        XCTAssertEqual(try keeper.items.settleOwner(Array("newbie".utf8), sameAccount: { _ in false }), Array("alice".utf8))
+        XCTAssertNil(try keeper.items.settleOwner(Array("alice".utf8)))
+        XCTAssertNil(try keeper.items.settleOwner(Array("alice".utf8)))
+        XCTAssertEqual(try keeper.items.settleOwner(Array("newbie".utf8)), Array("alice".utf8))
         XCTAssertEqual(try keeper.items.identifiers(), [])
         XCTAssertEqual(try keeper.keyState(), .none)
         let aside = try FileManager.default.contentsOfDirectory(atPath: path("secrets")).filter { $0.hasPrefix("1001.former-") }
@@ -210,11 +209,17 @@ final class SecretKeeperTests: StoreFixture {
         // told whose it is: moved aside too; an empty one is named.
         let unnamed = self.keeper()
         try unnamed.store(secret("whose"), identifier: Array("y".utf8), requirement: .match, enrollmentDigest: digest, wallSeconds: 1)
-        XCTAssertNotNil(try unnamed.items.settleOwner(Array("newbie".utf8), sameAccount: { _ in false }))
+        XCTAssertNotNil(try unnamed.items.settleOwner(Array("newbie".utf8)))
         XCTAssertEqual(try unnamed.items.identifiers(), [])
         XCTAssertEqual(mkdir(path("secrets/1001"), 0o700), 0)
-        XCTAssertNil(try unnamed.items.settleOwner(Array("newbie".utf8), sameAccount: { _ in false }))
+        let fd = open(path("secrets/1001/.new-account"), O_WRONLY | O_CREAT, 0o600)
+        close(fd)
+        XCTAssertNil(try unnamed.items.settleOwner(Array("newbie".utf8)), "nothing but a killed write's temporary: named, not moved")
         XCTAssertEqual(readFile("secrets/1001/account"), Array("newbie".utf8))
+        // Only the very name is the account's: no name service decides it
+        // (a stale cache would adopt a former account's directory).
+        XCTAssertNotNil(try unnamed.items.settleOwner(Array("newbie@example.org".utf8)))
+        XCTAssertThrowsError(try unnamed.items.settleOwner([]))
     }
 
     /// A key copy that is there and of the right size but not one this
