@@ -37,7 +37,7 @@ public struct HelperClient<Conversation: Prompter> {
         let verdict = run(request, path: path, control: control, interrupt: interrupt, choice: choice)
         guard let result = lastResult else { return .helper(verdict) }
         let read = SecretVerdict(status: secretStatus, result: result)
-        if case .done = read, request.action == .secretLoad, incomingSecret?.isEmpty ?? true, !receivedSecret {
+        if case .done = read, request.action == .secretLoad, !receivedSecret {
             return .helper(.failed("it released no secret"))
         }
         if case .done = read {} else { incomingSecret?.wipe() }

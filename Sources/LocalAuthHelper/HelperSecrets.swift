@@ -27,18 +27,16 @@ extension HelperSession {
         }
         let item = printableText(request.item)
         // A uid reused by a new account never reaches the former one's secrets.
-        do throws(ItemStore.Failure) {
-            if let former = try keeper.items.settleOwner(target.name) {
-                log.log(.notice, "uid \(target.uid): the secrets of a former account of this uid (\(printableText(former))) were moved aside")
-            }
-        } catch {
-            log.log(.error, "uid \(target.uid): the secrets could not be read: \(storeFailureText(error))")
-            return finishSecret(.storeFailed, outcome: nil, &log)
-        }
+        guard settle(keeper, userName: target.name, &log) else { return finishSecret(.storeFailed, outcome: nil, &log) }
         var facts = SecretFacts(action: request.action, requirement: request.access, itemPresent: false, key: .none,
                                 interactive: request.interactive)
-        var digest = secretBinding(userName: target.name)
-        facts.enrollmentKnown = digest != nil
+        // The enrolled set is asked of fprintd only for an item bound to it
+        // (nothing else reads it): a store of one, or a load of one.
+        var digest: [UInt8]? = nil
+        func readBinding() {
+            digest = secretBinding(userName: target.name)
+            facts.enrollmentKnown = digest != nil
+        }
         do throws(ItemStore.Failure) {
             switch request.action {
             case .secretLoad:
@@ -49,6 +47,7 @@ extension HelperSession {
                     log.log(.error, "uid \(target.uid): the secret \(item) is not a sound item; it is kept as it is")
                     return finishSecret(.storeFailed, outcome: nil, &log)
                 }
+                if facts.requirement.bindsEnrollment { readBinding() }
                 if facts.itemPresent { facts.key = try keeper.keyState() }
                 // Whether it opens now, before anything is asked: an item
                 // bound to fingers that changed is deleted unasked. Never
@@ -68,6 +67,7 @@ extension HelperSession {
                     }
                 }
             case .secretStore:
+                if request.access.bindsEnrollment { readBinding() }
                 facts.key = try keeper.keyState()
                 if request.access.needsEnrolledFinger {
                     var preflight = makeSystemEngine(options, RequestFacts(mode: .prompt, channel: channel.fd), prompter: prompter, log: log)
@@ -120,10 +120,9 @@ extension HelperSession {
             // changed while the reader waited fails a bound item's seal.
             // One fprintd does not tell now judges nothing and deletes
             // nothing.
-            digest = secretBinding(userName: target.name)
+            if facts.requirement.bindsEnrollment { readBinding() }
         }
-        let bound = request.action == .secretStore ? request.access.bindsEnrollment : facts.requirement.bindsEnrollment
-        if bound && digest == nil && (request.action == .secretStore || request.action == .secretLoad) {
+        if facts.requirement.bindsEnrollment && digest == nil && (request.action == .secretStore || request.action == .secretLoad) {
             log.log(.notice, "uid \(target.uid): fprintd did not say which fingers are enrolled; the secret \(item) is left as it is")
             return finishSecret(.denied, outcome: .failure(.biometryNotAvailable), &log)
         }
@@ -208,15 +207,7 @@ extension HelperSession {
         defer { password.wipe() }
         // Most accounts keep no secrets: nothing to do. A former account's
         // key under a reused uid is moved aside, never re-wrapped.
-        do throws(ItemStore.Failure) {
-            if let former = try keeper.items.settleOwner(userName) {
-                log.log(.notice, "uid \(keeper.items.uid): the secrets of a former account of this uid (\(printableText(former))) were moved aside")
-            }
-        } catch {
-            log.log(.error, "uid \(keeper.items.uid): the secrets could not be read: \(storeFailureText(error))")
-            return
-        }
-        guard (try? keeper.hasKey()) == true else { return }
+        guard settle(keeper, userName: userName, &log), (try? keeper.hasKey()) == true else { return }
         channel.close()
         var accountHash = Syscalls.accountPasswordHash(userName)
         defer { accountHash?.withUnsafeMutableBufferPointer { Syscalls.wipe($0.baseAddress!, count: $0.count) } }
@@ -226,6 +217,21 @@ extension HelperSession {
             }
         } catch {
             log.log(.error, "uid \(keeper.items.uid): the secrets key's copies could not be brought up to date: \(storeFailureText(error))")
+        }
+    }
+}
+
+extension HelperSession {
+    /// `ItemStore.settleOwner`, logged: false when the store cannot be read.
+    func settle(_ keeper: SecretKeeper, userName: [UInt8], _ log: inout HelperLog) -> Bool {
+        do throws(ItemStore.Failure) {
+            if let former = try keeper.items.settleOwner(userName) {
+                log.log(.notice, "uid \(keeper.items.uid): the secrets of a former account of this uid (\(printableText(former))) were moved aside")
+            }
+            return true
+        } catch {
+            log.log(.error, "uid \(keeper.items.uid): the secrets could not be read: \(storeFailureText(error))")
+            return false
         }
     }
 }

@@ -102,11 +102,10 @@ def load_with(w, rig, name, feed, uid=UID, user=USER):
     return code, text
 
 
-def load_asking_the_password(w, name):
-    """A load whose evaluation asks the password alone (no finger can be
-    used, or only the password opens the key): typed at the prompt. ->
-    what the terminal showed, once the load exited 0."""
-    session = terminal(w, secret_command("load", name) + "; code=$?; echo; echo exit=$code")
+def password_typed(session):
+    """The session asks the password alone; it is typed, and the command
+    ends with exit 0 (its shell line echoes exit=CODE). -> what the
+    terminal showed, which never holds the password."""
     try:
         session.expect("Enter Password")
         session.send(PASSWORD + "\r")
@@ -115,6 +114,12 @@ def load_asking_the_password(w, name):
         session.close()
     assert PASSWORD not in session.text
     return session.text
+
+
+def load_asking_the_password(w, name):
+    """A load whose evaluation asks the password alone (no finger can be
+    used, or only the password opens the key). -> what the terminal showed."""
+    return password_typed(terminal(w, secret_command("load", name) + "; code=$?; echo; echo exit=$code"))
 
 
 def user_directory(w, uid=UID):
@@ -309,13 +314,7 @@ def test_git_credential_fill_through_the_shipped_helper(w, rig):
     without the touch, or for another user, git gets nothing; `reject`
     deletes it."""
     given = CREDENTIAL + "username=alice\npassword=" + TOKEN + "\n"
-    session = git(w, f"printf %s {shlex.quote(given)} | git -c credential.helper=localauth credential approve")
-    try:
-        session.expect("Enter Password")
-        session.send(PASSWORD + "\r")
-        session.expect("exit=0")
-    finally:
-        session.close()
+    password_typed(git(w, f"printf %s {shlex.quote(given)} | git -c credential.helper=localauth credential approve"))
     assert item_path(w, "git:https://git.example.org").exists()
 
     rig.feed([MATCH])
