@@ -255,6 +255,7 @@ def test_helper_without_privilege_says_so_and_decides_nothing(w):
     ("oversized", PAM_SYSTEM_ERR, "oversized frame"),
     ("unknown", PAM_SYSTEM_ERR, "unknown frame type"),
     ("nomethod", PAM_SYSTEM_ERR, "malformed RESULT"),
+    ("secrethandled", PAM_SYSTEM_ERR, "it answered a secret action"),
     ("truncated", PAM_SYSTEM_ERR, "truncated frame"),
     ("success-exit1", PAM_SUCCESS, None),
 ])

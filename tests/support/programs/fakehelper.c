@@ -73,6 +73,8 @@ int main(int argc, char **argv) {
     /* status evaluated, PAM 0, no error, method biometry, no delay */
     static const uint8_t success[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0};
     static const uint8_t no_method[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    /* status 4 (a secret action handled), PAM 0: well-formed, and no grant for a PAM prompt */
+    static const uint8_t secret_handled[] = {4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     if (!strcmp(mode, "exit0")) return 0;
     if (!strcmp(mode, "silent")) return until_closed();
     if (!strcmp(mode, "forged")) { frame(0x30, success, sizeof success); return until_closed(); }
@@ -88,6 +90,7 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "oversized")) { uint8_t header[5] = {0x10, 0, 0x10, 0, 0}; put(header, 5); return until_closed(); }
     if (!strcmp(mode, "unknown")) { frame(0x7E, success, sizeof success); return until_closed(); }
     if (!strcmp(mode, "nomethod")) { frame(0x30, no_method, sizeof no_method); return until_closed(); }
+    if (!strcmp(mode, "secrethandled")) { frame(0x30, secret_handled, sizeof secret_handled); return until_closed(); }
     if (!strcmp(mode, "truncated")) { uint8_t header[5] = {0x30, 0, 0, 0, 11}; put(header, 5); put(success, 5); return 0; }
     if (!strcmp(mode, "success-exit1")) { frame(0x30, success, sizeof success); return 1; }
     return 7;
