@@ -434,10 +434,13 @@ def test_the_callers_process_limit_counts_the_helpers_it_leaves(w):
     """The review's flood: a user limited to 40 processes opened 409 helpers
     at once, none reaped (they were root's, so the limit did not count
     them). Now each one the user leaves is one of the user's processes: the
-    kernel refuses the start past the limit."""
+    kernel refuses the start past the limit. The flood itself is one of
+    the 40; a helper closes its socket while still root's and becomes the
+    caller's a moment later, so the start that follows may find one slot
+    more: 40 helpers is the most, never more."""
     with flood(w, 100, nproc=40) as report:
         started = [o for o in report["outcomes"] if not o.startswith("cannot start")]
-        assert 0 < len(started) < 40, report
+        assert 0 < len(started) <= 40, report
         assert report["outcomes"][-1] == "cannot start: EAGAIN", report
         mine = [owner for pid, owner in unreaped_helpers() if pid in report["pids"]]
         assert mine == [UID] * len(started), mine
