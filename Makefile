@@ -49,7 +49,7 @@ ENTRY_SOURCES := $(wildcard Sources/PAMModule/*.swift)
 HELPER_SOURCES := $(wildcard Sources/LocalAuthHelper/*.swift)
 SECRETS_SOURCES := $(wildcard Sources/Secrets/*.swift)
 HELPER_OBJECTS := $(BUILD)/LocalAuthHelper.o $(BUILD)/libc_shim.o $(BUILD)/system_shim.o \
-	$(BUILD)/LocalAuth.o $(BUILD)/LibcSystem.o $(BUILD)/PAMAndBusAdapters.o $(BUILD)/Secrets.o
+	$(BUILD)/LocalAuth.o $(BUILD)/LibcSystem.o $(BUILD)/PAMAndBusAdapters.o $(BUILD)/Secrets.o $(BUILD)/tpm_seal.o
 # The secrets' crypto is libsodium's, linked into the helper only (never the module).
 LIBS_HELPER := $(LIBS_MODULE) -lsodium
 LDFLAGS_HELPER := -pie $(LDFLAGS_COMMON)
@@ -113,21 +113,27 @@ $(BUILD)/system_shim.o: Sources/CPAMAndBus/system_shim.c $(C_HEADERS)
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS_MODULE) -c $< -o $@
 
+$(BUILD)/tpm_seal.o: Sources/CTPM/tpm_seal.c $(wildcard Sources/CTPM/include/*)
+	@mkdir -p $(BUILD)
+	$(CC) $(CFLAGS_MODULE) -I Sources/CTPM/include -c $< -o $@
+
 $(BUILD)/pam_localauth.so: $(MODULE_OBJECTS) Sources/PAMModuleExports/pam_localauth.map
 	$(CC) $(LDFLAGS_MODULE) -o $@.tmp $(MODULE_OBJECTS) $(LIBS_MODULE)
 	strip --strip-unneeded $@.tmp
 	mv -f $@.tmp $@  # a new inode: processes that have the old module mapped keep it
 
-# The stored secrets, over libsodium: the helper's alone.
-$(BUILD)/Secrets.o: $(SECRETS_SOURCES) $(BUILD)/LibcSystem.o $(BUILD)/LocalAuth.o $(wildcard Sources/CSodium/include/*)
-	$(SWIFTC) $(EMBEDDED_FLAGS) -I Sources/CSodium/include -module-name Secrets -emit-module \
+# The stored secrets, over libsodium, and the machine key's TPM seal (tpm2-tss,
+# loaded with dlopen when first needed: nothing to link): the helper's alone.
+$(BUILD)/Secrets.o: $(SECRETS_SOURCES) $(BUILD)/LibcSystem.o $(BUILD)/LocalAuth.o $(wildcard Sources/CSodium/include/*) \
+		$(wildcard Sources/CTPM/include/*)
+	$(SWIFTC) $(EMBEDDED_FLAGS) -I Sources/CSodium/include -I Sources/CTPM/include -module-name Secrets -emit-module \
 		-emit-module-path $(MODULES)/Secrets.swiftmodule -c $(SECRETS_SOURCES) -o $@
 	@touch $@
 
 # The setuid helper: Embedded Swift over the same library and adapters as
 # the module, and the secrets, linked as a position-independent executable.
 $(BUILD)/LocalAuthHelper.o: $(HELPER_SOURCES) $(BUILD)/PAMAndBusAdapters.o $(BUILD)/LibcSystem.o $(BUILD)/LocalAuth.o $(BUILD)/Secrets.o
-	$(SWIFTC) $(EMBEDDED_PROGRAM_FLAGS) -I Sources/CSodium/include -module-name LocalAuthHelper -c $(HELPER_SOURCES) -o $@
+	$(SWIFTC) $(EMBEDDED_PROGRAM_FLAGS) -I Sources/CSodium/include -I Sources/CTPM/include -module-name LocalAuthHelper -c $(HELPER_SOURCES) -o $@
 	@touch $@
 
 $(BUILD)/localauth-helper: $(HELPER_OBJECTS)
@@ -208,7 +214,7 @@ test: unit-test integration-test release-test check-quick
 # on Debian 13; `make test-releases` runs what does not fit in CI.
 RELEASE ?= trixie
 RELEASE_TIER := tests/programs/test_real_programs.py tests/programs/test_doas.py tests/programs/test_lockers.py \
-	tests/programs/test_plasma6_lockscreen.py \
+	tests/programs/test_plasma6_lockscreen.py tests/apps/test_secrets_tpm.py \
 	tests/desktop/test_polkit.py tests/desktop/test_gnome.py tests/desktop/test_display_managers.py \
 	tests/package/test_package.py
 .PHONY: release-test test-releases

@@ -27,6 +27,8 @@ let package = Package(
         .target(name: "CPAMAndBus", path: "Sources/CPAMAndBus", cSettings: strictC),
         // libsodium: only the secrets use it (never the PAM module).
         .target(name: "CSodium", path: "Sources/CSodium", cSettings: strictC),
+        // tpm2-tss, loaded when first needed: the machine key's seal (the secrets only).
+        .target(name: "CTPM", path: "Sources/CTPM", cSettings: strictC),
         // The policy library: pure (the compiler enforces it: no C but CMemory).
         .target(name: "LocalAuth", dependencies: ["CMemory"], path: "Sources/LocalAuth", swiftSettings: strict),
         // The system layer: system calls, the state store, trusted files, the helper's client.
@@ -39,7 +41,7 @@ let package = Package(
         .target(name: "LocalAuthentication", dependencies: ["LocalAuth", "LibcSystem", "LocalAuthTerminal"], path: "Sources/LocalAuthentication", swiftSettings: strict),
         .target(name: "StackLint", dependencies: ["LocalAuth"], path: "Sources/StackLint", swiftSettings: strict),
         // Stored secrets: the seal (libsodium) around the policy library's item format.
-        .target(name: "Secrets", dependencies: ["LocalAuth", "LibcSystem", "CSodium"], path: "Sources/Secrets", swiftSettings: strict),
+        .target(name: "Secrets", dependencies: ["LocalAuth", "LibcSystem", "CSodium", "CTPM"], path: "Sources/Secrets", swiftSettings: strict),
         .target(name: "LocalAuthCLI", dependencies: ["LocalAuth", "LibcSystem", "LocalAuthTerminal", "PAMAndBusAdapters", "StackLint"], path: "Sources/LocalAuthCLI",
                 swiftSettings: strict),
         // The setuid helper (type-checked here; installed as Embedded Swift, like the module).

@@ -14,6 +14,7 @@ build=(
     make gcc binutils pkg-config util-linux
     libpam0g-dev libsystemd-dev          # the module's C libraries
     libsodium-dev                        # the stored secrets' seal (the helper's, never the module's)
+    libtss2-dev                          # the TPM's headers (the helper loads tpm2-tss when it seals)
     dpkg-dev                             # make deb: dpkg-shlibdeps, dpkg-parsechangelog
 )
 packages=(
@@ -23,6 +24,7 @@ packages=(
     pamtester python3 python3-pytest openssl dbus-bin  # test drivers
     valgrind strace                      # the benchmark's instruction counts and breakdown
     libfaketime                          # a wall clock moved for one prompt (it must decide nothing)
+    swtpm tpm2-tools                     # a software TPM the secrets' machine key is sealed to, and its clear
     sudo login passwd git                # the real programs of the end-to-end tests (git: the credential helper)
     fprintd libfprint-2-2 dbus-daemon python3-dbusmock python3-gi python3-dbus  # the virtual-sensor rig
     libpam-fprintd                       # the reference the tests and benchmark compare with
@@ -49,7 +51,7 @@ release_packages() {
     for package in "${packages[@]}"; do
         case "$package" in
         # Building, and the tools that run on the host only.
-        gcc|binutils|pkg-config|libpam0g-dev|libsystemd-dev|libsodium-dev|dpkg-dev|libpolkit-agent-1-dev|valgrind|mmdebstrap) ;;
+        gcc|binutils|pkg-config|libpam0g-dev|libsystemd-dev|libsodium-dev|libtss2-dev|dpkg-dev|libpolkit-agent-1-dev|valgrind|mmdebstrap) ;;
         # Plasma 5's greeter is gone after Debian 12 (Plasma 6's below).
         libkscreenlocker5|qml-module-org-kde-kquickcontrolsaddons) ;;
         # Debian 13's archive has no Cinnamon, whose settings

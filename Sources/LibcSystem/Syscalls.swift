@@ -286,6 +286,13 @@ public enum Syscalls {
                          device: UInt64(info.st_dev), inode: UInt64(info.st_ino), links: UInt64(info.st_nlink))
     }
 
+    /// Whether something is at `path` (links followed): a device node's
+    /// presence, never a file's trust.
+    public static func pathExists(_ path: [UInt8]) -> Bool {
+        var info = stat()
+        return withCString(path) { pointer in fstatat(AT_FDCWD, pointer, &info, 0) } == 0
+    }
+
     /// Creates the directory `name` below `directory` with `mode`.
     public static func makeDirectory(at directory: Int32, _ name: [UInt8], mode: UInt32) throws(Errno) {
         let result = withCString(name) { pointer in

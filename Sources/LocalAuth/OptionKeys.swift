@@ -41,6 +41,8 @@ public enum OptionValueKind: Equatable, Sendable {
     case mode
     /// `N:duration` steps.
     case backoff
+    /// `auto`, `off`, a device path or `swtpm:PORT` (`TPMChoice`).
+    case tpm
 }
 
 /// One option key.
@@ -49,7 +51,7 @@ public enum OptionKey: CaseIterable, Sendable {
     case instructionInPrompt, passcodeService, passcodeBackoff, maxBackoff, evenDenyRoot, passcodeAfterBoot
     case unlockInterval, passcodeInterval, fingerprintInterval, lockerServices, passwordServices, skipWhenLidClosed, answerTimeout
     case userManagerStandIn
-    case stateDir, debug, silent, authsucc, conf
+    case stateDir, debug, silent, authsucc, conf, tpm
 
     /// The name an administrator writes.
     public var name: StaticString {
@@ -83,6 +85,7 @@ public enum OptionKey: CaseIterable, Sendable {
         case .silent: "silent"
         case .authsucc: "authsucc"
         case .conf: "conf"
+        case .tpm: "tpm"
         }
     }
 
@@ -104,6 +107,7 @@ public enum OptionKey: CaseIterable, Sendable {
         case .passcodeService: .serviceName
         case .passcodeBackoff: .backoff
         case .stateDir, .conf: .path
+        case .tpm: .tpm
         case .instructionInPrompt, .evenDenyRoot, .passcodeAfterBoot, .skipWhenLidClosed, .userManagerStandIn, .debug, .silent,
              .authsucc: .flag
         }
@@ -115,7 +119,7 @@ public enum OptionKey: CaseIterable, Sendable {
         switch self {
         case .policy, .services, .timeout, .fallbackTitle, .cancelTitle, .reason, .instructionInPrompt, .silent, .mode:
             [.stackLine, .configFile, .presentation]
-        case .answerTimeout: .configFile
+        case .answerTimeout, .tpm: .configFile
         case .authsucc, .conf: .stackLine
         default: .administrator
         }
@@ -157,6 +161,7 @@ public enum OptionValue: Equatable {
     case policy(EvaluationPolicy)
     case mode(InteractionMode?)
     case backoff([BackoffStep])
+    case tpm(TPMChoice)
 }
 
 extension Options {
@@ -192,6 +197,7 @@ extension Options {
         case .silent: .flag(silent)
         case .authsucc: .flag(authsucc)
         case .conf: .optionalBytes(configPath)
+        case .tpm: .tpm(tpm)
         }
     }
 
@@ -228,6 +234,7 @@ extension Options {
         case (.silent, .flag(let new)): silent = new
         case (.authsucc, .flag(let new)): authsucc = new
         case (.conf, .bytes(let new)): configPath = new
+        case (.tpm, .tpm(let new)): tpm = new
         default: break
         }
     }
@@ -249,6 +256,7 @@ extension Options {
         case .policy(let policy): return utf8Bytes(policy.name)
         case .mode(let mode): return mode.map { literalBytes($0.name) }
         case .backoff: return nil
+        case .tpm(let choice): return choice.name
         }
     }
 

@@ -120,6 +120,8 @@ public struct Options: Equatable {
     public var authsucc = false
     /// `conf=`: another configuration file (module arguments only).
     public var configPath: [UInt8]? = nil
+    /// What seals the secrets' machine key (the configuration file's alone).
+    public var tpm: TPMChoice = .auto
 
     public static let defaultConfigPath: StaticString = "/etc/security/localauth.conf"
     /// Every known service (Services.swift).
@@ -311,6 +313,7 @@ func parseValue(_ value: ArraySlice<UInt8>, as kind: OptionValueKind) -> OptionV
     case .number: return parseDecimal(value, limit: 1_000_000).map { .number($0) }
     case .duration: return parseDuration(value).map { .number($0) }
     case .backoff: return parseBackoff(value).map { .backoff($0) }
+    case .tpm: return TPMChoice(name: value).map { .tpm($0) }
     case .text(let maxLength, let mayBeEmpty):
         return (mayBeEmpty || !value.isEmpty) && isDisplayText(value, maxLength: maxLength) ? .bytes(Array(value)) : nil
     case .path: return isSafeAbsolutePath(value) ? .bytes(Array(value)) : nil
@@ -332,6 +335,7 @@ extension OptionValueKind {
         case .policy: "expected owner or biometrics"
         case .mode: "expected terminal, prompt, scan or password"
         case .backoff: "expected N:duration steps such as 5:1m,6:5m"
+        case .tpm: "expected auto, off, a device path or swtpm:PORT"
         }
     }
 }

@@ -35,6 +35,9 @@ struct StatusReport {
     /// Where the counting goes on while the state directory's filesystem
     /// is read-only (RuntimeCounting); nil while it counts on disk.
     var runtimeCounting: String? = nil
+    /// What protects the stored secrets' machine key: `tpm` or `file`, and
+    /// the sentence.
+    var secretsKey: (kind: String, text: String) = ("file", "")
 }
 
 func statusCommand(_ arguments: Arguments) throws -> ExitCode {
@@ -92,12 +95,15 @@ func statusReport(user: UserIdentity, _ configuration: LoadedConfiguration) -> S
     let rows = configurationRows(options).map { key, value in
         (key, value, configuration.keysFromFile.contains(key) ? printableText(configuration.path) : "default")
     }
+    let tpmUse = TPMUse(options.tpm, deviceExists: options.tpm == .auto && Syscalls.pathExists(literalBytes(TPMChoice.defaultDevice)))
+    let protection = MachineKeyPolicy.protection(options.tpm, use: tpmUse)
     return StatusReport(user: user, availability: availability, device: sensor.device, fingers: sensor.fingers, domainState: domainState,
                         readable: inspection != nil, recordStatus: recordStatus, damage: damage, record: record,
                         fingerprintFailures: fingerprintFailures, lockout: options.lockout, locked: locked, lockReason: lockReason,
                         remainingBackoffMilliseconds: inspection?.remainingBackoffMilliseconds ?? 0,
                         passcodeRequirement: requirement, seat: seat, touchDenial: denial, configuration: rows,
-                        problems: configuration.problems, runtimeCounting: runtimeCounting)
+                        problems: configuration.problems, runtimeCounting: runtimeCounting,
+                        secretsKey: (literalText(protection.kind), protection.text))
 }
 
 func statusJSON(_ report: StatusReport) -> String {
@@ -175,6 +181,11 @@ func statusJSON(_ report: StatusReport) -> String {
                 }
             }
         }
+        json.key("secrets_key")
+        json.object {
+            json.field("protection", report.secretsKey.kind)
+            json.field("text", report.secretsKey.text)
+        }
         json.key("config")
         json.array {
             for (key, value, source) in report.configuration {
@@ -226,6 +237,7 @@ func statusText(_ report: StatusReport) -> String {
         }
     }
     lines.append(seatText(report.seat, denial: report.touchDenial))
+    lines.append("secrets key: \(report.secretsKey.text)")
     lines.append("configuration:")
     for (key, value, source) in report.configuration { lines.append("  \(key) = \(value)  (\(source))") }
     for problem in report.problems { lines.append("  note: \(problem)") }

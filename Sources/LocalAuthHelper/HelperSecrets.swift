@@ -14,9 +14,12 @@ extension HelperSession {
     mutating func serveSecret(_ request: HelperRequest, target: UserIdentity, scope: ScopeDecision, options: Options,
                               prompter: ChannelPrompter, _ log: inout HelperLog) -> HelperExit {
         guard state.version >= 4 else { return refuse(.badSecretRequest, &log) }
-        let keeper = SecretKeeper(items: ItemStore(stateDirectory: options.stateDir, uid: target.uid, accountName: target.name))
+        let keeper = SecretKeeper(items: ItemStore(stateDirectory: options.stateDir, uid: target.uid, accountName: target.name, tpm: options.tpm))
         let secret = SecretBuffer(limit: SecretItemFormat.maxSecretBytes)
-        defer { secret.wipe() }
+        defer {
+            secret.wipe()
+            logMachineKeyNotice(keeper.items, &log)
+        }
         // A store's secret follows its request at once.
         if request.action == .secretStore {
             switch channel.receive(deadline: Syscalls.bootTimeNanoseconds() + HelperService.openingSeconds * 1_000_000_000, secret: secret) {
@@ -218,6 +221,20 @@ extension HelperSession {
         } catch {
             log.log(.error, "uid \(keeper.items.uid): the secrets key's copies could not be brought up to date: \(storeFailureText(error))")
         }
+        logMachineKeyNotice(keeper.items, &log)
+    }
+}
+
+/// What the administrator hears about the machine key, once it was had.
+func logMachineKeyNotice(_ items: ItemStore, _ log: inout HelperLog) {
+    switch items.machineKeyNotice {
+    case .sealedAnew?:
+        log.log(.warning, "the TPM no longer opens the sealed machine key (cleared, or another machine's): a new one is sealed; each user's next password heals their secrets")
+    case .sealFailedUsingFile?:
+        log.log(.warning, "the TPM would not seal the machine key: it is a root-only file instead")
+    case .fileKeySealed?:
+        log.log(.notice, "the machine key is now sealed to the TPM; its root-only file is removed")
+    case nil: break
     }
 }
 
@@ -244,6 +261,8 @@ func storeFailureText(_ failure: ItemStore.Failure) -> String {
     case .notAnItem: return "not an item"
     case .keyUnavailable: return "the user's key cannot be opened without the password"
     case .oddFile(let name): return "\(printableText(name)) is not as the store makes it (owner, mode, size or links): left for root to look at"
+    case .tpmUnreachable: return "the TPM that seals the machine key cannot be reached (tpm = off makes a root-only key; each user's password then heals their secrets)"
+    case .tpmFailed: return "the TPM refused to seal or unseal the machine key"
     case .io(let errno): return errno.text
     }
 }

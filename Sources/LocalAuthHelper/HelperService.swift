@@ -364,7 +364,7 @@ struct HelperSession {
         // app's fallback): the user's secrets key is kept openable with it.
         if outcome == .success(.passcode), let target {
             rememberAfterVerdict(passcode, keeper: SecretKeeper(items: ItemStore(stateDirectory: options.stateDir, uid: target.uid,
-                                                                                 accountName: target.name)),
+                                                                                 accountName: target.name, tpm: options.tpm)),
                                  userName: target.name, &log)
         }
         return exit

@@ -20,12 +20,18 @@ public struct ItemStore {
     /// before anything else is (`exclusively`), so that no directory with
     /// secrets in it is ever without the name of its account.
     public var accountName: [UInt8]? = nil
+    /// What seals the machine key: the administrator's `tpm` option.
+    public let tpm: TPMChoice
+    /// The machine key once this store found it (one request's).
+    let found = MachineKeyFound()
 
-    public init(stateDirectory: [UInt8], uid: UInt32, trustedOwner: UInt32 = 0, accountName: [UInt8]? = nil) {
+    public init(stateDirectory: [UInt8], uid: UInt32, trustedOwner: UInt32 = 0, accountName: [UInt8]? = nil,
+                tpm: TPMChoice = .auto) {
         self.stateDirectory = stateDirectory
         self.uid = uid
         self.trustedOwner = trustedOwner
         self.accountName = accountName
+        self.tpm = tpm
     }
 
     public enum Failure: Error, Equatable {
@@ -43,6 +49,12 @@ public struct ItemStore {
         /// owner, mode, size, a second link, not a regular file): never
         /// read, and never replaced (that would lose what it keeps).
         case oddFile([UInt8])
+        /// The TPM that seals the machine key cannot be reached (the key is
+        /// not replaced: it is there, sealed).
+        case tpmUnreachable
+        /// The TPM refused for a reason that may pass (busy, locked out),
+        /// or one the administrator named cannot seal.
+        case tpmFailed
         case io(Errno)
     }
 
@@ -138,10 +150,15 @@ public struct ItemStore {
     /// A read the disk fails (EIO) is tried once more, then thrown, for the
     /// same reason.
     func readOwnFile(_ directory: Int32, _ name: [UInt8], size: Int) throws(Failure) -> [UInt8]? {
+        try readOwnFile(directory, name, sizes: size...size)
+    }
+
+    /// The same, for a file of any size in `sizes`.
+    func readOwnFile(_ directory: Int32, _ name: [UInt8], sizes: ClosedRange<Int>) throws(Failure) -> [UInt8]? {
         var failures = 0
         while true {
             let read: [UInt8]??
-            do throws(Errno) { read = try readOwnFileOnce(directory, name, size: size) } catch {
+            do throws(Errno) { read = try readOwnFileOnce(directory, name, sizes: sizes) } catch {
                 failures += 1
                 if failures == 2 { throw .io(error) }
                 continue
@@ -153,7 +170,7 @@ public struct ItemStore {
     }
 
     /// nil: no file; .some(nil): a file that is not the store's own.
-    func readOwnFileOnce(_ directory: Int32, _ name: [UInt8], size: Int) throws(Errno) -> [UInt8]?? {
+    func readOwnFileOnce(_ directory: Int32, _ name: [UInt8], sizes: ClosedRange<Int>) throws(Errno) -> [UInt8]?? {
         let fd: Int32
         do { fd = try Syscalls.open(at: directory, name, .readFile) } catch {
             if error == .noEntry { return nil }
@@ -162,11 +179,11 @@ public struct ItemStore {
         }
         defer { Syscalls.close(fd) }
         let facts = try Syscalls.facts(fd)
-        guard facts.isRegular, facts.owner == trustedOwner, facts.mode & 0o077 == 0, facts.links == 1, facts.size == size else {
+        guard facts.isRegular, facts.owner == trustedOwner, facts.mode & 0o077 == 0, facts.links == 1, sizes.contains(facts.size) else {
             return .some(nil)
         }
-        let bytes = try Syscalls.readAll(fd, limit: size)
-        return bytes.count == size ? .some(bytes) : .some(nil)
+        let bytes = try Syscalls.readAll(fd, limit: facts.size)
+        return bytes.count == facts.size ? .some(bytes) : .some(nil)
     }
 
     static func keyCopyName(_ wrapping: SecretKeyWrapping) -> [UInt8] {
@@ -214,44 +231,6 @@ public struct ItemStore {
         let directory = try openUserDirectory(create: true)
         defer { Syscalls.close(directory) }
         try ItemStore.writeWhole(bytes, in: directory, as: ItemStore.keyCopyName(copy.wrapping))
-    }
-
-    /// The machine key: 32 random bytes in `<state_dir>/secrets/machine.key`,
-    /// made at the first use under the secrets directory's lock (two first
-    /// requests must not make two). It wraps every user's key where there
-    /// is no TPM, so it stops other users (and a disk without the root
-    /// filesystem), not root.
-    public func machineKey() throws(Failure) -> SecretBuffer {
-        guard let parts = TrustedPath.parts(stateDirectory) else { throw .unsafeDirectory }
-        let state = try openTrustedPath(parts)
-        let secrets: Int32
-        do { secrets = try privateDirectory(in: state, Array("secrets".utf8), create: true) } catch {
-            Syscalls.close(state)
-            throw error
-        }
-        Syscalls.close(state)
-        defer { Syscalls.close(secrets) }
-        let name = Array("machine.key".utf8)
-        if let key = try readMachineKey(secrets, name) { return key }
-        try lock(secrets)
-        defer { Syscalls.unlock(secrets) }
-        if let key = try readMachineKey(secrets, name) { return key }
-        // Missing: made anew (one that is there but odd was refused above).
-        // The users' machine copies then open no more; their password
-        // copies still do.
-        guard let key = KeyWrapping.newKey() else { throw .io(.tryAgain) }
-        var bytes = key.withBytes { Array(UnsafeBufferPointer(start: $0, count: $1)) }
-        defer { ItemStore.wipe(&bytes) }
-        try ItemStore.writeWhole(bytes, in: secrets, as: name, directoryLocked: true)
-        return key
-    }
-
-    func readMachineKey(_ secrets: Int32, _ name: [UInt8]) throws(Failure) -> SecretBuffer? {
-        guard var bytes = try readOwnFile(secrets, name, size: SecretKeyFile.keySize) else { return nil }
-        defer { ItemStore.wipe(&bytes) }
-        let key = SecretBuffer(limit: SecretKeyFile.keySize)
-        bytes.withUnsafeBufferPointer { key.assign(from: $0.baseAddress!, length: $0.count) }
-        return key
     }
 
     /// The item stored under `identifier`: nil when there is none, or when

@@ -111,7 +111,10 @@ def test_the_package_holds_what_an_administrator_needs(debs):
     # the C++ runtime the command's static Swift runtime needs.
     for package in ["libc6", "libpam0g", "libsystemd0", "libpam-runtime"]:
         assert package + " (>=" in depends, depends
-    assert field(deb, "Recommends") == "fprintd"
+    # The TPM's libraries are loaded by the helper when it seals (never
+    # linked): recommended under each release's name.
+    assert field(deb, "Recommends") == ("fprintd, libtss2-esys-3.0.2-0 | libtss2-esys-3.0.2-0t64, "
+                                        "libtss2-tcti-device0 | libtss2-tcti-device0t64")
     assert "Default: no" in (ROOT / "config/pam-auth-update.localauth").read_text()
 
 

@@ -214,7 +214,10 @@ class PrivateWorld(SeededState):
         os.chmod(self.helper, mode)
 
     def write_config(self, lines):
-        self.config_path.write_text("\n".join([f"state_dir = {self.state}"] + list(lines)) + "\n")
+        """The world's configuration: its state directory, no TPM (a machine
+        that has one must not lend it to the tests: the TPM's own tests name
+        a software one, whose line comes later and wins), then `lines`."""
+        self.config_path.write_text("\n".join([f"state_dir = {self.state}", "tpm = off"] + list(lines)) + "\n")
         os.chmod(self.config_path, 0o644)
 
     def module_line(self, control="[success=2 ignore=ignore authinfo_unavail=ignore default=die]", args=""):

@@ -8,7 +8,7 @@ import Glibc
 /// user's directory private to the owner, the quota, and files that are not
 /// an item of this uid never read as one.
 final class ItemStoreTests: StoreFixture {
-    func items(_ uid: UInt32 = 1001) -> ItemStore { ItemStore(stateDirectory: bytes(directory), uid: uid, trustedOwner: geteuid()) }
+    func items(_ uid: UInt32 = 1001) -> ItemStore { ItemStore(stateDirectory: bytes(directory), uid: uid, trustedOwner: geteuid(), tpm: .off) }
 
     func item(_ identifier: String, secret: [UInt8] = [1, 2, 3], uid: UInt32 = 1001) -> [UInt8] {
         SecretItemFormat.authenticatedPart(requirement: .matchOrPassword, uid: uid, createdWallSeconds: 1,

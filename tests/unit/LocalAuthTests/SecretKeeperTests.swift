@@ -12,7 +12,7 @@ final class SecretKeeperTests: StoreFixture {
     let changed = [UInt8](repeating: 2, count: 32)
 
     func keeper(_ uid: UInt32 = 1001) -> SecretKeeper {
-        SecretKeeper(items: ItemStore(stateDirectory: bytes(directory), uid: uid, trustedOwner: geteuid()))
+        SecretKeeper(items: ItemStore(stateDirectory: bytes(directory), uid: uid, trustedOwner: geteuid(), tpm: .off))
     }
 
     func secret(_ text: String) -> SecretBuffer {
