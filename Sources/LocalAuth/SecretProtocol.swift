@@ -88,4 +88,33 @@ public enum SecretVerdict: Equatable {
         default: return ResultFrame(status: .secretHandled, pamCode: PAMCode.authError.rawValue)
         }
     }
+
+    /// The error an app sees (Apple's LARight and LARightStore): nil for
+    /// done. An item's status is not an evaluation's: Apple has no code for
+    /// a missing or deleted right, and none is invented; each gets the
+    /// closest one, with the status's sentence as its message.
+    public var appError: (error: LAErrorCode, message: String?)? {
+        switch self {
+        case .done: return nil
+        case .denied(let error): return (error, nil)
+        case .helper(let verdict): return verdict.appError ?? (.systemCancel, "The helper granted without an answer for the secret.")
+        case .item(let status): return (status.appError, status.sentence)
+        }
+    }
+}
+
+extension SecretStatus {
+    /// The closest of Apple's codes for an item's status (`SecretVerdict.appError`).
+    public var appError: LAErrorCode {
+        switch self {
+        case .done, .denied: return .authenticationFailed   // never an item's status on its own
+        // The right is not there (never stored, removed, or deleted when
+        // the enrolled fingers changed): the app's handle is no good.
+        case .absent, .invalidated, .quotaReached: return .invalidContext
+        // The finger cannot open it until the password is given once, as
+        // after a lockout.
+        case .keyNeedsPassword: return .biometryLockout
+        case .storeFailed: return .systemCancel
+        }
+    }
 }

@@ -11,6 +11,10 @@ protocol HelperConnection: Sendable {
     /// turning bytes read from `control` (a pipe's read end) into the
     /// user's and the app's choices.
     func run(_ request: HelperRequest, conversation: PresenterConversation, control: Int32?) -> HelperVerdict
+    /// Runs a secret action: `outgoing` is a store's secret, `incoming`
+    /// receives a load's. Returns the verdict and a list's names.
+    func runSecret(_ request: HelperRequest, conversation: PresenterConversation, control: Int32?, outgoing: SecretBuffer?,
+                   incoming: SecretBuffer?) -> (SecretVerdict, [[UInt8]])
 }
 
 /// The installed helper.
@@ -19,6 +23,15 @@ struct SetuidHelperConnection: HelperConnection {
         var client = HelperClient(prompter: conversation)
         defer { client.lastAnswer.wipe() }
         return client.run(request, control: control)
+    }
+
+    func runSecret(_ request: HelperRequest, conversation: PresenterConversation, control: Int32?, outgoing: SecretBuffer?,
+                   incoming: SecretBuffer?) -> (SecretVerdict, [[UInt8]]) {
+        var client = HelperClient(prompter: conversation)
+        defer { client.lastAnswer.wipe() }
+        client.outgoingSecret = outgoing
+        client.incomingSecret = incoming
+        return (client.runSecret(request, control: control), client.itemNames)
     }
 }
 
@@ -33,9 +46,9 @@ struct PresenterConversation: Prompter, @unchecked Sendable {
     mutating func ask(_ text: String, into secret: SecretBuffer) -> PromptAnswer {
         secret.wipe()
         guard let presenter else { return .failed }
-        let typed = LASecret()
+        let typed = LAPassword()
         defer { typed.wipe() }
-        switch presenter.askSecret(text, into: typed) {
+        switch presenter.askPassword(text, into: typed) {
         case .cancel: return .failed
         case .fallback: return .fallback
         case .entered:

@@ -68,9 +68,8 @@ open class LAContext: NSObject, @unchecked Sendable {
     private var _biometryType: LABiometryType = .none
     private var _domainState: Data? = nil
     private var _presenter: LAPresenter? = nil
-    private var invalidated = false
-    /// The evaluations now running.
-    private var running: [LAEvaluationControl] = []
+    /// The evaluations now running, and whether invalidate() was called.
+    private let sheets = OpenSheets()
 
     public override init() {
         connection = SetuidHelperConnection()
@@ -121,17 +120,13 @@ open class LAContext: NSObject, @unchecked Sendable {
     /// the pending attempt given back when no finger was judged); every
     /// later call fails with `invalidContext`.
     open func invalidate() {
-        let controls: [LAEvaluationControl] = locked {
-            invalidated = true
-            return running
-        }
-        for control in controls { control.invalidate() }
+        sheets.invalidate()
     }
 
     // MARK: - Work
 
     private func preflight(_ policy: LAPolicy) -> Result<Void, LAError> {
-        if locked({ invalidated }) { return .failure(LAError(.invalidContext)) }
+        if sheets.isInvalidated { return .failure(LAError(.invalidContext)) }
         var request = HelperRequest()
         request.action = .check
         request.service = literalBytes(KnownServices.app)
@@ -152,7 +147,7 @@ open class LAContext: NSObject, @unchecked Sendable {
     }
 
     private func evaluate(_ policy: LAPolicy, reason: String) -> Result<Void, LAError> {
-        let settings = locked { (invalidated, _interactionNotAllowed, _fallbackTitle, _cancelTitle, _presenter, _reuseDuration) }
+        let settings = locked { (sheets.isInvalidated, _interactionNotAllowed, _fallbackTitle, _cancelTitle, _presenter, _reuseDuration) }
         if settings.0 { return .failure(LAError(.invalidContext)) }
         var request = HelperRequest()
         request.service = literalBytes(KnownServices.app)
@@ -166,14 +161,6 @@ open class LAContext: NSObject, @unchecked Sendable {
             if case .success(let state) = verdict { locked { _biometryType = .touchID; _domainState = state ?? _domainState } }
             return verdict.map { _ in () }
         }
-        let presenter: LAPresenter
-        if let chosen = settings.4 {
-            presenter = chosen
-        } else {
-            guard TerminalPresenter.isAvailable else { return .failure(LAError(.notInteractive, message: "No terminal to ask on.")) }
-            presenter = TerminalPresenter()
-        }
-
         request.tty = Terminal.onStandardInput()
         // The helper shows apps Apple's sheet (scan mode) unless the
         // administrator's configuration says otherwise.
@@ -181,26 +168,15 @@ open class LAContext: NSObject, @unchecked Sendable {
         request.present(.reason, utf8Bytes(reason))
         if let fallback = settings.2 { request.present(.fallbackTitle, utf8Bytes(fallback)) }
         if let cancel = settings.3 { request.present(.cancelTitle, utf8Bytes(cancel)) }
-
-        guard let pipe = Syscalls.pipe() else { return .failure(LAError(.systemCancel, message: "Cannot start the evaluation.")) }
-        Syscalls.setNonBlocking(pipe.write)
-        let control = LAEvaluationControl(fd: pipe.write)
-        let started: Bool = locked {
-            if invalidated { return false }
-            running.append(control)
-            return true
+        let sheet = SheetSettings(presenter: settings.4, reason: reason, fallbackTitle: settings.2, cancelTitle: settings.3)
+        let ran = Sheet.run(sheet, sheets: sheets) { conversation, control in
+            connection.run(request, conversation: conversation, control: control)
         }
-        defer {
-            locked { running.removeAll { $0 === control } }
-            control.end()
-            Syscalls.close(pipe.write)
-            Syscalls.close(pipe.read)
+        let outcome: HelperVerdict
+        switch ran {
+        case .success(let verdict): outcome = verdict
+        case .failure(let error): return .failure(error)
         }
-        guard started else { return .failure(LAError(.invalidContext)) }
-        presenter.begin(reason: reason, cancelTitle: settings.3, fallbackTitle: settings.2, control: control)
-        let outcome = connection.run(request, conversation: PresenterConversation(presenter: presenter, control: control),
-                                     control: pipe.read)
-        presenter.dismiss()
         let verdict = verdict(of: outcome)
         if case .success(let state) = verdict { locked { _biometryType = .touchID; _domainState = state } }
         return verdict.map { _ in () }

@@ -1,5 +1,5 @@
 // How an evaluation's conversation reaches the person: the presenter
-// protocol a GUI app implements, the secret it fills, and the control its
+// protocol a GUI app implements, the password it fills, and the control its
 // buttons use. The default presenter is the terminal (TerminalPresenter).
 import Foundation
 import LocalAuth
@@ -8,7 +8,7 @@ import LibcSystem
 /// A password as the person typed it, in memory this library owns and
 /// wipes as soon as it has been passed on (and again when released). It is
 /// never turned into a `String`.
-public final class LASecret: @unchecked Sendable {
+public final class LAPassword: @unchecked Sendable {
     let buffer = SecretBuffer()
 
     init() {}
@@ -36,7 +36,7 @@ public final class LASecret: @unchecked Sendable {
 }
 
 /// How the person answered a password prompt.
-public enum LASecretAnswer: Sendable {
+public enum LAPasswordAnswer: Sendable {
     /// The secret holds what they typed (possibly nothing).
     case entered
     /// They chose the fallback button (policy biometrics: `userFallback`).
@@ -114,8 +114,8 @@ public protocol LAPresenter: AnyObject {
     /// A message: the instruction to touch the reader, "not recognized",
     /// a lockout notice. `isError` marks failures.
     func show(_ message: String, isError: Bool)
-    /// Asks for the password with echo off and fills `secret`.
-    func askSecret(_ prompt: String, into secret: LASecret) -> LASecretAnswer
+    /// Asks for the password with echo off and fills `password`.
+    func askPassword(_ prompt: String, into password: LAPassword) -> LAPasswordAnswer
     /// The evaluation ended; hide everything.
     func dismiss()
     /// The fallback button (titled `title`) may show from now on: after the

@@ -66,14 +66,14 @@ public final class TerminalPresenter: LAPresenter, @unchecked Sendable {
         try? Syscalls.writeAll(terminal, utf8Bytes(message + "\n"))
     }
 
-    public func askSecret(_ prompt: String, into secret: LASecret) -> LASecretAnswer {
+    public func askPassword(_ prompt: String, into password: LAPassword) -> LAPasswordAnswer {
         guard terminal >= 0, let saved else { return .cancel }
         pauseWatching()
         defer { resumeWatching() }
         Terminal.line(terminal, from: saved)
         defer { _ = Terminal.keys(terminal) }
         try? Syscalls.writeAll(terminal, utf8Bytes(prompt))
-        secret.wipe()
+        password.wipe()
         let scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: SecretBuffer.capacity + 1)
         defer {
             Syscalls.wipe(scratch, count: SecretBuffer.capacity + 1)
@@ -99,7 +99,7 @@ public final class TerminalPresenter: LAPresenter, @unchecked Sendable {
             count += 1
         }
         try? Syscalls.writeAll(terminal, [0x0A])
-        secret.set(UnsafeBufferPointer(start: scratch, count: min(count, SecretBuffer.capacity + 1)))
+        password.set(UnsafeBufferPointer(start: scratch, count: min(count, SecretBuffer.capacity + 1)))
         return .entered
     }
 

@@ -1,6 +1,7 @@
 """An app depends on the LocalAuthentication product as a Swift package, by
 version, the way docs/SWIFT.md tells an app developer to: its manifest, its
-terminal app and its GUI presenter, taken from the guide as they are
+terminal app, its GUI presenter and its rights (a secret behind the
+finger), taken from the guide as they are
 written (only the package's address changed), resolved against a clone of
 this repository, whose release tag the guide's version must name. SwiftPM
 refuses a versioned dependency whose targets carry unsafe flags, so the
@@ -19,9 +20,9 @@ PUBLISHED_URL = "https://example.org/localauth.git"
 
 def guide_blocks():
     """The Swift blocks of docs/SWIFT.md: the manifest, the terminal app,
-    the GUI presenter."""
+    the GUI presenter, the rights."""
     blocks = re.findall(r"^```swift\n(.*?)^```$", SWIFT_GUIDE.read_text(), re.M | re.S)
-    assert len(blocks) == 3, f"docs/SWIFT.md has {len(blocks)} Swift blocks, not the manifest and the two examples"
+    assert len(blocks) == 4, f"docs/SWIFT.md has {len(blocks)} Swift blocks, not the manifest and the three examples"
     assert PUBLISHED_URL in blocks[0], blocks[0]
     return blocks
 
@@ -75,12 +76,13 @@ def test_an_app_depends_on_the_product_by_version(tmp_path):
     if not run(["git", "tag", "--list", release()], cwd=repo).stdout.split():
         run(["git", "-c", "user.name=test", "-c", "user.email=test@localhost", "tag", release()], cwd=repo)
 
-    manifest, terminal_app, presenter = guide_blocks()
+    manifest, terminal_app, presenter, rights = guide_blocks()
     app = tmp_path / "app"
     (app / "Sources/PaymentApp").mkdir(parents=True)
     (app / "Package.swift").write_text(manifest.replace(PUBLISHED_URL, f"file://{repo}"))
     (app / "Sources/PaymentApp/main.swift").write_text(terminal_app)
     (app / "Sources/PaymentApp/SheetPresenter.swift").write_text(presenter)
+    (app / "Sources/PaymentApp/Rights.swift").write_text(rights)
     built = subprocess.run([swift, "build", "--scratch-path", str(app / ".build")], cwd=app, env=env,
                            capture_output=True, text=True, timeout=900)
     assert "unsafe build flags" not in built.stdout + built.stderr, built.stderr

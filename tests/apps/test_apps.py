@@ -756,12 +756,12 @@ def test_apple_api_source_needs_no_linux_names():
     source = (ROOT / "tests" / "unit" / "AppleAPICompatibility" / "AppleAPI.swift").read_text()
     imports = re.findall(r"^import (\w+)", source, re.M)
     assert imports == ["Foundation", "LocalAuthentication"]
-    for linux_only in ("presenter", "LAPresenter", "LASecret", "TerminalPresenter", "LAEvaluationControl", "LocalAuth."):
+    for linux_only in ("presenter", "LAPresenter", "LAPassword", "TerminalPresenter", "LAEvaluationControl", "LocalAuth."):
         assert linux_only not in source, linux_only
     for example in ("PaymentConfirmation/main.swift", "BiometricUnlock/BiometricUnlock.swift", "FingerprintOnly/main.swift",
                     "CallbackWrapper/main.swift"):
         text = (ROOT / "Examples" / example).read_text()
-        for linux_only in ("LAPresenter", "LASecret", "TerminalPresenter", "LAEvaluationControl"):
+        for linux_only in ("LAPresenter", "LAPassword", "TerminalPresenter", "LAEvaluationControl"):
             assert linux_only not in text, (example, linux_only)
     build = subprocess.run(["swift", "build", "--target", "AppleAPICompatibility"], cwd=ROOT, capture_output=True, text=True)
     assert build.returncode == 0, build.stdout + build.stderr

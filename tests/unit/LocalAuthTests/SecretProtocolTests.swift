@@ -102,6 +102,28 @@ final class SecretProtocolTests: XCTestCase {
         XCTAssertNil(ResultFrame.decode(ResultFrame(status: .secretHandled, pamCode: 0, method: .biometry).encoded()))
         XCTAssertNil(ResultFrame.decode(ResultFrame(status: .secretHandled, pamCode: 0, error: .userCancel).encoded()))
     }
+
+    /// What an app's rights see: one code per item status (with its
+    /// sentence), an evaluation's error as it is, the helper's own ends as
+    /// LAContext sees them, and nothing for done.
+    func testTheAppsCodeOfEachEnding() {
+        let rows: [(SecretStatus, LAErrorCode)] = [
+            (.absent, .invalidContext), (.invalidated, .invalidContext), (.quotaReached, .invalidContext),
+            (.keyNeedsPassword, .biometryLockout), (.storeFailed, .systemCancel),
+        ]
+        XCTAssertEqual(rows.count, SecretStatus.allCases.count - 2)
+        for (status, code) in rows {
+            XCTAssertEqual(SecretVerdict.item(status).appError?.error, code, "\(status)")
+            XCTAssertEqual(SecretVerdict.item(status).appError?.message, status.sentence)
+        }
+        XCTAssertNil(SecretVerdict.done(nil).appError)
+        XCTAssertNil(SecretVerdict.done(.biometry).appError)
+        for error in LAErrorCode.allCases { XCTAssertEqual(SecretVerdict.denied(error).appError?.error, error) }
+        XCTAssertEqual(SecretVerdict.helper(.refused).appError?.error, HelperVerdict.refused.appError?.error)
+        XCTAssertEqual(SecretVerdict.helper(.outOfScope).appError?.error, .biometryNotAvailable)
+        // A helper that granted without the secret's answer is a failure, never a success.
+        XCTAssertEqual(SecretVerdict.helper(.granted(.biometry, domainState: [])).appError?.error, .systemCancel)
+    }
 }
 
 /// The sentence a secret's load shows: the secret's name first, whatever

@@ -44,29 +44,34 @@ final class ScriptedConnection: HelperConnection, @unchecked Sendable {
         var conversation = conversation
         return script(request, &conversation, control)
     }
+
+    func runSecret(_ request: HelperRequest, conversation: PresenterConversation, control: Int32?, outgoing: SecretBuffer?,
+                   incoming: SecretBuffer?) -> (SecretVerdict, [[UInt8]]) {
+        (.helper(.failed("no secrets here")), [])
+    }
 }
 
 /// A presenter that records what it was shown and answers from a list.
 final class RecordingPresenter: LAPresenter, @unchecked Sendable {
     var shown: [(String, Bool)] = []
     var asked: [String] = []
-    var answers: [(LASecretAnswer, String)]
+    var answers: [(LAPasswordAnswer, String)]
     var control: LAEvaluationControl?
     var began = 0, dismissed = 0
     var fallbackTitles: [String] = []
 
-    init(answers: [(LASecretAnswer, String)] = []) { self.answers = answers }
+    init(answers: [(LAPasswordAnswer, String)] = []) { self.answers = answers }
 
     func begin(reason: String, cancelTitle: String?, fallbackTitle: String?, control: LAEvaluationControl) {
         began += 1
         self.control = control
     }
     func show(_ message: String, isError: Bool) { shown.append((message, isError)) }
-    func askSecret(_ prompt: String, into secret: LASecret) -> LASecretAnswer {
+    func askPassword(_ prompt: String, into password: LAPassword) -> LAPasswordAnswer {
         asked.append(prompt)
         guard !answers.isEmpty else { return .cancel }
         let (answer, text) = answers.removeFirst()
-        secret.set(Array(text.utf8))
+        password.set(Array(text.utf8))
         return answer
     }
     func dismiss() { dismissed += 1 }
@@ -325,7 +330,7 @@ final class LAContextTests: XCTestCase {
     }
 
     func testFallbackAndCancelAtAPrompt() {
-        for (answer, expected) in [(LASecretAnswer.fallback, PromptAnswer.fallback), (.cancel, .failed)] {
+        for (answer, expected) in [(LAPasswordAnswer.fallback, PromptAnswer.fallback), (.cancel, .failed)] {
             let presenter = RecordingPresenter(answers: [(answer, "")])
             let connection = ScriptedConnection { _, conversation, _ in
                 let secret = SecretBuffer()
@@ -338,7 +343,7 @@ final class LAContextTests: XCTestCase {
     }
 
     func testAnOversizedPasswordIsNeverTruncated() {
-        let presenter = RecordingPresenter(answers: [(.entered, String(repeating: "x", count: LASecret.capacity + 5))])
+        let presenter = RecordingPresenter(answers: [(.entered, String(repeating: "x", count: LAPassword.capacity + 5))])
         let connection = ScriptedConnection { _, conversation, _ in
             let secret = SecretBuffer()
             _ = conversation.ask("Enter Password: ", into: secret)

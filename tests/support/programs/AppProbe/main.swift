@@ -11,7 +11,8 @@
 // shows it; --cancel-at-first-message presses Cancel once the sheet shows
 // its first message (the reader then waits). The fallback's appearance is
 // the line "fallback offered: <title>". The last line is
-// "result: success" or "result: <name> <code>".
+// "result: success" or "result: <name> <code>". --right runs Apple's
+// rights instead (Rights.swift).
 import Foundation
 import LocalAuthentication
 
@@ -43,13 +44,13 @@ final class ScriptedPresenter: LAPresenter, @unchecked Sendable {
         say("fallback offered: \(title)")
         if fallbackWhenOffered { press(true) }
     }
-    func askSecret(_ prompt: String, into secret: LASecret) -> LASecretAnswer {
+    func askPassword(_ prompt: String, into password: LAPassword) -> LAPasswordAnswer {
         say("prompt: \(prompt)")
         guard !answers.isEmpty else { return .cancel }
         let answer = answers.removeFirst()
         if answer == "<fallback>" { return .fallback }
         if answer == "<cancel>" { return .cancel }
-        secret.set(Array(answer.utf8))
+        password.set(Array(answer.utf8))
         return .entered
     }
     func dismiss() {
@@ -73,6 +74,10 @@ var preflightOnly = false
 var reuse: TimeInterval = 0
 var fallbackWhenOffered = false
 var cancelAtFirstMessage = false
+var rightVerb: String? = nil
+var rightName = ""
+var rightSecret: String? = nil
+var rightAccess = "default"
 while !arguments.isEmpty {
     let name = arguments.removeFirst()
     switch name {
@@ -85,6 +90,11 @@ while !arguments.isEmpty {
     case "--reuse": reuse = TimeInterval(arguments.removeFirst()) ?? 0
     case "--fallback-when-offered": fallbackWhenOffered = true
     case "--cancel-at-first-message": cancelAtFirstMessage = true
+    case "--right":
+        rightVerb = arguments.removeFirst()
+        if rightVerb != "remove-all" { rightName = arguments.removeFirst() }
+    case "--secret": rightSecret = arguments.removeFirst()
+    case "--access": rightAccess = arguments.removeFirst()
     default:
         FileHandle.standardError.write(Data("la-app-probe: unknown argument \(name)\n".utf8))
         exit(2)
@@ -103,6 +113,18 @@ context.touchIDAuthenticationAllowableReuseDuration = reuse
 func name(_ error: Error?) -> String {
     guard let error = error as? LAError else { return "other \(String(describing: error))" }
     return "\(error.code) \(error.code.rawValue)"
+}
+
+if let rightVerb {
+    let finished = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) var granted = false
+    let verb = rightVerb, name = rightName, secret = rightSecret, access = rightAccess, reasonText = reason
+    Task.detached {   // not the main actor's: the main thread waits below
+        granted = await runRight(verb, name: name, secret: secret, access: access, reason: reasonText, presenter: presenter)
+        finished.signal()
+    }
+    finished.wait()
+    exit(granted ? 0 : 1)
 }
 
 if preflightOnly {

@@ -1,0 +1,193 @@
+// Apple's LARight on Linux: a right the person grants by the finger or the
+// password, as its requirement says. A right that is not persisted is one
+// evaluation through the helper, like LAContext's; a persisted right
+// (LARightStore) is authorized by loading its secret, one evaluation in
+// which the helper releases the secret only after what the item requires.
+import Foundation
+import LocalAuth
+import LibcSystem
+import LocalAuthTerminal
+
+/// What the person must do to grant a right.
+open class LAAuthenticationRequirement: NSObject, @unchecked Sendable {
+    /// The store's name for the requirement (`SecretRequirement`).
+    let secretRequirement: SecretRequirement
+
+    init(_ requirement: SecretRequirement) {
+        secretRequirement = requirement
+        super.init()
+    }
+
+    /// The finger, or the account's password.
+    open class var `default`: LAAuthenticationRequirement { LAAuthenticationRequirement(.matchOrPassword) }
+    /// The finger only (any finger enrolled now or later).
+    open class var biometry: LAAuthenticationRequirement { LAAuthenticationRequirement(.match) }
+    /// The finger only, of the fingers enrolled when the right was saved:
+    /// once they change, the right is unusable and its secret deleted.
+    open class var biometryCurrentSet: LAAuthenticationRequirement { LAAuthenticationRequirement(.matchOfCurrentSet) }
+
+    /// The finger, with `fallback`: `.default` (none) or `.devicePasscode`
+    /// (the account's password after a finger that was not recognized).
+    open class func biometry(fallback: LABiometryFallbackRequirement) -> LAAuthenticationRequirement {
+        LAAuthenticationRequirement(fallback.allowsPassword ? .matchThenPassword : .match)
+    }
+
+    open override func isEqual(_ object: Any?) -> Bool {
+        (object as? LAAuthenticationRequirement)?.secretRequirement == secretRequirement
+    }
+
+    open override var hash: Int { Int(secretRequirement.rawValue) }
+}
+
+/// What may stand in for the finger.
+open class LABiometryFallbackRequirement: NSObject, @unchecked Sendable {
+    let allowsPassword: Bool
+
+    init(allowsPassword: Bool) {
+        self.allowsPassword = allowsPassword
+        super.init()
+    }
+
+    /// Nothing: the finger only.
+    open class var `default`: LABiometryFallbackRequirement { LABiometryFallbackRequirement(allowsPassword: false) }
+    /// The account's password (Apple's device passcode).
+    open class var devicePasscode: LABiometryFallbackRequirement { LABiometryFallbackRequirement(allowsPassword: true) }
+}
+
+open class LARight: NSObject, @unchecked Sendable {
+    /// Where the right stands.
+    public enum State: Int, Sendable {
+        case unknown = 0
+        case authorizing = 1
+        case authorized = 2
+        case notAuthorized = 3
+    }
+
+    /// Where the right stands now.
+    open var state: State { locked { stateValue } }
+    /// The app's own number for the right.
+    open var tag: Int {
+        get { locked { _tag } }
+        set { locked { _tag = newValue } }
+    }
+    /// Who shows the sheet (a GUI app's own presenter; Linux only); nil:
+    /// the terminal the app runs in.
+    open var presenter: LAPresenter? {
+        get { locked { _presenter } }
+        set { locked { _presenter = newValue } }
+    }
+
+    let requirement: LAAuthenticationRequirement
+    let connection: HelperConnection
+    let sheets = OpenSheets()
+    private let lock = NSLock()
+    /// `state`, read and written under the lock.
+    var stateValue: State = .unknown
+    private var _tag = 0
+    private var _presenter: LAPresenter? = nil
+
+    /// A right with the default requirement: the finger, or the password.
+    public override convenience init() {
+        self.init(requirement: .default)
+    }
+
+    public convenience init(requirement: LAAuthenticationRequirement) {
+        self.init(requirement: requirement, connection: SetuidHelperConnection())
+    }
+
+    init(requirement: LAAuthenticationRequirement, connection: HelperConnection) {
+        self.requirement = requirement
+        self.connection = connection
+        super.init()
+    }
+
+    /// Asks the person to grant the right (the sheet shows
+    /// `localizedReason`); throws an `LAError` when they do not. Each call
+    /// is one evaluation, counted as every prompt is.
+    open func authorize(localizedReason: String) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            authorize(localizedReason: localizedReason) { error in
+                if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+            }
+        }
+    }
+
+    open func authorize(localizedReason: String, completion: @escaping @Sendable ((any Error)?) -> Void) {
+        precondition(!localizedReason.isEmpty, "Non-empty localizedReason must be provided.")
+        locked { stateValue = .authorizing }
+        DispatchQueue.global().async { [self] in
+            let result = grant(reason: localizedReason)
+            locked { stateValue = result == nil ? .authorized : .notAuthorized }
+            completion(result)
+        }
+    }
+
+    /// Whether the right could be granted now (a reader with a finger for
+    /// a finger-only right); never asks and never counts.
+    open func checkCanAuthorize() async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            checkCanAuthorize { error in
+                if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+            }
+        }
+    }
+
+    open func checkCanAuthorize(completion: @escaping @Sendable ((any Error)?) -> Void) {
+        DispatchQueue.global().async { [self] in
+            var request = HelperRequest()
+            request.action = .check
+            request.service = literalBytes(KnownServices.app)
+            request.present(.policy, utf8Bytes(requirement.secretRequirement.policy.name))
+            let verdict = connection.run(request, conversation: PresenterConversation(presenter: nil), control: nil)
+            completion(LARight.error(of: verdict))
+        }
+    }
+
+    /// Gives the right back: a persisted right's secret is wiped from this
+    /// process, and a new `authorize` is needed for it.
+    open func deauthorize() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            deauthorize { continuation.resume() }
+        }
+    }
+
+    open func deauthorize(completion: @escaping @Sendable () -> Void) {
+        forget()
+        locked { stateValue = .notAuthorized }
+        completion()
+    }
+
+    // MARK: - For the persisted right
+
+    /// One evaluation of the requirement: nil when granted, else the error.
+    /// A persisted right overrides it with a load of its secret.
+    func grant(reason: String) -> (any Error)? {
+        var request = HelperRequest()
+        request.service = literalBytes(KnownServices.app)
+        request.tty = Terminal.onStandardInput()
+        request.present(.policy, utf8Bytes(requirement.secretRequirement.policy.name))
+        request.present(.reason, utf8Bytes(reason))
+        let sheet = SheetSettings(presenter: presenter, reason: reason)
+        switch Sheet.run(sheet, sheets: sheets, { conversation, control in
+            connection.run(request, conversation: conversation, control: control)
+        }) {
+        case .success(let verdict): return LARight.error(of: verdict)
+        case .failure(let error): return error
+        }
+    }
+
+    /// What a persisted right holds goes: nothing here.
+    func forget() {}
+
+    static func error(of verdict: HelperVerdict) -> (any Error)? {
+        if case .granted = verdict { return nil }
+        guard let (error, message) = verdict.appError else { return LAError(.authenticationFailed) }
+        return LAError(engine: error, message: message)
+    }
+
+    func locked<T>(_ body: () -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body()
+    }
+}
