@@ -8,9 +8,13 @@
 #define _GNU_SOURCE
 #include "tpm_seal.h"
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <tss2/tss2_esys.h>
 #include <tss2/tss2_mu.h>
 #include <tss2/tss2_tcti.h>
@@ -156,8 +160,8 @@ static void flush(ESYS_CONTEXT *esys, ESYS_TR *handle) {
 /* A blob: "LATS", version 1, three zero bytes, the public part, the private. */
 static const unsigned char blob_header[8] = {'L', 'A', 'T', 'S', 1, 0, 0, 0};
 
-int la_tpm_seal(const char *tcti, const char *config, const unsigned char *key, size_t key_length,
-                unsigned char *blob, size_t blob_capacity, size_t *blob_length) {
+static int seal_here(const char *tcti, const char *config, const unsigned char *key, size_t key_length,
+                     unsigned char *blob, size_t blob_capacity, size_t *blob_length) {
     *blob_length = 0;
     if (key_length == 0 || key_length > 64 || blob_capacity < sizeof blob_header) return LA_TPM_FAILED;
     struct connection c;
@@ -201,8 +205,8 @@ int la_tpm_seal(const char *tcti, const char *config, const unsigned char *key, 
     return result;
 }
 
-int la_tpm_unseal(const char *tcti, const char *config, const unsigned char *blob, size_t blob_length,
-                  unsigned char *key, size_t key_capacity, size_t *key_length) {
+static int unseal_here(const char *tcti, const char *config, const unsigned char *blob, size_t blob_length,
+                       unsigned char *key, size_t key_capacity, size_t *key_length) {
     *key_length = 0;
     TPM2B_PUBLIC public = {0};
     TPM2B_PRIVATE private = {0};
@@ -223,10 +227,12 @@ int la_tpm_unseal(const char *tcti, const char *config, const unsigned char *blo
     result = outcome(rc);
     if (result == LA_TPM_DONE) {
         rc = tss.load(c.esys, primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &private, &public, &item);
-        /* The TPM itself refusing the blob (a format-one answer: its
-           integrity or its parent's key does not check) means another TPM's
-           blob, or this one's before a clear. Nothing else does. */
-        if ((rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER && (rc & TPM2_RC_FMT1))
+        /* The TPM itself saying the blob's integrity does not check under
+           its storage key (TPM_RC_INTEGRITY, whatever parameter it names)
+           means another TPM's blob, or this one's before a clear. Nothing
+           else does: a missing handle, a refused authorization or a size is
+           not proof. */
+        if ((rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER && (rc & (TPM2_RC_FMT1 | 0x3F)) == TPM2_RC_INTEGRITY)
             result = LA_TPM_NOT_ITS_OWN;
         else
             result = outcome(rc);
@@ -250,4 +256,89 @@ int la_tpm_unseal(const char *tcti, const char *config, const unsigned char *blo
     flush(c.esys, &primary);
     disconnect(&c);
     return result;
+}
+
+/* tpm2-tss keeps copies of what crosses the bus (its context, the command
+ * and response buffers, where the key is encrypted and decrypted in place)
+ * and frees them unwiped. So each conversation runs in a child process that
+ * hands back only its answer and the bytes, then ends: what the library
+ * left goes with its memory. The helper is single-threaded. */
+struct answer {
+    int result;
+    size_t length;
+};
+
+static int read_all(int fd, unsigned char *into, size_t length) {
+    size_t done = 0;
+    while (done < length) {
+        ssize_t got = read(fd, into + done, length - done);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return -1;
+        done += (size_t)got;
+    }
+    return 0;
+}
+
+static void write_all(int fd, const unsigned char *from, size_t length) {
+    size_t done = 0;
+    while (done < length) {
+        ssize_t put = write(fd, from + done, length - done);
+        if (put < 0 && errno == EINTR) continue;
+        if (put <= 0) return;
+        done += (size_t)put;
+    }
+}
+
+/* Runs `seal` (1) or unseal (0) in a child; its output goes to `out`. */
+static int in_child(int seal, const char *tcti, const char *config, const unsigned char *input, size_t input_length,
+                    unsigned char *out, size_t capacity, size_t *length) {
+    *length = 0;
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return LA_TPM_FAILED;
+    pid_t child = fork();
+    if (child < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return LA_TPM_FAILED;
+    }
+    if (child == 0) {
+        close(fds[0]);
+        struct answer answer = {0};
+        answer.result = seal ? seal_here(tcti, config, input, input_length, out, capacity, &answer.length)
+                             : unseal_here(tcti, config, input, input_length, out, capacity, &answer.length);
+        write_all(fds[1], (const unsigned char *)&answer, sizeof answer);
+        if (answer.result == LA_TPM_DONE) write_all(fds[1], out, answer.length);
+        explicit_bzero(out, capacity);
+        _exit(0);
+    }
+    close(fds[1]);
+    struct answer answer = {LA_TPM_FAILED, 0};
+    int result = LA_TPM_FAILED;
+    if (read_all(fds[0], (unsigned char *)&answer, sizeof answer) == 0) {
+        if (answer.result != LA_TPM_DONE)
+            result = answer.result;
+        else if (answer.length > 0 && answer.length <= capacity && read_all(fds[0], out, answer.length) == 0) {
+            *length = answer.length;
+            result = LA_TPM_DONE;
+        }
+    }
+    close(fds[0]);
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+    if (result == LA_TPM_DONE && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) result = LA_TPM_FAILED;
+    if (result != LA_TPM_DONE) {
+        explicit_bzero(out, capacity);
+        *length = 0;
+    }
+    return result;
+}
+
+int la_tpm_seal(const char *tcti, const char *config, const unsigned char *key, size_t key_length,
+                unsigned char *blob, size_t blob_capacity, size_t *blob_length) {
+    return in_child(1, tcti, config, key, key_length, blob, blob_capacity, blob_length);
+}
+
+int la_tpm_unseal(const char *tcti, const char *config, const unsigned char *blob, size_t blob_length,
+                  unsigned char *key, size_t key_capacity, size_t *key_length) {
+    return in_child(0, tcti, config, blob, blob_length, key, key_capacity, key_length);
 }

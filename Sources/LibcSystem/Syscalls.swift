@@ -293,6 +293,14 @@ public enum Syscalls {
         return withCString(path) { pointer in fstatat(AT_FDCWD, pointer, &info, 0) } == 0
     }
 
+    /// Whether `path` (links followed) is a character device owned by root:
+    /// a TPM's node, not a file or a socket someone else made.
+    public static func isRootsCharacterDevice(_ path: [UInt8]) -> Bool {
+        var info = stat()
+        guard withCString(path, { pointer in fstatat(AT_FDCWD, pointer, &info, 0) }) == 0 else { return false }
+        return la_s_ischr(info.st_mode) != 0 && info.st_uid == 0
+    }
+
     /// Creates the directory `name` below `directory` with `mode`.
     public static func makeDirectory(at directory: Int32, _ name: [UInt8], mode: UInt32) throws(Errno) {
         let result = withCString(name) { pointer in

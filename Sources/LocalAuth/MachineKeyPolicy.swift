@@ -14,9 +14,14 @@ public enum TPMChoice: Equatable, Sendable {
     case off
     /// The TPM behind this character device (an absolute path).
     case device([UInt8])
-    /// A software TPM (swtpm) listening on 127.0.0.1 at this port: for
-    /// tests, never a real machine's protection.
+    /// A software TPM (swtpm) listening on 127.0.0.1 at this port and the
+    /// next (its control channel): for tests, never a real machine's
+    /// protection. Both are below 1024, where only root may listen: a TPM
+    /// that any user could stand in for would be handed the key.
     case swtpm(port: Int)
+
+    /// The ports `swtpm:` takes.
+    public static let swtpmPorts: ClosedRange<Int> = 1...1022
 
     public static let defaultDevice: StaticString = "/dev/tpmrm0"
 
@@ -28,7 +33,7 @@ public enum TPMChoice: Equatable, Sendable {
             isSafeAbsolutePath(bytes[...]) {
             self = .device(bytes)
         } else if bytes.count > 6, bytesEqual(bytes.prefix(6), "swtpm:"), let port = parseDecimal(bytes.dropFirst(6), limit: 65_535),
-                  port > 0 {
+                  TPMChoice.swtpmPorts.contains(port) {
             self = .swtpm(port: port)
         } else {
             return nil

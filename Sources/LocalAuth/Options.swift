@@ -335,7 +335,7 @@ extension OptionValueKind {
         case .policy: "expected owner or biometrics"
         case .mode: "expected terminal, prompt, scan or password"
         case .backoff: "expected N:duration steps such as 5:1m,6:5m"
-        case .tpm: "expected auto, off, a device path or swtpm:PORT"
+        case .tpm: "expected auto, off, a device path or swtpm:PORT (a port below 1023)"
         }
     }
 }

@@ -83,6 +83,9 @@ open class LARight: NSObject, @unchecked Sendable {
     private let lock = NSLock()
     /// `state`, read and written under the lock.
     var stateValue: State = .unknown
+    /// Counts deauthorize calls: an authorization that began before the
+    /// last one keeps nothing.
+    private var generation = 0
     private var _tag = 0
     private var _presenter: LAPresenter? = nil
 
@@ -114,11 +117,32 @@ open class LARight: NSObject, @unchecked Sendable {
 
     open func authorize(localizedReason: String, completion: @escaping @Sendable ((any Error)?) -> Void) {
         precondition(!localizedReason.isEmpty, "Non-empty localizedReason must be provided.")
-        locked { stateValue = .authorizing }
+        let began = locked { () -> Int in
+            stateValue = .authorizing
+            return generation
+        }
         DispatchQueue.global().async { [self] in
-            let result = grant(reason: localizedReason)
-            locked { stateValue = result == nil ? .authorized : .notAuthorized }
-            completion(result)
+            let granted = grant(reason: localizedReason)
+            // The outcome and what it released land together, and only if
+            // no deauthorize came in between; a failure keeps nothing of an
+            // earlier authorization either.
+            let error: (any Error)? = locked {
+                guard generation == began else {
+                    if case .success(let secret?) = granted { secret.wipe() }
+                    return LAError(.appCancel, message: "The right was deauthorized while it was being authorized.")
+                }
+                switch granted {
+                case .success(let secret):
+                    keep(secret)
+                    stateValue = .authorized
+                    return nil
+                case .failure(let error):
+                    forget()
+                    stateValue = .notAuthorized
+                    return error
+                }
+            }
+            completion(error)
         }
     }
 
@@ -152,16 +176,21 @@ open class LARight: NSObject, @unchecked Sendable {
     }
 
     open func deauthorize(completion: @escaping @Sendable () -> Void) {
-        forget()
-        locked { stateValue = .notAuthorized }
+        locked {
+            generation += 1
+            forget()
+            stateValue = .notAuthorized
+        }
+        sheets.cancelOpen()
         completion()
     }
 
     // MARK: - For the persisted right
 
-    /// One evaluation of the requirement: nil when granted, else the error.
-    /// A persisted right overrides it with a load of its secret.
-    func grant(reason: String) -> (any Error)? {
+    /// One evaluation of the requirement: what it released (nothing here)
+    /// when granted, else the error. A persisted right overrides it with a
+    /// load of its secret.
+    func grant(reason: String) -> Result<SecretBuffer?, any Error> {
         var request = HelperRequest()
         request.service = literalBytes(KnownServices.app)
         request.tty = Terminal.onStandardInput()
@@ -171,12 +200,16 @@ open class LARight: NSObject, @unchecked Sendable {
         switch Sheet.run(sheet, sheets: sheets, { conversation, control in
             connection.run(request, conversation: conversation, control: control)
         }) {
-        case .success(let verdict): return LARight.error(of: verdict)
-        case .failure(let error): return error
+        case .success(let verdict): return LARight.error(of: verdict).map { .failure($0) } ?? .success(nil)
+        case .failure(let error): return .failure(error)
         }
     }
 
-    /// What a persisted right holds goes: nothing here.
+    /// Keeps what an authorization released (a persisted right's secret);
+    /// called under the lock.
+    func keep(_ released: SecretBuffer?) {}
+
+    /// What a persisted right holds goes (nothing here); called under the lock.
     func forget() {}
 
     static func error(of verdict: HelperVerdict) -> (any Error)? {

@@ -14,21 +14,25 @@ open class LAPersistedRight: LARight, @unchecked Sendable {
     open var secret: LASecret { _secret }
 
     let identifier: String
+    /// False for a right found by its identifier: the store keeps its
+    /// requirement, which the helper enforces and does not tell.
+    let requirementKnown: Bool
     private var _secret: LASecret!
     /// The secret as the helper released it, until deauthorize or release.
     let released = SecretBuffer(limit: SecretItemFormat.maxSecretBytes)
 
-    init(identifier: String, requirement: LAAuthenticationRequirement, connection: HelperConnection) {
+    init(identifier: String, requirement: LAAuthenticationRequirement?, connection: HelperConnection) {
         self.identifier = identifier
-        super.init(requirement: requirement, connection: connection)
+        requirementKnown = requirement != nil
+        super.init(requirement: requirement ?? .default, connection: connection)
         _secret = LASecret(right: self)
     }
 
     deinit { released.wipe() }
 
     /// A load of the secret: one evaluation, with the item's name added to
-    /// the reason by the helper; the secret is kept here on success.
-    override func grant(reason: String) -> (any Error)? {
+    /// the reason by the helper; what it released, or the error.
+    override func grant(reason: String) -> Result<SecretBuffer?, any Error> {
         var request = HelperRequest()
         request.action = .secretLoad
         request.service = literalBytes(KnownServices.app)
@@ -36,22 +40,30 @@ open class LAPersistedRight: LARight, @unchecked Sendable {
         request.item = utf8Bytes(identifier)
         request.present(.reason, utf8Bytes(reason))
         let incoming = SecretBuffer(limit: SecretItemFormat.maxSecretBytes)
-        defer { incoming.wipe() }
         let sheet = SheetSettings(presenter: presenter, reason: reason)
         let ran = Sheet.run(sheet, sheets: sheets) { conversation, control in
             connection.runSecret(request, conversation: conversation, control: control, outgoing: nil, incoming: incoming).0
         }
         switch ran {
-        case .failure(let error): return error
+        case .failure(let error):
+            incoming.wipe()
+            return .failure(error)
         case .success(let verdict):
-            if let error = LARightStore.error(of: verdict) { return error }
-            locked { incoming.move(into: released) }
-            return nil
+            if let error = LARightStore.error(of: verdict) {
+                incoming.wipe()
+                return .failure(error)
+            }
+            return .success(incoming)
         }
     }
 
+    override func keep(_ secret: SecretBuffer?) {
+        released.wipe()
+        secret?.move(into: released)
+    }
+
     override func forget() {
-        locked { released.wipe() }
+        released.wipe()
     }
 
     /// The secret's bytes while authorized.
@@ -133,7 +145,7 @@ open class LARightStore: NSObject, @unchecked Sendable {
                 guard names.contains(utf8Bytes(identifier)) else {
                     return handler(nil, LAError(.invalidContext, message: SecretStatus.absent.sentence))
                 }
-                handler(LAPersistedRight(identifier: identifier, requirement: .default, connection: connection), nil)
+                handler(LAPersistedRight(identifier: identifier, requirement: nil, connection: connection), nil)
             }
         }
     }
@@ -157,6 +169,12 @@ open class LARightStore: NSObject, @unchecked Sendable {
 
     open func saveRight(_ right: LARight, identifier: String, secret: Data,
                         completion handler: @escaping @Sendable (LAPersistedRight?, (any Error)?) -> Void) {
+        // A right found by its identifier does not know its requirement:
+        // saving it would quietly make a finger-only secret finger-or-password.
+        if let persisted = right as? LAPersistedRight, !persisted.requirementKnown {
+            return handler(nil, LAError(.invalidContext, message: "A right found by its identifier keeps the store's requirement: "
+                                        + "save a new LARight(requirement:) to store a secret."))
+        }
         let outgoing = SecretBuffer(limit: SecretItemFormat.maxSecretBytes)
         let fits = secret.withUnsafeBytes { raw in
             outgoing.fill(length: raw.count) { storage in

@@ -23,6 +23,12 @@ final class OpenSheets: @unchecked Sendable {
         for control in controls { control.invalidate() }
     }
 
+    /// Ends the sheets open now with `appCancel`; later ones may open.
+    func cancelOpen() {
+        let controls: [LAEvaluationControl] = locked { open }
+        for control in controls { control.invalidate() }
+    }
+
     fileprivate func add(_ control: LAEvaluationControl) -> Bool {
         locked {
             if invalidated { return false }

@@ -32,6 +32,9 @@ public enum MachineKeyNotice: Equatable {
 extension ItemStore {
     static let fileKeyName = Array("machine.key".utf8)
     static let sealedKeyName = Array("machine.key.tpm".utf8)
+    /// A sealed key the TPM disowned, kept aside (the last one) while the
+    /// key is a root-only file: an administrator may still want it.
+    static let disownedKeyName = Array("machine.key.tpm.disowned".utf8)
 
     /// What the log should say about this request's machine key, if anything.
     public var machineKeyNotice: MachineKeyNotice? { found.notice }
@@ -60,7 +63,10 @@ extension ItemStore {
     /// The key as the files and the TPM have it; nil when having it would
     /// write and `mayWrite` is false.
     func machineKey(in secrets: Int32, mayWrite: Bool) throws(Failure) -> SecretBuffer? {
-        let deviceExists = tpm == .auto && Syscalls.pathExists(literalBytes(TPMChoice.defaultDevice))
+        // A device must be a character device of root's: a file or a socket
+        // someone made at that path would be handed the key.
+        if case .device(let path) = tpm, !Syscalls.isRootsCharacterDevice(path) { throw .tpmUnreachable }
+        let deviceExists = tpm == .auto && Syscalls.isRootsCharacterDevice(literalBytes(TPMChoice.defaultDevice))
         let use = TPMUse(tpm, deviceExists: deviceExists)
         let sealed = try readOwnFile(secrets, ItemStore.sealedKeyName, sizes: 8...Int(LA_TPM_BLOB_MAX))
         let file = try readFileKey(secrets)
@@ -78,8 +84,12 @@ extension ItemStore {
             case .use:
                 guard key.count == SecretKeyFile.keySize else { throw .tpmFailed }
                 // A file left beside its sealed copy (a crash between the
-                // two writes) is removed once the lock is held.
-                if file != nil && mayWrite { try removeFileKey(secrets) }
+                // two writes, a failed unlink) is removed, under the lock:
+                // the key must not stay on the disk in the clear.
+                if file != nil {
+                    guard mayWrite else { return nil }
+                    try removeFileKey(secrets)
+                }
                 found.key = key
                 return key
             case .refuse:
@@ -87,7 +97,10 @@ extension ItemStore {
             case .sealNewKey:
                 guard mayWrite else { return nil }
                 found.notice = .sealedAnew
-                return try seal(nil, in: secrets, use: use, fileKey: nil)
+                // A root-only key beside the disowned blob (this TPM would
+                // not seal before) is the one the users' copies were healed
+                // with since: sealed as it is.
+                return try seal(file, in: secrets, use: use, fileKey: file, disowned: true)
             }
         case .sealFileKey:
             guard mayWrite else { return nil }
@@ -101,7 +114,8 @@ extension ItemStore {
     /// `existing` (or a new key) sealed and written; the file key removed
     /// once its sealed copy is on disk. A seal that fails falls back as
     /// MachineKeyPolicy says.
-    func seal(_ existing: SecretBuffer?, in secrets: Int32, use: TPMUse, fileKey: SecretBuffer?) throws(Failure) -> SecretBuffer {
+    func seal(_ existing: SecretBuffer?, in secrets: Int32, use: TPMUse, fileKey: SecretBuffer?,
+              disowned: Bool = false) throws(Failure) -> SecretBuffer {
         guard let key = existing ?? KeyWrapping.newKey() else { throw .io(.tryAgain) }
         let (answer, blob) = TPMSealing.seal(key, with: tpm)
         if answer == .done {
@@ -117,6 +131,16 @@ extension ItemStore {
             throw answer == .unreachable ? .tpmUnreachable : .tpmFailed
         }
         found.notice = .sealFailedUsingFile
+        // The blob the TPM disowned goes aside, so that the next request
+        // does not unseal it, fail, and make yet another key.
+        if disowned {
+            do throws(Errno) {
+                try Syscalls.rename(in: secrets, from: ItemStore.sealedKeyName, to: ItemStore.disownedKeyName)
+                try Syscalls.sync(secrets)
+            } catch {
+                throw .io(error)
+            }
+        }
         if let fileKey { return fileKey }
         return try makeFileKey(secrets)
     }

@@ -5,14 +5,15 @@ key is then never on disk in the clear; a store moved to another TPM, or a
 TPM cleared, opens nothing with a finger alone, and the user's password
 heals it; a TPM out of reach changes nothing."""
 import json
+import os
 import subprocess
 
 import pytest
 
 from pamenv import localauth_command
 from software_tpm import SoftwareTPM
-from test_secrets import (MATCH, UID, USER, first_store, load_asking_the_password, load_with, rig, store, user_directory,
-                          w, world)
+from test_secrets import (MATCH, PASSWORD, UID, USER, first_store, load_asking_the_password, load_with, rig, secret_command,
+                          store, terminal, user_directory, w, world)
 
 __all__ = ["rig", "w", "world"]   # the secrets' world and rig, shared with test_secrets.py
 
@@ -113,3 +114,38 @@ def test_a_tpm_out_of_reach_changes_nothing(w, rig, tpm):
     assert sorted(p.name for p in user_directory(w).iterdir()) == items
     assert any("cannot be reached" in line for line in w.syslog.since(mark)), w.syslog.since(mark)
     assert w.counts(UID) == (0, 0)
+
+
+def test_a_key_file_left_beside_its_sealed_copy_is_removed(w, rig, tpm):
+    """A crash between sealing a root-only key and removing its file leaves
+    both: the next request removes the file (the key must not stay on the
+    disk in the clear) and opens with the sealed copy."""
+    first_store(w, "mail", "imap-pass")
+    file_key(w).write_bytes(os.urandom(32))
+    file_key(w).chmod(0o600)
+    code, text = load_with(w, rig, "mail", [MATCH])
+    assert code == 0 and "imap-pass" in text, text
+    assert not file_key(w).exists() and sealed_key(w).exists()
+
+
+def test_a_device_that_is_no_device_is_never_used(w, rig):
+    """`tpm = PATH` names a character device of root's; a regular file there
+    (or a socket someone made) is not talked to: the request fails, nothing
+    is written, no key is made."""
+    fake = w.state.parent / "not-a-tpm"
+    fake.write_bytes(b"")
+    w.write_config([f"tpm = {fake}"])
+    try:
+        session = terminal(w, f"printf %s imap-pass | {secret_command('store', 'mail')}; code=$?; echo; echo exit=$code")
+        try:
+            session.expect("Enter Password")
+            session.send(PASSWORD + "\r")
+            session.expect("exit=")
+        finally:
+            session.close()
+        assert "exit=34" in session.text, session.text
+        assert not (w.state / "secrets" / "machine.key").exists() and not sealed_key(w).exists()
+        assert fake.read_bytes() == b""
+    finally:
+        w.write_config([])
+        fake.unlink()

@@ -6,6 +6,7 @@ A fresh state directory is a TPM that has never seen the store: another
 machine's. `clear()` is TPM2_Clear from tpm2-tools, as an owner who clears
 the TPM in the firmware does: the owner seed changes, and every object
 sealed under it stops loading."""
+import random
 import shutil
 import socket
 import subprocess
@@ -15,20 +16,18 @@ from pathlib import Path
 
 
 def free_port_pair():
-    """A port P with P and P+1 free on 127.0.0.1 (swtpm's server and its control channel)."""
-    for _ in range(50):
-        with socket.socket() as first:
-            first.bind(("127.0.0.1", 0))
-            port = first.getsockname()[1]
-            if port >= 65535:
-                continue
-            with socket.socket() as second:
-                try:
-                    second.bind(("127.0.0.1", port + 1))
-                except OSError:
-                    continue
-            return port
-    raise RuntimeError("no two free ports next to each other on 127.0.0.1")
+    """A port P below 1023 with P and P+1 free on 127.0.0.1 (swtpm's server
+    and its control channel): the helper takes only ports where no user but
+    root may listen."""
+    for port in random.sample(range(600, 1022), 60):
+        try:
+            with socket.socket() as first, socket.socket() as second:
+                first.bind(("127.0.0.1", port))
+                second.bind(("127.0.0.1", port + 1))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError("no two free ports next to each other below 1023 on 127.0.0.1")
 
 
 class SoftwareTPM:

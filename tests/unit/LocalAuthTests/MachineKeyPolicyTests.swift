@@ -8,8 +8,10 @@ import XCTest
 final class MachineKeyPolicyTests: XCTestCase {
     func testTheOptionsValues() {
         let rows: [(String, TPMChoice?)] = [
-            ("auto", .auto), ("off", .off), ("/dev/tpmrm0", .device(Array("/dev/tpmrm0".utf8))), ("swtpm:2321", .swtpm(port: 2321)),
-            ("swtpm:65535", .swtpm(port: 65535)), ("swtpm:0", nil), ("swtpm:65536", nil), ("swtpm:", nil), ("swtpm:12a", nil),
+            ("auto", .auto), ("off", .off), ("/dev/tpmrm0", .device(Array("/dev/tpmrm0".utf8))), ("swtpm:700", .swtpm(port: 700)),
+            ("swtpm:1022", .swtpm(port: 1022)), ("swtpm:1", .swtpm(port: 1)),
+            // A port any user may listen on (or its control channel's) could stand in for the TPM.
+            ("swtpm:1023", nil), ("swtpm:2321", nil), ("swtpm:65535", nil), ("swtpm:0", nil), ("swtpm:65536", nil), ("swtpm:", nil), ("swtpm:12a", nil),
             ("dev/tpm0", nil), ("/dev/../tpm0", nil), ("", nil), ("AUTO", nil), ("mssim:2321", nil),
         ]
         for (text, expected) in rows {
@@ -25,8 +27,8 @@ final class MachineKeyPolicyTests: XCTestCase {
         XCTAssertEqual(parser.options.tpm, .auto)
         XCTAssertFalse(parser.diagnostics.isEmpty)
         var fromFile = OptionParser()
-        fromFile.applyConfigFile(Array("tpm = swtpm:2321\n".utf8))
-        XCTAssertEqual(fromFile.options.tpm, .swtpm(port: 2321))
+        fromFile.applyConfigFile(Array("tpm = swtpm:700\n".utf8))
+        XCTAssertEqual(fromFile.options.tpm, .swtpm(port: 700))
         XCTAssertEqual(fromFile.diagnostics, [])
     }
 

@@ -20,7 +20,7 @@ final class OptionKeyTableTests: XCTestCase {
         case .policy: ("biometrics", "admin")
         case .mode: ("terminal", "gui")
         case .backoff: ("2:1m,4:2m", "4:1m,2:2m")
-        case .tpm: ("swtpm:2321", "tcp:2321")
+        case .tpm: ("swtpm:700", "swtpm:2321")
         }
     }
 

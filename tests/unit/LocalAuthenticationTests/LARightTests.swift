@@ -16,6 +16,9 @@ final class ScriptedSecretHelper: HelperConnection, @unchecked Sendable {
     var items: [[UInt8]: ([UInt8], SecretRequirement)] = [:]
     var evaluation: LAErrorCode? = nil
     var status: SecretStatus? = nil
+    /// Loads wait for this before they answer (set outside the lock).
+    var gate: DispatchSemaphore? = nil
+    var loading = DispatchSemaphore(value: 0)
     private(set) var requests: [HelperRequest] = []
 
     func run(_ request: HelperRequest, conversation: PresenterConversation, control: Int32?) -> HelperVerdict {
@@ -27,6 +30,10 @@ final class ScriptedSecretHelper: HelperConnection, @unchecked Sendable {
 
     func runSecret(_ request: HelperRequest, conversation: PresenterConversation, control: Int32?, outgoing: SecretBuffer?,
                    incoming: SecretBuffer?) -> (SecretVerdict, [[UInt8]]) {
+        if request.action == .secretLoad, let gate {
+            loading.signal()
+            gate.wait()
+        }
         lock.lock(); defer { lock.unlock() }
         requests.append(request)
         if let status { return (.item(status), []) }
@@ -179,5 +186,57 @@ final class LARightTests: XCTestCase {
         XCTAssertEqual(badName, .invalidContext)
         XCTAssertTrue(helper.requests.isEmpty)
         XCTAssertTrue(helper.items.isEmpty)
+    }
+
+    /// A deauthorize while the load is under way wins: the authorization
+    /// fails with appCancel and keeps nothing; a later failure wipes what
+    /// an earlier success kept.
+    func testDeauthorizeDuringAnAuthorizationKeepsNothing() async throws {
+        let helper = ScriptedSecretHelper()
+        let store = store(helper)
+        _ = try await store.saveRight(LARight(), identifier: "vault", secret: Data("v-1".utf8))
+        let right = try await store.right(forIdentifier: "vault")
+        right.presenter = RecordingPresenter()
+        let gate = DispatchSemaphore(value: 0)
+        helper.gate = gate
+        let finished = expectation(description: "authorize ended")
+        let outcome = Shared<(any Error)?>(nil)
+        right.authorize(localizedReason: "Open") { error in
+            outcome.value = error
+            finished.fulfill()
+        }
+        helper.loading.wait()
+        await right.deauthorize()
+        gate.signal()
+        await fulfillment(of: [finished], timeout: 10)
+        XCTAssertEqual((outcome.value as? LAError)?.code, .appCancel)
+        XCTAssertEqual(right.state, .notAuthorized)
+        XCTAssertEqual(right.released.count, 0)
+        let read = await code { _ = try await right.secret.loadData() }
+        XCTAssertEqual(read, .notInteractive)
+
+        helper.gate = nil
+        try await right.authorize(localizedReason: "Open")
+        XCTAssertEqual(right.released.count, 3)
+        helper.evaluation = .userCancel
+        let failed = await code { try await right.authorize(localizedReason: "Open") }
+        XCTAssertEqual(failed, .userCancel)
+        XCTAssertEqual(right.released.count, 0)
+        XCTAssertEqual(right.state, .notAuthorized)
+    }
+
+    /// A right found by its identifier does not know the store's
+    /// requirement: saving it is refused rather than loosening it.
+    func testSavingAFoundRightIsRefused() async throws {
+        let helper = ScriptedSecretHelper()
+        let store = store(helper)
+        _ = try await store.saveRight(LARight(requirement: .biometry), identifier: "finger", secret: Data("f".utf8))
+        let found = try await store.right(forIdentifier: "finger")
+        let sent = helper.requests.count
+        let refused = await code { _ = try await store.saveRight(found, identifier: "finger", secret: Data("g".utf8)) }
+        XCTAssertEqual(refused, .invalidContext)
+        XCTAssertEqual(helper.requests.count, sent)
+        XCTAssertEqual(helper.items[Array("finger".utf8)]?.1, .match)
+        XCTAssertEqual(helper.items[Array("finger".utf8)]?.0, Array("f".utf8))
     }
 }
