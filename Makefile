@@ -50,8 +50,11 @@ HELPER_SOURCES := $(wildcard Sources/LocalAuthHelper/*.swift)
 SECRETS_SOURCES := $(wildcard Sources/Secrets/*.swift)
 HELPER_OBJECTS := $(BUILD)/LocalAuthHelper.o $(BUILD)/libc_shim.o $(BUILD)/system_shim.o \
 	$(BUILD)/LocalAuth.o $(BUILD)/LibcSystem.o $(BUILD)/PAMAndBusAdapters.o $(BUILD)/Secrets.o $(BUILD)/tpm_seal.o
-# The secrets' crypto is libsodium's, linked into the helper only (never the module).
-LIBS_HELPER := $(LIBS_MODULE) -lsodium
+# The secrets' crypto is libsodium's, linked into the helper only (never the
+# module), and statically: Debian 12 and 13 ship libsodium.so.23, Debian 14
+# libsodium.so.26, and one package serves all three (a libsodium fix means a
+# new package, as for any static library).
+LIBS_HELPER := $(LIBS_MODULE) -l:libsodium.a
 LDFLAGS_HELPER := -pie $(LDFLAGS_COMMON)
 # Where the module, the helper's callers and the package find the helper:
 # declared once, in Sources/CLibc/include/libc_shim.h (la_helper_path), and

@@ -63,11 +63,10 @@ release_packages() {
     # Plasma 6's greeter and the lock screen it loads (plasma-desktop's
     # shell package, with the QML modules that imports beyond
     # plasma-workspace's); the release's own login-screen stack files
-    # (gdm-password, gdm-fingerprint); what every root needs to run the suite;
-    # libsodium's runtime, which the helper built here links (the package's
-    # Depends names it; the root holds no -dev package).
+    # (gdm-password, gdm-fingerprint); what every root needs to run the suite.
+    # (libsodium is linked into the helper statically: the roots need none.)
     printf '%s\n' libkscreenlocker6 plasma-desktop-data qml6-module-qt5compat-graphicaleffects \
-        qml6-module-org-kde-kcmutils gdm3 procps libsodium23
+        qml6-module-org-kde-kcmutils gdm3 procps
     # hyprlock is in the archive from Debian 14 on.
     if [ "$release" = forky ]; then echo hyprlock; fi
 }

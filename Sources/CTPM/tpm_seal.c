@@ -12,7 +12,10 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <tss2/tss2_esys.h>
@@ -289,12 +292,34 @@ static void write_all(int fd, const unsigned char *from, size_t length) {
     }
 }
 
+/* The child keeps nothing of the helper's but the pipe: no caller's socket,
+ * no lock's descriptor (the helper's own keep the locks), the standard
+ * descriptors on /dev/null; it dies with the helper, and within the
+ * helper's deadline (timers are not inherited: the time left is set again,
+ * 30 s where the helper had none). Returns the pipe's descriptor. */
+static int child_alone(int pipe_end, pid_t parent, unsigned seconds_left) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(1);
+    int fd = pipe_end >= 3 ? pipe_end : fcntl(pipe_end, F_DUPFD_CLOEXEC, 3);
+    if (fd < 3) _exit(1);
+    if (fd > 3) syscall(SYS_close_range, 0U, (unsigned)fd - 1, 0);
+    else syscall(SYS_close_range, 0U, 2U, 0);
+    syscall(SYS_close_range, (unsigned)fd + 1, ~0U, 0);
+    for (int standard = 0; standard < 3; standard++)
+        if (open("/dev/null", O_RDWR) != standard) _exit(1);
+    signal(SIGALRM, SIG_DFL);
+    alarm(seconds_left ? seconds_left : 30);
+    return fd;
+}
+
 /* Runs `seal` (1) or unseal (0) in a child; its output goes to `out`. */
 static int in_child(int seal, const char *tcti, const char *config, const unsigned char *input, size_t input_length,
                     unsigned char *out, size_t capacity, size_t *length) {
     *length = 0;
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) return LA_TPM_FAILED;
+    pid_t parent = getpid();
+    unsigned seconds_left = alarm(0);
+    if (seconds_left) alarm(seconds_left);
     pid_t child = fork();
     if (child < 0) {
         close(fds[0]);
@@ -303,6 +328,7 @@ static int in_child(int seal, const char *tcti, const char *config, const unsign
     }
     if (child == 0) {
         close(fds[0]);
+        fds[1] = child_alone(fds[1], parent, seconds_left);
         struct answer answer = {0};
         answer.result = seal ? seal_here(tcti, config, input, input_length, out, capacity, &answer.length)
                              : unseal_here(tcti, config, input, input_length, out, capacity, &answer.length);

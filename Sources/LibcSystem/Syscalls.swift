@@ -286,19 +286,23 @@ public enum Syscalls {
                          device: UInt64(info.st_dev), inode: UInt64(info.st_ino), links: UInt64(info.st_nlink))
     }
 
-    /// Whether something is at `path` (links followed): a device node's
-    /// presence, never a file's trust.
-    public static func pathExists(_ path: [UInt8]) -> Bool {
-        var info = stat()
-        return withCString(path) { pointer in fstatat(AT_FDCWD, pointer, &info, 0) } == 0
-    }
-
-    /// Whether `path` (links followed) is a character device owned by root:
-    /// a TPM's node, not a file or a socket someone else made.
-    public static func isRootsCharacterDevice(_ path: [UInt8]) -> Bool {
+    /// Whether `path` (links followed) is a character device: a TPM's node
+    /// (Debian's udev rule gives it to the group tss), never a file or a
+    /// socket, which anyone may make; a device node only CAP_MKNOD may.
+    public static func isCharacterDevice(_ path: [UInt8]) -> Bool {
         var info = stat()
         guard withCString(path, { pointer in fstatat(AT_FDCWD, pointer, &info, 0) }) == 0 else { return false }
-        return la_s_ischr(info.st_mode) != 0 && info.st_uid == 0
+        return la_s_ischr(info.st_mode) != 0
+    }
+
+    /// The lowest port an unprivileged process may listen on
+    /// (`net.ipv4.ip_unprivileged_port_start`, 1024 unless lowered, as
+    /// containers often do); nil when it cannot be read.
+    public static func unprivilegedPortStart() -> Int? {
+        guard let bytes = readRegularFile(at: nil, literalBytes("/proc/sys/net/ipv4/ip_unprivileged_port_start"), limit: 16) else {
+            return nil
+        }
+        return parseDecimal(trimmedSpaces(bytes.prefix { $0 != 0x0A }[...]), limit: 65_536)
     }
 
     /// Creates the directory `name` below `directory` with `mode`.

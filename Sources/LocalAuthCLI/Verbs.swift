@@ -95,7 +95,7 @@ func statusReport(user: UserIdentity, _ configuration: LoadedConfiguration) -> S
     let rows = configurationRows(options).map { key, value in
         (key, value, configuration.keysFromFile.contains(key) ? printableText(configuration.path) : "default")
     }
-    let tpmUse = TPMUse(options.tpm, deviceExists: options.tpm == .auto && Syscalls.pathExists(literalBytes(TPMChoice.defaultDevice)))
+    let tpmUse = TPMUse(options.tpm, deviceExists: options.tpm == .auto && Syscalls.isCharacterDevice(literalBytes(TPMChoice.defaultDevice)))
     let protection = MachineKeyPolicy.protection(options.tpm, use: tpmUse)
     return StatusReport(user: user, availability: availability, device: sensor.device, fingers: sensor.fingers, domainState: domainState,
                         readable: inspection != nil, recordStatus: recordStatus, damage: damage, record: record,

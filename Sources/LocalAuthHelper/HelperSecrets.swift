@@ -234,6 +234,10 @@ func logMachineKeyNotice(_ items: ItemStore, _ log: inout HelperLog) {
         log.log(.warning, "the TPM would not seal the machine key: it is a root-only file instead")
     case .fileKeySealed?:
         log.log(.notice, "the machine key is now sealed to the TPM; its root-only file is removed")
+    case .fileKeyNotRemoved?:
+        log.log(.error, "the sealed machine key's root-only file could not be removed: the key is on the disk in the clear")
+    case .fileKeyDiffers?:
+        log.log(.warning, "a root-only machine key made while tpm = off lies beside the sealed one: users whose secrets it wraps type their password once; it is kept")
     case nil: break
     }
 }

@@ -27,6 +27,13 @@ public enum MachineKeyNotice: Equatable {
     case sealFailedUsingFile
     /// A root-only key was sealed to the TPM, and its file removed.
     case fileKeySealed
+    /// The file beside the sealed key holds the same key and could not be
+    /// removed: the key is on the disk in the clear.
+    case fileKeyNotRemoved
+    /// A root-only key made while `tpm = off` lies beside the sealed key;
+    /// users whose copies it wraps need their password once (or `tpm =
+    /// off` again). It is kept.
+    case fileKeyDiffers
 }
 
 extension ItemStore {
@@ -63,10 +70,15 @@ extension ItemStore {
     /// The key as the files and the TPM have it; nil when having it would
     /// write and `mayWrite` is false.
     func machineKey(in secrets: Int32, mayWrite: Bool) throws(Failure) -> SecretBuffer? {
-        // A device must be a character device of root's: a file or a socket
-        // someone made at that path would be handed the key.
-        if case .device(let path) = tpm, !Syscalls.isRootsCharacterDevice(path) { throw .tpmUnreachable }
-        let deviceExists = tpm == .auto && Syscalls.isRootsCharacterDevice(literalBytes(TPMChoice.defaultDevice))
+        // A device must be a character device: a file or a socket someone
+        // made at that path would be handed the key. A software TPM must
+        // listen where only root may (both its ports below the
+        // unprivileged start, read each time: containers lower it).
+        if case .device(let path) = tpm, !Syscalls.isCharacterDevice(path) { throw .tpmUnreachable }
+        if case .swtpm(let port) = tpm {
+            guard let start = Syscalls.unprivilegedPortStart(), port + 1 < start else { throw .tpmUnreachable }
+        }
+        let deviceExists = tpm == .auto && Syscalls.isCharacterDevice(literalBytes(TPMChoice.defaultDevice))
         let use = TPMUse(tpm, deviceExists: deviceExists)
         let sealed = try readOwnFile(secrets, ItemStore.sealedKeyName, sizes: 8...Int(LA_TPM_BLOB_MAX))
         let file = try readFileKey(secrets)
@@ -84,11 +96,17 @@ extension ItemStore {
             case .use:
                 guard key.count == SecretKeyFile.keySize else { throw .tpmFailed }
                 // A file left beside its sealed copy (a crash between the
-                // two writes, a failed unlink) is removed, under the lock:
-                // the key must not stay on the disk in the clear.
-                if file != nil {
-                    guard mayWrite else { return nil }
-                    try removeFileKey(secrets)
+                // two writes) is removed under the lock: the key must not
+                // stay on the disk in the clear. Only the same key: another
+                // (made while `tpm = off`) still opens some users' copies,
+                // and is kept for the administrator (the log says so).
+                if let file {
+                    if Sealing.sameBytes(file, key) {
+                        guard mayWrite else { return nil }
+                        do { try removeFileKey(secrets) } catch { found.notice = .fileKeyNotRemoved }
+                    } else {
+                        found.notice = .fileKeyDiffers
+                    }
                 }
                 found.key = key
                 return key

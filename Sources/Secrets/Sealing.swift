@@ -15,6 +15,12 @@ public enum Sealing {
     /// the system's random source does).
     public static func ready() -> Bool { sodium_init() >= 0 }
 
+    /// Whether two keys are the same, in constant time.
+    static func sameBytes(_ first: SecretBuffer, _ second: SecretBuffer) -> Bool {
+        guard first.count == second.count else { return false }
+        return first.withBytes { a, count in second.withBytes { b, _ in sodium_memcmp(a, b, count) == 0 } }
+    }
+
     /// Random bytes from libsodium's source (getrandom).
     public static func randomBytes(_ count: Int) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)

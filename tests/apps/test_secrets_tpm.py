@@ -116,16 +116,31 @@ def test_a_tpm_out_of_reach_changes_nothing(w, rig, tpm):
     assert w.counts(UID) == (0, 0)
 
 
-def test_a_key_file_left_beside_its_sealed_copy_is_removed(w, rig, tpm):
+def test_a_key_file_left_beside_its_sealed_copy_is_removed_only_if_it_is_the_same_key(w, rig, tpm):
     """A crash between sealing a root-only key and removing its file leaves
     both: the next request removes the file (the key must not stay on the
-    disk in the clear) and opens with the sealed copy."""
+    disk in the clear). A file with another key (made while `tpm = off`)
+    is kept: it still opens the copies made under it; the log says so."""
+    w.write_config(["tpm = off"])
     first_store(w, "mail", "imap-pass")
-    file_key(w).write_bytes(os.urandom(32))
+    leftover = file_key(w).read_bytes()
+    w.write_config([f"tpm = swtpm:{tpm.port}"])
+    code, text = load_with(w, rig, "mail", [MATCH])
+    assert code == 0 and not file_key(w).exists() and sealed_key(w).exists(), text
+    file_key(w).write_bytes(leftover)          # as a crash before its removal leaves it
     file_key(w).chmod(0o600)
     code, text = load_with(w, rig, "mail", [MATCH])
     assert code == 0 and "imap-pass" in text, text
-    assert not file_key(w).exists() and sealed_key(w).exists()
+    assert not file_key(w).exists()
+
+    other = os.urandom(32)
+    file_key(w).write_bytes(other)
+    file_key(w).chmod(0o600)
+    mark = w.syslog.mark()
+    code, text = load_with(w, rig, "mail", [MATCH])
+    assert code == 0 and "imap-pass" in text, text
+    assert file_key(w).read_bytes() == other
+    assert any("made while tpm = off" in line for line in w.syslog.since(mark)), w.syslog.since(mark)
 
 
 def test_a_device_that_is_no_device_is_never_used(w, rig):
