@@ -292,22 +292,33 @@ static void write_all(int fd, const unsigned char *from, size_t length) {
     }
 }
 
+/* Closes every descriptor from `first` to `last`: close_range, or one by
+ * one where a seccomp profile refuses it. */
+static void close_from(unsigned first, unsigned last) {
+    if (first > last) return;
+    if (syscall(SYS_close_range, first, last, 0) == 0) return;
+    long most = sysconf(_SC_OPEN_MAX);
+    unsigned end = most > 0 && most < 65536 ? (unsigned)most : 65536;
+    for (unsigned fd = first; fd <= last && fd < end; fd++) close((int)fd);
+}
+
 /* The child keeps nothing of the helper's but the pipe: no caller's socket,
  * no lock's descriptor (the helper's own keep the locks), the standard
- * descriptors on /dev/null; it dies with the helper, and within the
- * helper's deadline (timers are not inherited: the time left is set again,
- * 30 s where the helper had none). Returns the pipe's descriptor. */
+ * descriptors on /dev/null. It dies with the helper, and a second before
+ * the helper's deadline (timers are not inherited; the helper's deadline
+ * handler takes back the caller's ids, after which the parent-death signal
+ * can no longer reach a root child): 30 s where the helper had none.
+ * Returns the pipe's descriptor. */
 static int child_alone(int pipe_end, pid_t parent, unsigned seconds_left) {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(1);
     int fd = pipe_end >= 3 ? pipe_end : fcntl(pipe_end, F_DUPFD_CLOEXEC, 3);
     if (fd < 3) _exit(1);
-    if (fd > 3) syscall(SYS_close_range, 0U, (unsigned)fd - 1, 0);
-    else syscall(SYS_close_range, 0U, 2U, 0);
-    syscall(SYS_close_range, (unsigned)fd + 1, ~0U, 0);
+    close_from(0, (unsigned)fd - 1);
+    close_from((unsigned)fd + 1, ~0U);
     for (int standard = 0; standard < 3; standard++)
         if (open("/dev/null", O_RDWR) != standard) _exit(1);
     signal(SIGALRM, SIG_DFL);
-    alarm(seconds_left ? seconds_left : 30);
+    alarm(seconds_left > 1 ? seconds_left - 1 : seconds_left == 1 ? 1 : 30);
     return fd;
 }
 

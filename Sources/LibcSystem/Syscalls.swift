@@ -286,13 +286,19 @@ public enum Syscalls {
                          device: UInt64(info.st_dev), inode: UInt64(info.st_ino), links: UInt64(info.st_nlink))
     }
 
-    /// Whether `path` (links followed) is a character device: a TPM's node
-    /// (Debian's udev rule gives it to the group tss), never a file or a
-    /// socket, which anyone may make; a device node only CAP_MKNOD may.
-    public static func isCharacterDevice(_ path: [UInt8]) -> Bool {
+    /// Whether `path` (links followed) is a TPM's character device: the
+    /// kernel's class of its device number (`/sys/dev/char/MAJ:MIN`) is
+    /// `tpm` or `tpmrm`. Never a file, a socket or a terminal, whoever made
+    /// the path (Debian's udev rule gives the TPM's node to the group tss).
+    public static func isTPMDevice(_ path: [UInt8]) -> Bool {
         var info = stat()
-        guard withCString(path, { pointer in fstatat(AT_FDCWD, pointer, &info, 0) }) == 0 else { return false }
-        return la_s_ischr(info.st_mode) != 0
+        guard withCString(path, { pointer in fstatat(AT_FDCWD, pointer, &info, 0) }) == 0, la_s_ischr(info.st_mode) != 0 else {
+            return false
+        }
+        let device = UInt64(info.st_rdev)
+        let subsystem = programLink(utf8Bytes("/sys/dev/char/\(la_major(device)):\(la_minor(device))/subsystem"))
+        let name = subsystem.split(separator: 0x2F).last.map { Array($0) } ?? []
+        return bytesEqual(name, "tpm") || bytesEqual(name, "tpmrm")
     }
 
     /// The lowest port an unprivileged process may listen on

@@ -95,15 +95,22 @@ func statusReport(user: UserIdentity, _ configuration: LoadedConfiguration) -> S
     let rows = configurationRows(options).map { key, value in
         (key, value, configuration.keysFromFile.contains(key) ? printableText(configuration.path) : "default")
     }
-    let tpmUse = TPMUse(options.tpm, deviceExists: options.tpm == .auto && Syscalls.isCharacterDevice(literalBytes(TPMChoice.defaultDevice)))
+    let tpmUse = TPMUse(options.tpm, deviceExists: options.tpm == .auto && Syscalls.isTPMDevice(literalBytes(TPMChoice.defaultDevice)))
     let protection = MachineKeyPolicy.protection(options.tpm, use: tpmUse)
+    var protectionText = protection.text
+    // Root sees a root-only key file kept beside a sealed key (made while
+    // `tpm = off`): it is on the disk in the clear.
+    if inspection != nil, tpmUse == .automatic || tpmUse == .named,
+       Syscalls.readRegularFile(at: nil, options.stateDir + literalBytes("/secrets/machine.key"), limit: 64) != nil {
+        protectionText += "; a root-only key file made while tpm = off lies beside it, in the clear (the log says more)"
+    }
     return StatusReport(user: user, availability: availability, device: sensor.device, fingers: sensor.fingers, domainState: domainState,
                         readable: inspection != nil, recordStatus: recordStatus, damage: damage, record: record,
                         fingerprintFailures: fingerprintFailures, lockout: options.lockout, locked: locked, lockReason: lockReason,
                         remainingBackoffMilliseconds: inspection?.remainingBackoffMilliseconds ?? 0,
                         passcodeRequirement: requirement, seat: seat, touchDenial: denial, configuration: rows,
                         problems: configuration.problems, runtimeCounting: runtimeCounting,
-                        secretsKey: (literalText(protection.kind), protection.text))
+                        secretsKey: (literalText(protection.kind), protectionText))
 }
 
 func statusJSON(_ report: StatusReport) -> String {

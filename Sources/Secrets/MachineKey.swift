@@ -70,15 +70,16 @@ extension ItemStore {
     /// The key as the files and the TPM have it; nil when having it would
     /// write and `mayWrite` is false.
     func machineKey(in secrets: Int32, mayWrite: Bool) throws(Failure) -> SecretBuffer? {
-        // A device must be a character device: a file or a socket someone
-        // made at that path would be handed the key. A software TPM must
+        // A device must be a TPM's (the kernel's class of its number): a
+        // file, a socket or a terminal someone put at that path would be
+        // handed the key. A software TPM must
         // listen where only root may (both its ports below the
         // unprivileged start, read each time: containers lower it).
-        if case .device(let path) = tpm, !Syscalls.isCharacterDevice(path) { throw .tpmUnreachable }
+        if case .device(let path) = tpm, !Syscalls.isTPMDevice(path) { throw .tpmUnreachable }
         if case .swtpm(let port) = tpm {
             guard let start = Syscalls.unprivilegedPortStart(), port + 1 < start else { throw .tpmUnreachable }
         }
-        let deviceExists = tpm == .auto && Syscalls.isCharacterDevice(literalBytes(TPMChoice.defaultDevice))
+        let deviceExists = tpm == .auto && Syscalls.isTPMDevice(literalBytes(TPMChoice.defaultDevice))
         let use = TPMUse(tpm, deviceExists: deviceExists)
         let sealed = try readOwnFile(secrets, ItemStore.sealedKeyName, sizes: 8...Int(LA_TPM_BLOB_MAX))
         let file = try readFileKey(secrets)
@@ -139,7 +140,11 @@ extension ItemStore {
         if answer == .done {
             try ItemStore.writeWhole(blob, in: secrets, as: ItemStore.sealedKeyName, directoryLocked: true)
             if fileKey != nil {
-                try removeFileKey(secrets)
+                do { try removeFileKey(secrets) } catch {
+                    found.notice = .fileKeyNotRemoved
+                    found.key = key
+                    return key
+                }
                 found.notice = .fileKeySealed
             }
             found.key = key

@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/random.h>
@@ -60,6 +61,8 @@ int la_getresgid(unsigned *real, unsigned *effective, unsigned *saved);
 static inline int la_s_isreg(unsigned mode) { return S_ISREG(mode); }
 static inline int la_s_isdir(unsigned mode) { return S_ISDIR(mode); }
 static inline int la_s_ischr(unsigned mode) { return S_ISCHR(mode); }
+static inline unsigned la_major(unsigned long long device) { return major(device); }
+static inline unsigned la_minor(unsigned long long device) { return minor(device); }
 static inline int la_s_issock(unsigned mode) { return S_ISSOCK(mode); }
 static inline int la_fd_flags(int fd) { return fcntl(fd, F_GETFD); }
 static inline int la_set_fd_flags(int fd, int flags) { return fcntl(fd, F_SETFD, flags); }

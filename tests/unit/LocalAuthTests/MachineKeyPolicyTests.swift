@@ -85,3 +85,17 @@ final class MachineKeyPolicyTests: XCTestCase {
         }
     }
 }
+
+import LibcSystem
+
+/// The TPM device check, where the machine has no TPM (a TPM's positive
+/// answer is the kernel's class `tpm` or `tpmrm`, which needs one): a
+/// character device of another class, a file, a directory and nothing are
+/// refused.
+final class TPMDeviceCheckTests: XCTestCase {
+    func testOnlyATPMsDeviceIsOne() {
+        for path in ["/dev/null", "/dev/zero", "/etc/hostname", "/dev", "/nonexistent/tpmrm0"] {
+            XCTAssertFalse(Syscalls.isTPMDevice(Array(path.utf8)), path)
+        }
+    }
+}
