@@ -144,8 +144,8 @@ public enum MachineKeyPolicy {
         }
     }
 
-    /// What protects the key, for `localauth status`: one of
-    /// `protectionKinds` first, then where.
+    /// What protects the key, for `localauth status`: `tpm` or `file`,
+    /// then the sentence.
     public static func protection(_ choice: TPMChoice, use: TPMUse) -> (kind: StaticString, text: String) {
         switch (use, choice) {
         case (.off, _): return ("file", "a root-only file (tpm = off): it stops other users, not root")

@@ -186,8 +186,7 @@ open class LAContext: NSObject, @unchecked Sendable {
     /// else the error.
     func verdict(of verdict: HelperVerdict) -> Result<Data?, LAError> {
         if case .granted(_, let state) = verdict { return .success(state.isEmpty ? nil : Data(state)) }
-        guard let (error, message) = verdict.appError else { return .failure(LAError(.authenticationFailed)) }
-        return .failure(LAError(engine: error, message: message))
+        return .failure(verdict.laError ?? LAError(.authenticationFailed))
     }
 
     private func locked<T>(_ body: () -> T) -> T {

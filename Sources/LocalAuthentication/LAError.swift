@@ -1,6 +1,8 @@
 // Apple's LAError for Linux: the same domain, codes, names and pattern
 // matching, so that `catch LAError.userFallback` and `switch error.code`
-// written for Apple's LocalAuthentication compile and behave the same.
+// written for Apple's LocalAuthentication compile and behave the same;
+// the one reading of the helper's answers as that error, and the awaiting
+// of a completion handler's error, that the context and the rights share.
 import Foundation
 import LocalAuth
 import LibcSystem
@@ -93,6 +95,39 @@ extension LAError {
     /// The engine's error under Apple's code (the raw values are the same).
     init(engine engineError: LAErrorCode, message: String? = nil) {
         self.init(Code(rawValue: Int(engineError.rawValue)) ?? .authenticationFailed, message: message)
+    }
+}
+
+extension HelperVerdict {
+    /// The error an app sees (LAContext's and the rights'): nil when granted.
+    var laError: LAError? {
+        if case .granted = self { return nil }
+        guard let (error, message) = appError else { return LAError(.authenticationFailed) }
+        return LAError(engine: error, message: message)
+    }
+}
+
+extension SecretVerdict {
+    /// The error an app sees for a secret action: nil when done.
+    var laError: LAError? { appError.map { LAError(engine: $0.error, message: $0.message) } }
+}
+
+/// A call with a completion handler, awaited: its value, or its error
+/// (`invalidContext` where it gave neither).
+func awaitCompletion<T: Sendable>(_ start: (@escaping @Sendable (T?, (any Error)?) -> Void) -> Void) async throws -> T {
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        start { value, error in
+            if let value { continuation.resume(returning: value) } else { continuation.resume(throwing: error ?? LAError(.invalidContext)) }
+        }
+    }
+}
+
+/// A call whose completion handler gives only an error, awaited.
+func awaitCompletion(_ start: (@escaping @Sendable ((any Error)?) -> Void) -> Void) async throws {
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+        start { error in
+            if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+        }
     }
 }
 

@@ -108,11 +108,7 @@ open class LARight: NSObject, @unchecked Sendable {
     /// `localizedReason`); throws an `LAError` when they do not. Each call
     /// is one evaluation, counted as every prompt is.
     open func authorize(localizedReason: String) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            authorize(localizedReason: localizedReason) { error in
-                if let error { continuation.resume(throwing: error) } else { continuation.resume() }
-            }
-        }
+        try await awaitCompletion { authorize(localizedReason: localizedReason, completion: $0) }
     }
 
     open func authorize(localizedReason: String, completion: @escaping @Sendable ((any Error)?) -> Void) {
@@ -149,11 +145,7 @@ open class LARight: NSObject, @unchecked Sendable {
     /// Whether the right could be granted now (a reader with a finger for
     /// a finger-only right); never asks and never counts.
     open func checkCanAuthorize() async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            checkCanAuthorize { error in
-                if let error { continuation.resume(throwing: error) } else { continuation.resume() }
-            }
-        }
+        try await awaitCompletion { checkCanAuthorize(completion: $0) }
     }
 
     open func checkCanAuthorize(completion: @escaping @Sendable ((any Error)?) -> Void) {
@@ -163,7 +155,7 @@ open class LARight: NSObject, @unchecked Sendable {
             request.service = literalBytes(KnownServices.app)
             request.present(.policy, utf8Bytes(requirement.secretRequirement.policy.name))
             let verdict = connection.run(request, conversation: PresenterConversation(presenter: nil), control: nil)
-            completion(LARight.error(of: verdict))
+            completion(verdict.laError)
         }
     }
 
@@ -200,7 +192,7 @@ open class LARight: NSObject, @unchecked Sendable {
         switch Sheet.run(sheet, sheets: sheets, { conversation, control in
             connection.run(request, conversation: conversation, control: control)
         }) {
-        case .success(let verdict): return LARight.error(of: verdict).map { .failure($0) } ?? .success(nil)
+        case .success(let verdict): return verdict.laError.map { .failure($0) } ?? .success(nil)
         case .failure(let error): return .failure(error)
         }
     }
@@ -211,12 +203,6 @@ open class LARight: NSObject, @unchecked Sendable {
 
     /// What a persisted right holds goes (nothing here); called under the lock.
     func forget() {}
-
-    static func error(of verdict: HelperVerdict) -> (any Error)? {
-        if case .granted = verdict { return nil }
-        guard let (error, message) = verdict.appError else { return LAError(.authenticationFailed) }
-        return LAError(engine: error, message: message)
-    }
 
     func locked<T>(_ body: () -> T) -> T {
         lock.lock()

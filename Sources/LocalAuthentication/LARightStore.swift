@@ -19,6 +19,7 @@ open class LAPersistedRight: LARight, @unchecked Sendable {
     let requirementKnown: Bool
     private var _secret: LASecret!
     /// The secret as the helper released it, until deauthorize or release.
+    /// (A SecretBuffer wipes itself when released.)
     let released = SecretBuffer(limit: SecretItemFormat.maxSecretBytes)
 
     init(identifier: String, requirement: LAAuthenticationRequirement?, connection: HelperConnection) {
@@ -27,8 +28,6 @@ open class LAPersistedRight: LARight, @unchecked Sendable {
         super.init(requirement: requirement ?? .default, connection: connection)
         _secret = LASecret(right: self)
     }
-
-    deinit { released.wipe() }
 
     /// A load of the secret: one evaluation, with the item's name added to
     /// the reason by the helper; what it released, or the error.
@@ -49,7 +48,7 @@ open class LAPersistedRight: LARight, @unchecked Sendable {
             incoming.wipe()
             return .failure(error)
         case .success(let verdict):
-            if let error = LARightStore.error(of: verdict) {
+            if let error = verdict.laError {
                 incoming.wipe()
                 return .failure(error)
             }
@@ -89,11 +88,7 @@ open class LASecret: NSObject, @unchecked Sendable {
     /// The secret, while its right is authorized; else an `LAError`. The
     /// `Data` is the app's: this library cannot wipe it.
     open func loadData() async throws -> Data {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Data, any Error>) in
-            loadData { data, error in
-                if let data { continuation.resume(returning: data) } else { continuation.resume(throwing: error ?? LAError(.invalidContext)) }
-            }
-        }
+        try await awaitCompletion { loadData(completion: $0) }
     }
 
     open func loadData(completion: @escaping @Sendable (Data?, (any Error)?) -> Void) {
@@ -134,7 +129,7 @@ open class LARightStore: NSObject, @unchecked Sendable {
 
     /// The right saved under `identifier`; an `LAError` when there is none.
     open func right(forIdentifier identifier: String) async throws -> LAPersistedRight {
-        try await Self.async { self.right(forIdentifier: identifier, completion: $0) }
+        try await awaitCompletion { self.right(forIdentifier: identifier, completion: $0) }
     }
 
     open func right(forIdentifier identifier: String, completion handler: @escaping @Sendable (LAPersistedRight?, (any Error)?) -> Void) {
@@ -164,7 +159,7 @@ open class LARightStore: NSObject, @unchecked Sendable {
     /// replacing what was saved there. The user's first secret asks the
     /// account's password once.
     open func saveRight(_ right: LARight, identifier: String, secret: Data) async throws -> LAPersistedRight {
-        try await Self.async { self.saveRight(right, identifier: identifier, secret: secret, completion: $0) }
+        try await awaitCompletion { self.saveRight(right, identifier: identifier, secret: secret, completion: $0) }
     }
 
     open func saveRight(_ right: LARight, identifier: String, secret: Data,
@@ -193,7 +188,7 @@ open class LARightStore: NSObject, @unchecked Sendable {
             request.action = .secretStore
             request.access = right.requirement.secretRequirement
             let (verdict, _) = runSecret(request, identifier: identifier, outgoing: outgoing, presenter: right.presenter ?? presenter)
-            if let error = LARightStore.error(of: verdict) { return handler(nil, error) }
+            if let error = verdict.laError { return handler(nil, error) }
             handler(LAPersistedRight(identifier: identifier, requirement: right.requirement, connection: connection), nil)
         }
     }
@@ -209,21 +204,21 @@ open class LARightStore: NSObject, @unchecked Sendable {
 
     /// Removes the right saved under `identifier` and its secret.
     open func removeRight(forIdentifier identifier: String) async throws {
-        try await Self.asyncVoid { self.removeRight(forIdentifier: identifier, completion: $0) }
+        try await awaitCompletion { self.removeRight(forIdentifier: identifier, completion: $0) }
     }
 
     open func removeRight(forIdentifier identifier: String, completion handler: @escaping @Sendable ((any Error)?) -> Void) {
         DispatchQueue.global().async { [self] in
             var request = HelperRequest()
             request.action = .secretDelete
-            handler(LARightStore.error(of: runSecret(request, identifier: identifier).0))
+            handler(runSecret(request, identifier: identifier).0.laError)
         }
     }
 
     /// Removes every right of this user (every secret of theirs, the
     /// command line's too).
     open func removeAllRights() async throws {
-        try await Self.asyncVoid { self.removeAllRights(completion: $0) }
+        try await awaitCompletion { self.removeAllRights(completion: $0) }
     }
 
     open func removeAllRights(completion handler: @escaping @Sendable ((any Error)?) -> Void) {
@@ -236,7 +231,7 @@ open class LARightStore: NSObject, @unchecked Sendable {
                     request.action = .secretDelete
                     let verdict = runSecret(request, item: name).0
                     if case .item(.absent) = verdict { continue }
-                    if let error = LARightStore.error(of: verdict) { return handler(error) }
+                    if let error = verdict.laError { return handler(error) }
                 }
                 handler(nil)
             }
@@ -249,7 +244,7 @@ open class LARightStore: NSObject, @unchecked Sendable {
         var request = HelperRequest()
         request.action = .secretList
         let (verdict, names) = runSecret(request, item: [])
-        if let error = LARightStore.error(of: verdict) { return .failure(error) }
+        if let error = verdict.laError { return .failure(error) }
         return .success(names)
     }
 
@@ -288,27 +283,6 @@ open class LARightStore: NSObject, @unchecked Sendable {
             request.interactive = false
             return connection.runSecret(request, conversation: PresenterConversation(presenter: nil), control: nil,
                                         outgoing: outgoing, incoming: nil)
-        }
-    }
-
-    static func error(of verdict: SecretVerdict) -> (any Error)? {
-        guard let (error, message) = verdict.appError else { return nil }
-        return LAError(engine: error, message: message)
-    }
-
-    static func async<T: Sendable>(_ start: (@escaping @Sendable (T?, (any Error)?) -> Void) -> Void) async throws -> T {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            start { value, error in
-                if let value { continuation.resume(returning: value) } else { continuation.resume(throwing: error ?? LAError(.invalidContext)) }
-            }
-        }
-    }
-
-    static func asyncVoid(_ start: (@escaping @Sendable ((any Error)?) -> Void) -> Void) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            start { error in
-                if let error { continuation.resume(throwing: error) } else { continuation.resume() }
-            }
         }
     }
 }

@@ -72,9 +72,9 @@ extension ItemStore {
     func machineKey(in secrets: Int32, mayWrite: Bool) throws(Failure) -> SecretBuffer? {
         // A device must be a TPM's (the kernel's class of its number): a
         // file, a socket or a terminal someone put at that path would be
-        // handed the key. A software TPM must
-        // listen where only root may (both its ports below the
-        // unprivileged start, read each time: containers lower it).
+        // handed the key. A software TPM must listen where only root may
+        // (both its ports below the unprivileged start, read each time:
+        // containers lower it).
         if case .device(let path) = tpm, !Syscalls.isTPMDevice(path) { throw .tpmUnreachable }
         if case .swtpm(let port) = tpm {
             guard let start = Syscalls.unprivilegedPortStart(), port + 1 < start else { throw .tpmUnreachable }
@@ -140,12 +140,12 @@ extension ItemStore {
         if answer == .done {
             try ItemStore.writeWhole(blob, in: secrets, as: ItemStore.sealedKeyName, directoryLocked: true)
             if fileKey != nil {
-                do { try removeFileKey(secrets) } catch {
+                do {
+                    try removeFileKey(secrets)
+                    found.notice = .fileKeySealed
+                } catch {
                     found.notice = .fileKeyNotRemoved
-                    found.key = key
-                    return key
                 }
-                found.notice = .fileKeySealed
             }
             found.key = key
             return key

@@ -7,8 +7,6 @@ app, released to it only by the authorization its requirement asks, gone
 from it after deauthorize, and never another user's."""
 import subprocess
 
-import pytest
-
 from pamenv import swift_bin
 from test_secrets import (MATCH, MISS, OTHER, OTHER_UID, PASSWORD, UID, USER, item_path, rig, run, seed_fingerprint_failures,
                           w, world)

@@ -102,14 +102,14 @@ def load_with(w, rig, name, feed, uid=UID, user=USER):
     return code, text
 
 
-def password_typed(session):
+def password_typed(session, code=0):
     """The session asks the password alone; it is typed, and the command
-    ends with exit 0 (its shell line echoes exit=CODE). -> what the
+    ends with exit `code` (its shell line echoes exit=CODE). -> what the
     terminal showed, which never holds the password."""
     try:
         session.expect("Enter Password")
         session.send(PASSWORD + "\r")
-        session.expect("exit=0")
+        session.expect(f"exit={code}")
     finally:
         session.close()
     assert PASSWORD not in session.text

@@ -12,8 +12,8 @@ import pytest
 
 from pamenv import localauth_command
 from software_tpm import SoftwareTPM
-from test_secrets import (MATCH, PASSWORD, UID, USER, first_store, load_asking_the_password, load_with, rig, secret_command,
-                          store, terminal, user_directory, w, world)
+from test_secrets import (MATCH, UID, USER, first_store, load_asking_the_password, load_with, password_typed, rig,
+                          secret_command, store, terminal, user_directory, w, world)
 
 __all__ = ["rig", "w", "world"]   # the secrets' world and rig, shared with test_secrets.py
 
@@ -144,21 +144,15 @@ def test_a_key_file_left_beside_its_sealed_copy_is_removed_only_if_it_is_the_sam
 
 
 def test_a_device_that_is_no_device_is_never_used(w, rig):
-    """`tpm = PATH` names a character device of root's; a regular file there
-    (or a socket someone made) is not talked to: the request fails, nothing
-    is written, no key is made."""
+    """`tpm = PATH` names a TPM's character device; a regular file there
+    (or a socket someone made) is not talked to: the first store, its
+    password typed, fails; nothing is written, no key is made."""
     fake = w.state.parent / "not-a-tpm"
     fake.write_bytes(b"")
     w.write_config([f"tpm = {fake}"])
     try:
-        session = terminal(w, f"printf %s imap-pass | {secret_command('store', 'mail')}; code=$?; echo; echo exit=$code")
-        try:
-            session.expect("Enter Password")
-            session.send(PASSWORD + "\r")
-            session.expect("exit=")
-        finally:
-            session.close()
-        assert "exit=34" in session.text, session.text
+        password_typed(terminal(w, f"printf %s imap-pass | {secret_command('store', 'mail')}; code=$?; echo; echo exit=$code"),
+                       code=34)
         assert not (w.state / "secrets" / "machine.key").exists() and not sealed_key(w).exists()
         assert fake.read_bytes() == b""
     finally:
