@@ -120,8 +120,10 @@ $(BUILD)/tpm_seal.o: Sources/CTPM/tpm_seal.c $(wildcard Sources/CTPM/include/*)
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS_MODULE) -I Sources/CTPM/include -c $< -o $@
 
+# The link map beside it tells the benchmark what each part of the code
+# costs in the module (tools/bench_footprint.py).
 $(BUILD)/pam_localauth.so: $(MODULE_OBJECTS) Sources/PAMModuleExports/pam_localauth.map
-	$(CC) $(LDFLAGS_MODULE) -o $@.tmp $(MODULE_OBJECTS) $(LIBS_MODULE)
+	$(CC) $(LDFLAGS_MODULE) -Wl,-Map=$(BUILD)/pam_localauth.linkmap -o $@.tmp $(MODULE_OBJECTS) $(LIBS_MODULE)
 	strip --strip-unneeded $@.tmp
 	mv -f $@.tmp $@  # a new inode: processes that have the old module mapped keep it
 
@@ -325,9 +327,9 @@ clean:
 # The benchmark: ratios against pam_fprintd and pam_faillock, written to
 # docs/PERFORMANCE.md. Besides the module it builds a copy that never waits
 # for the disk (to show what durability costs; never installed), the
-# loader timer and a release build of the store probe.
+# loader timer, the match's floor client and a release build of the store probe.
 BENCH_BUILD := .build/bench
-bench: module $(BUILD)/pamharness $(BENCH_BUILD)/loadtime
+bench: module $(BUILD)/pamharness $(BENCH_BUILD)/loadtime $(BENCH_BUILD)/matchfloor
 	$(MAKE) BUILD=.build/bench-nosync SWIFT_DEFINES=-DLOCALAUTH_BENCHMARK_WITHOUT_SYNC .build/bench-nosync/pam_localauth.so
 	swift build -c release --product la-store-probe --scratch-path .build/bench-probe
 	$(PYTHON) tools/bench.py --write docs/PERFORMANCE.md $(BENCH_ARGS)
@@ -335,6 +337,10 @@ bench: module $(BUILD)/pamharness $(BENCH_BUILD)/loadtime
 $(BENCH_BUILD)/loadtime: tools/loadtime.c
 	@mkdir -p $(BENCH_BUILD)
 	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -lpam -ldl
+
+$(BENCH_BUILD)/matchfloor: tools/matchfloor.c
+	@mkdir -p $(BENCH_BUILD)
+	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -lsystemd
 
 # Fuzzing (libFuzzer through swiftc -sanitize=fuzzer,address): one target
 # each for the record file, the options (configuration file and stack line),

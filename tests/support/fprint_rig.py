@@ -315,6 +315,7 @@ class FeedReport:
     commands: list                                  # what feed() was asked to send
     sent: list = field(default_factory=list)        # (command, cue, seconds since feed())
     events: list = field(default_factory=list)      # (seconds, member, args) seen from fprintd
+    selected_at: list = field(default_factory=list)  # time.monotonic() of each VerifyFingerSelected
     error: str = None                               # first failure (e.g. a timed-out cue)
     timed_out: bool = False
 
@@ -355,6 +356,7 @@ class _Feeder(threading.Thread):
             self.report.events.append((round(time.monotonic() - self.t0, 4), member, args))
             if member == "VerifyFingerSelected":
                 self.selected += 1
+                self.report.selected_at.append(time.monotonic())
 
     def _pump(self, pred, what):
         if self.client is None:

@@ -82,6 +82,7 @@ class Run:
     interrupts_delivered: int = None
     elapsed_us: int = None         # with latency=True: pam_authenticate start to return
     first_prompt_us: int = None    # with latency=True: start to the first prompt
+    started_us: int = None         # with latency=True: that start on CLOCK_MONOTONIC (time.monotonic())
     stdout: str = ""
     stderr: str = ""
 
@@ -420,6 +421,8 @@ def parse_run(stdout: str, stderr: str = "") -> Run:
             run.elapsed_us = int(text)
         elif style == "first_prompt_us":
             run.first_prompt_us = int(text)
+        elif style == "started_us":
+            run.started_us = int(text)
         elif style in ("info", "error", "prompt-off", "prompt-on"):
             run.messages.append((style, text))
         elif style == "conv":

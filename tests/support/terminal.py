@@ -48,6 +48,11 @@ class TerminalSession:
                     continue
                 raise AssertionError(f"{text!r} not seen; output:\n{self.text}")
 
+    def read_some(self, timeout):
+        """Reads what the program wrote within `timeout` seconds; -> False
+        once its side of the terminal is closed (it ended)."""
+        return self._read(timeout)
+
     def send(self, data):
         os.write(self.master, data.encode() if isinstance(data, str) else data)
 

@@ -15,7 +15,9 @@
  * -M also runs pam_setcred and pam_acct_mgmt after a success ("setcred:", "acct:").
  * -L prints "elapsed_us: <usec>", the CLOCK_MONOTONIC time from just before
  * pam_authenticate to its return (conversation time included; pam_start's
- * module loading excluded), and "first_prompt_us: <usec>", the time from the
+ * module loading excluded), "started_us: <usec>", that start itself on
+ * CLOCK_MONOTONIC (the clock of Python's time.monotonic(), so a rig can time
+ * what it sees against it), and "first_prompt_us: <usec>", the time from the
  * same start to the first prompt the conversation receives, for tools/bench.py
  * and the timing tests. Answers are given in order to
  * prompts; with none left the conversation fails (as at end of input).
@@ -358,7 +360,9 @@ static int run_once(void) {
         scan_for_secret("after-authenticate");
     }
     if (!quiet) {
-        if (show_latency) printf("elapsed_us: %lld\n", elapsed);
+        if (show_latency)
+            printf("elapsed_us: %lld\nstarted_us: %lld\n", elapsed,
+                   (long long)authenticate_started.tv_sec * 1000000 + authenticate_started.tv_nsec / 1000);
         if (show_authtok) {
             /* Applications cannot read PAM_AUTHTOK; pam_get_items.so, placed
                after our module, exports it to the PAM environment. */
