@@ -327,9 +327,10 @@ clean:
 # The benchmark: ratios against pam_fprintd and pam_faillock, written to
 # docs/PERFORMANCE.md. Besides the module it builds a copy that never waits
 # for the disk (to show what durability costs; never installed), the
-# loader timer, the match's floor client and a release build of the store probe.
+# loader timer, the match's floor client and a release build of the store
+# probe; the sudo, su and app rows run in the tests' private worlds (their artifacts).
 BENCH_BUILD := .build/bench
-bench: module $(BUILD)/pamharness $(BENCH_BUILD)/loadtime $(BENCH_BUILD)/matchfloor
+bench: test-artifacts $(BENCH_BUILD)/loadtime $(BENCH_BUILD)/matchfloor
 	$(MAKE) BUILD=.build/bench-nosync SWIFT_DEFINES=-DLOCALAUTH_BENCHMARK_WITHOUT_SYNC .build/bench-nosync/pam_localauth.so
 	swift build -c release --product la-store-probe --scratch-path .build/bench-probe
 	$(PYTHON) tools/bench.py --write docs/PERFORMANCE.md $(BENCH_ARGS)

@@ -36,8 +36,9 @@ import time
 from pathlib import Path
 
 from bench_sides import (ALICE, LOADTIME, MATCH_FLOOR, NOSYNC_MODULE, PAM_FAILLOCK, RELEASE_PROBE, ROOT, BenchError,
-                         floor_once, fingerprint_once, password_once, real_programs, script_sides, sudo_script_once,
+                         ask_once, floor_once, fingerprint_once, password_once, real_programs, script_sides, sudo_script_once,
                          typed_while_waiting_once, write_services)
+from bench_apps import app_world, secret_sides
 from bench_footprint import callgrind_instructions, load_once, module_sizes
 from bench_report import interleaved, out, p90, ratio_row, table_header, write_between_markers
 from bench_store import breakdown, charge_processes, populate_records
@@ -86,6 +87,7 @@ def measure(opts, base, state_fs):
             ("ours", lambda: fingerprint_once(pam, rig, "bench-ours", whole, ready)),
             ("ref", lambda: fingerprint_once(pam, rig, "bench-fprintd", whole, ready)),
             ("floor", lambda: floor_once(rig, device, whole, ready)),
+            ("floor+enrolled", lambda: floor_once(rig, device, whole, ready, enrolled=True)),
         ])
         m["whole"] = {side: values[-opts.match_n:] for side, values in whole.items()}
         m["ready"] = {side: values[-opts.match_n:] for side, values in ready.items()}
@@ -112,6 +114,12 @@ def measure(opts, base, state_fs):
             ("ours", lambda: typed_while_waiting_once(sudo_world, rig, ours_stack, True)),
             ("ref", lambda: typed_while_waiting_once(sudo_world, rig, plain_stack, False)),
         ])
+        (base / "app-world").mkdir(mode=0o755)
+        world = app_world(base / "app-world", rig)
+        try:
+            m["secret"] = interleaved(max(5, n // 3), 1, secret_sides(world, rig))
+        finally:
+            world.close()
         rig.stop_fprintd()
         env = rig.env()  # a system bus without fprintd, as on a machine without a reader
         faillock_tally = faillock_dir / "alice"
@@ -128,6 +136,7 @@ def measure(opts, base, state_fs):
             ("ours", lambda: password_once(pam, "bench-ours", env)),
             ("nosync", lambda: password_once(pam, "bench-nosync", env)),
             ("ref", lambda: password_once(pam, "bench-faillock", env)),
+            ("ask", lambda: ask_once(env)),
         ])
         m["wrong"] = interleaved(n, warmup, [
             ("ours", lambda: password_once(pam, "bench-ours", env, "wrong", False, reset_ours)),
@@ -174,22 +183,33 @@ def report_latency(m, match_n, ratios):
               "pam_fprintd.so, same client")
     ratios["floor"] = ratio_row("fingerprint match, ours against the floor", match["ours"], match["floor"],
                                 "tools/matchfloor.c: Claim, VerifyStart, VerifyStatus, VerifyStop + Release")
+    ratios["floor+enrolled"] = ratio_row(
+        "fingerprint match, ours against the floor that checks the enrollment", match["ours"], match["floor+enrolled"],
+        "tools/matchfloor.c --enrolled: GetDevices and ListEnrolledFingers first")
     ratio_row("fingerprint match, pam_fprintd against the floor", match["ref"], match["floor"],
               "tools/matchfloor.c")
     ratios["ready"] = ratio_row("until the reader is ready (call to fprintd's VerifyFingerSelected)",
                                 m["ready"]["bench-ours"], m["ready"]["bench-fprintd"], "pam_fprintd.so")
     ratio_row("until the reader is ready, ours against the floor", m["ready"]["bench-ours"], m["ready"]["floor"],
               "tools/matchfloor.c")
+    ratio_row("until the reader is ready, ours against the floor that checks the enrollment", m["ready"]["bench-ours"],
+              m["ready"]["floor+enrolled"], "tools/matchfloor.c --enrolled")
     right, wrong = m["right"], m["wrong"]
     ratios["password"] = ratio_row("correct password (durable)", right["ours"], right["ref"],
                                    "pam_faillock ×3 + pam_matrix (no fsync)")
     ratios["password-nosync"] = ratio_row("correct password, benchmark build without sync", right["nosync"],
                                           right["ref"], "pam_faillock ×3 + pam_matrix")
+    asked = [ref + ask for ref, ask in zip(right["ref"], right["ask"])]
+    ratios["password-floor"] = ratio_row(
+        "correct password, build without sync, against pam_faillock plus asking fprintd", right["nosync"], asked,
+        "pam_faillock ×3 + pam_matrix, plus tools/matchfloor.c --ask (a new bus connection, GetDevices)")
     ratio_row("wrong password (durable)", wrong["ours"], wrong["ref"], "pam_faillock ×3 + pam_matrix (no fsync)")
     ratio_row("wrong password, benchmark build without sync", wrong["nosync"], wrong["ref"],
               "pam_faillock ×3 + pam_matrix")
     ratio_row("a person's sudo: password typed while the reader waits, Enter to exit", m["typed"]["ours"],
               m["typed"]["ref"], "the real sudo without localauth: Enter at its prompt to exit")
+    ratio_row("an app's secret released by a touch (`localauth secret load`, the setuid helper), whole run",
+              m["secret"]["ours"], m["secret"]["ref"], "the same touch without a secret (`localauth evaluate`)")
     for how, label in (("-S", "a script's `sudo -S` (password piped, in a terminal), whole run"),
                        ("-A", "a script's `sudo -A` (an askpass program), whole run")):
         ratio_row(label, m["scripts"][how]["ours"], m["scripts"][how]["ref"], "the real sudo without localauth (pam_unix)")

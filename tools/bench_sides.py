@@ -124,13 +124,16 @@ def fingerprint_once(pam, rig, service, whole=None, ready=None):
     return elapsed
 
 
-def floor_once(rig, device, whole=None, ready=None):
+def floor_once(rig, device, whole=None, ready=None, enrolled=False):
     """One match by tools/matchfloor.c on the same rig: its own elapsed
-    time (bus opened to Release answered), like pam_authenticate's."""
+    time (bus opened to Release answered), like pam_authenticate's. With
+    `enrolled` it asks which device holds the prints first (the side is
+    then "floor+enrolled")."""
+    side = "floor+enrolled" if enrolled else "floor"
     rig.feed([MATCH])
     start = time.perf_counter()
-    proc = subprocess.run([str(MATCH_FLOOR), device, "alice"], env={**os.environ, **rig.env()}, capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run([str(MATCH_FLOOR), *(["--enrolled"] if enrolled else []), device, "alice"],
+                          env={**os.environ, **rig.env()}, capture_output=True, text=True, timeout=60)
     process = (time.perf_counter() - start) * 1e6
     report = rig.feed_wait(timeout=30)
     fields = dict(line.split(": ", 1) for line in proc.stdout.splitlines() if ": " in line)
@@ -138,9 +141,19 @@ def floor_once(rig, device, whole=None, ready=None):
         raise BenchError(f"the match floor: not a match ({proc.returncode}): {proc.stdout}{proc.stderr} feed {report}")
     rig.wait_until_claimable()
     if whole is not None:
-        whole.setdefault("floor", []).append(process)
+        whole.setdefault(side, []).append(process)
     if ready is not None:
-        ready.setdefault("floor", []).append(reader_ready(report, int(fields["started_us"]), "the match floor"))
+        ready.setdefault(side, []).append(reader_ready(report, int(fields["started_us"]), "the match floor"))
+    return int(fields["elapsed_us"])
+
+
+def ask_once(env):
+    """tools/matchfloor.c --ask: a new bus connection and fprintd asked for
+    its devices, what every prompt that looks for a reader pays."""
+    proc = subprocess.run([str(MATCH_FLOOR), "--ask"], env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
+    fields = dict(line.split(": ", 1) for line in proc.stdout.splitlines() if ": " in line)
+    if proc.returncode != 0 or "elapsed_us" not in fields:
+        raise BenchError(f"matchfloor --ask failed ({proc.returncode}): {proc.stdout}{proc.stderr}")
     return int(fields["elapsed_us"])
 
 

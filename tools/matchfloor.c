@@ -4,7 +4,8 @@
  * measured against on the same rig, so that the module's own cost is the
  * difference and not the rig's noise.
  *
- *   matchfloor DEVICE_PATH USER        (DBUS_SYSTEM_BUS_ADDRESS as usual)
+ *   matchfloor [--enrolled] DEVICE_PATH USER   (DBUS_SYSTEM_BUS_ADDRESS as usual)
+ *   matchfloor --ask
  *
  * One sd-bus connection; the match on the device's VerifyStatus signal is
  * sent without waiting for its reply (the bus handles messages in order, so
@@ -12,7 +13,14 @@
  * for VerifyStatus with done = true; VerifyStop and Release sent together
  * and both replies awaited. No account is kept, no policy, no session is
  * asked about: a module cannot do less and still find the reader free for
- * the next prompt.
+ * the next prompt. With --enrolled it first does what a module needs to
+ * know which device holds the user's prints before it claims one
+ * (GetDevices, then ListEnrolledFingers on the device), as pam_fprintd
+ * and localauth both do: the floor for a module that checks the enrollment.
+ *
+ * --ask only opens the bus and asks fprintd for its devices, whatever the
+ * answer (fprintd not running is an error reply): what any module that
+ * asks whether there is a reader pays on every prompt, a password's too.
  *
  * Prints "started_us: N" (CLOCK_MONOTONIC, in microseconds, just before the
  * bus is opened: the same clock as the rig's cue times and pamharness -L),
@@ -21,12 +29,14 @@
  */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-bus.h>
 #include <time.h>
 
 #define FPRINT "net.reactivated.Fprint"
 #define DEVICE FPRINT ".Device"
+#define MANAGER FPRINT ".Manager"
 
 struct outcome {
     char status[64];
@@ -69,17 +79,60 @@ static int call(sd_bus *bus, const char *path, const char *member, const char *s
     return rc;
 }
 
+/* GetDevices lists PATH, and ListEnrolledFingers(USER) on it answers. */
+static int has_prints(sd_bus *bus, const char *path, const char *user) {
+    sd_bus_error error = SD_BUS_ERROR_NULL;
+    sd_bus_message *reply = NULL;
+    char **devices = NULL;
+    int found = 0;
+    if (sd_bus_call_method(bus, FPRINT, "/net/reactivated/Fprint/Manager", MANAGER, "GetDevices", &error, &reply, NULL) >= 0
+        && sd_bus_message_read_strv(reply, &devices) >= 0)
+        for (char **device = devices; device && *device; device++) found |= strcmp(*device, path) == 0;
+    for (char **device = devices; device && *device; device++) free(*device);
+    free(devices);
+    sd_bus_message_unref(reply);
+    sd_bus_error_free(&error);
+    if (!found) {
+        fprintf(stderr, "matchfloor: %s is not among fprintd's devices\n", path);
+        return 0;
+    }
+    reply = NULL;
+    int rc = sd_bus_call_method(bus, FPRINT, path, DEVICE, "ListEnrolledFingers", &error, &reply, "s", user);
+    if (rc < 0) fprintf(stderr, "matchfloor: ListEnrolledFingers: %s\n", error.message ? error.message : strerror(-rc));
+    sd_bus_message_unref(reply);
+    sd_bus_error_free(&error);
+    return rc >= 0;
+}
+
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: matchfloor DEVICE_PATH USER\n");
+    if (argc == 2 && strcmp(argv[1], "--ask") == 0) {
+        sd_bus *bus = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        long long started = monotonic_us();
+        if (sd_bus_open_system(&bus) < 0) return 1;
+        int rc = sd_bus_call_method(bus, FPRINT, "/net/reactivated/Fprint/Manager", MANAGER, "GetDevices", &error, &reply, NULL);
+        sd_bus_message_unref(reply);
+        sd_bus_error_free(&error);
+        sd_bus_flush_close_unref(bus);
+        printf("started_us: %lld\nelapsed_us: %lld\nresult: %s\n", started, monotonic_us() - started, rc < 0 ? "error" : "devices");
+        return 0;
+    }
+    int enrolled = argc == 4 && strcmp(argv[1], "--enrolled") == 0;
+    if (argc != 3 + enrolled) {
+        fprintf(stderr, "usage: matchfloor [--enrolled] DEVICE_PATH USER\n");
         return 2;
     }
-    const char *path = argv[1], *user = argv[2];
+    const char *path = argv[1 + enrolled], *user = argv[2 + enrolled];
     struct outcome outcome = { "", 0 };
     sd_bus *bus = NULL;
     long long started = monotonic_us();
     if (sd_bus_open_system(&bus) < 0) {
         fprintf(stderr, "matchfloor: no system bus\n");
+        return 1;
+    }
+    if (enrolled && !has_prints(bus, path, user)) {
+        sd_bus_unref(bus);
         return 1;
     }
     if (sd_bus_match_signal_async(bus, NULL, FPRINT, path, DEVICE, "VerifyStatus", on_status, NULL, &outcome) < 0

@@ -89,7 +89,7 @@ extension FileStateStore {
         // A per-uid record made under another name of this same account is
         // this account's; in a look-alike bucket only the name counts.
         let sameAccount: ([UInt8]) -> Bool = { stored in !names.isBucket && accountUID(stored) == uid }
-        switch RecordFormat.decode(slot, uid: uid, userName: userName, sameAccount: sameAccount) {
+        switch RecordFormat.decode(slot, uid: uid, userName: userName, checked: slots.header, sameAccount: sameAccount) {
         case .success(let record):
             // A one-slot file, or one with a second name, is read but
             // never written in place: the next change replaces the name.

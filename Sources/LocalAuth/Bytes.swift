@@ -16,18 +16,28 @@ public func bytesEqual<C: Collection>(_ bytes: C, _ literal: StaticString) -> Bo
     return true
 }
 
-/// The bytes of an ASCII literal.
 /// A literal as a String (Embedded Swift has no `String(describing:)`).
 public func literalText(_ literal: StaticString) -> String {
     String(decoding: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount), as: UTF8.self)
 }
 
+/// The bytes of an ASCII literal.
 public func literalBytes(_ literal: StaticString) -> [UInt8] {
-    var result: [UInt8] = []
-    result.reserveCapacity(literal.utf8CodeUnitCount)
-    let base = literal.utf8Start
-    for index in 0..<literal.utf8CodeUnitCount { result.append(base[index]) }
-    return result
+    copiedBytes(UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+}
+
+/// `bytes[range]` as an array of its own, copied as one block (an
+/// `Array(slice)` copies byte by byte in Embedded Swift).
+public func copiedBytes(_ bytes: [UInt8], _ range: Range<Int>) -> [UInt8] {
+    precondition(range.lowerBound >= 0 && range.upperBound <= bytes.count, "copiedBytes: range out of bounds")
+    return bytes.withUnsafeBufferPointer { copiedBytes(UnsafeBufferPointer(rebasing: $0[range])) }
+}
+
+func copiedBytes(_ source: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+    [UInt8](unsafeUninitializedCapacity: source.count) { buffer, initialized in
+        if let from = source.baseAddress, let to = buffer.baseAddress { to.initialize(from: from, count: source.count) }
+        initialized = source.count
+    }
 }
 
 /// Bytes trimmed of ASCII spaces and tabs on both ends.

@@ -181,8 +181,16 @@ public struct NoSensor: FingerprintSensor {
 /// logind's view of a prompt: the caller's session and the lid. Asked
 /// before the reader is used, never while holding anything.
 public protocol SeatObserver {
+    /// Sends the first observation's questions without waiting, so that
+    /// they travel with the reader's first question (one round trip for
+    /// both); the first `observe` then reads their answers.
+    mutating func prepare()
     /// What logind says now about the caller's session and the machine.
     mutating func observe() -> SeatObservation
+}
+
+extension SeatObserver {
+    public mutating func prepare() {}
 }
 
 /// What logind said.

@@ -48,7 +48,7 @@ public struct RecordSlots: Equatable {
         guard let best = whole.max(by: { $0.header.generation < $1.header.generation || ($0.header.generation == $1.header.generation && $0.index > $1.index) }) else {
             return RecordSlots(current: nil, header: nil, damage: firstDamage, isLegacy: false)
         }
-        let mark = Array(file[RecordFormat.syncMarkOffset..<(RecordFormat.syncMarkOffset + RecordFormat.syncMarkSize)])
+        let mark = copiedBytes(file, RecordFormat.syncMarkOffset..<(RecordFormat.syncMarkOffset + RecordFormat.syncMarkSize))
         return RecordSlots(current: best.index, header: best.header, syncedGeneration: RecordFormat.syncedGeneration(mark),
                            otherGeneration: whole.first { $0.index != best.index }?.header.generation,
                            damage: nil, isLegacy: false)
@@ -56,7 +56,7 @@ public struct RecordSlots: Equatable {
 
     /// The bytes of slot `index` of a two-slot file.
     public static func slot(_ file: [UInt8], _ index: Int) -> [UInt8] {
-        Array(file[(index * RecordFormat.size)..<((index + 1) * RecordFormat.size)])
+        copiedBytes(file, (index * RecordFormat.size)..<((index + 1) * RecordFormat.size))
     }
 
     /// Where the next write in place goes.

@@ -44,6 +44,9 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
     private var claimed = false
     private var verifying = false
     private var events: FprintdEvents? = nil
+    /// `prepare`'s question for the devices, answered on this connection;
+    /// the first choice of a device reads it.
+    private var devicesAsked: PendingReply? = nil
     /// What ends a wait besides a verdict or the deadline.
     private var interrupt: TerminalInterrupt
 
@@ -75,10 +78,13 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
 
     // MARK: FingerprintSensor
 
-    /// Connects: sd-bus sends its greeting at once, and the bus daemon's
-    /// answer arrives while the record is read.
+    /// Connects and asks for fprintd's devices without waiting: sd-bus sends
+    /// its greeting at once, the question follows it, and the answers
+    /// arrive while the record is read.
     public mutating func prepare() {
-        _ = connect()
+        guard connect(), let bus, devicesAsked == nil else { return }
+        devicesAsked = bus.start(destination: fprintdName, path: managerPath, interface: managerInterface,
+                                 member: literalBytes("GetDevices"))
     }
 
     public mutating func availability(userName: [UInt8]) -> SensorAvailability {
@@ -263,6 +269,7 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
         }
         device = []
         deviceUser = nil
+        devicesAsked = nil
         interrupt.end()
         events = nil
     }
@@ -281,8 +288,16 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
     /// known and the reader is failing.
     private mutating func chooseDevice(_ userName: [UInt8]) -> SensorAvailability {
         guard let bus else { return .unreachable }
-        let reply = bus.call(destination: fprintdName, path: managerPath, interface: managerInterface, member: literalBytes("GetDevices"))
-        guard reply.succeeded, let devices = reply.message?.readStrings(limit: 256) else { return .unreachable }
+        let devices: [[UInt8]]?
+        if let asked = devicesAsked {
+            devicesAsked = nil
+            let answered = bus.wait(for: [asked], milliseconds: Int64(SharedSystemBus.callTimeoutMicroseconds / 1000))
+            devices = answered && asked.succeeded ? asked.message?.readStrings(limit: 256) : nil
+        } else {
+            let reply = bus.call(destination: fprintdName, path: managerPath, interface: managerInterface, member: literalBytes("GetDevices"))
+            devices = reply.succeeded ? reply.message?.readStrings(limit: 256) : nil
+        }
+        guard let devices else { return .unreachable }
         guard !devices.isEmpty else { return .noDevice }
         var failed = false
         for candidate in devices {

@@ -1,0 +1,68 @@
+"""The apps' side of the benchmark: a secret released by a touch
+(`localauth secret load`, through the setuid helper) against the same
+touch with no secret (`localauth evaluate`), each a whole run at a terminal
+in a private world (tests/support/private_world.py) on the benchmark's rig."""
+import shlex
+import time
+
+from bench_sides import MATCH, BenchError
+from pamenv import localauth_command
+from private_world import PrivateWorld
+from terminal import TerminalSession
+
+USER, UID, PASSWORD = "secretbench", 4391, "secret-bench-pw"
+ITEM = "bench-item"
+
+
+def app_world(base, rig):
+    """A private world with one user, their finger enrolled, a password
+    entered this boot and one secret stored (its key made with the
+    password, typed at a terminal)."""
+    world = PrivateWorld(base, rig, users={USER: (UID, PASSWORD)})
+    rig.enroll(USER)
+    world.password_entered()
+    store = " ".join(shlex.quote(str(part)) for part in (localauth_command(), "secret", "store", ITEM))
+    session = terminal(world, f"printf %s {shlex.quote('the value')} | {store}")
+    try:
+        session.expect("Enter Password")
+        session.send(PASSWORD + "\r")
+        if session.wait(timeout=60) != 0:
+            raise BenchError(f"the first secret was not stored: {session.text}")
+    finally:
+        session.close()
+    return world
+
+
+def terminal(world, shell):
+    argv = world.argv("/bin/sh", "-c", shell, uid=UID)
+    argv[0] = "/usr/bin/unshare"
+    return TerminalSession(argv, world.env(USER))
+
+
+def touched_once(world, rig, *command):
+    """`localauth COMMAND` at a terminal with the matching scan fed on
+    fprintd's cue: spawn to exit, in microseconds."""
+    rig.feed([MATCH])
+    line = " ".join(shlex.quote(str(part)) for part in (localauth_command(), *command))
+    started = time.monotonic()
+    session = terminal(world, line)
+    try:
+        # Read until its terminal closes: the end, to the millisecond.
+        while session.read_some(0.5) and time.monotonic() < started + 60:
+            pass
+        elapsed = time.monotonic() - started
+        code = session.wait(timeout=10)
+    finally:
+        session.close()
+    report = rig.feed_wait(timeout=30)
+    rig.wait_until_claimable()
+    if code != 0 or not report.ok:
+        raise BenchError(f"localauth {' '.join(command)} failed ({code}): {session.text} feed {report}")
+    return elapsed * 1_000_000
+
+
+def secret_sides(world, rig):
+    return [
+        ("ours", lambda: touched_once(world, rig, "secret", "load", ITEM)),
+        ("ref", lambda: touched_once(world, rig, "evaluate")),
+    ]
