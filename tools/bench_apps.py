@@ -47,10 +47,7 @@ def touched_once(world, rig, *command):
     started = time.monotonic()
     session = terminal(world, line)
     try:
-        # Read until its terminal closes: the end, to the millisecond.
-        while session.read_some(0.5) and time.monotonic() < started + 60:
-            pass
-        elapsed = time.monotonic() - started
+        elapsed = session.seconds_to_end(started, 60)
         code = session.wait(timeout=10)
     finally:
         session.close()

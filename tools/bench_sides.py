@@ -216,9 +216,7 @@ def typed_while_waiting_once(world, rig, stack, reader):
             session.expect("password for")
         started = time.monotonic()
         session.send(real_programs.PASSWORD + "\n")
-        while session.read_some(0.5) and time.monotonic() < started + 10:
-            pass
-        elapsed = time.monotonic() - started
+        elapsed = session.seconds_to_end(started, 10)
         code = session.wait(timeout=10)
     finally:
         session.close()

@@ -48,10 +48,14 @@ class TerminalSession:
                     continue
                 raise AssertionError(f"{text!r} not seen; output:\n{self.text}")
 
-    def read_some(self, timeout):
-        """Reads what the program wrote within `timeout` seconds; -> False
-        once its side of the terminal is closed (it ended)."""
-        return self._read(timeout)
+    def seconds_to_end(self, started, limit):
+        """Reads until the program's side of the terminal closes (it ended),
+        for at most `limit` seconds after `started` (time.monotonic());
+        -> the seconds from `started` to then, to the millisecond (`wait`
+        polls more coarsely)."""
+        while self._read(0.5) and time.monotonic() < started + limit:
+            pass
+        return time.monotonic() - started
 
     def send(self, data):
         os.write(self.master, data.encode() if isinstance(data, str) else data)
