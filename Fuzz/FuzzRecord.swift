@@ -1,6 +1,7 @@
 // Fuzz target: the record file as read from disk (both slots, the sync
 // mark, the one-slot file of the first release) and the slot decoder. A
-// decoded record must encode to a slot that decodes to the same record.
+// decoded record must encode to a slot that decodes to the same record,
+// and the current slot decodes alike with the header read checked.
 import LocalAuth
 
 func fuzzOne(_ bytes: [UInt8]) {
@@ -13,7 +14,12 @@ func fuzzOne(_ bytes: [UInt8]) {
     }
     let slot = slots.isLegacy ? bytes : RecordSlots.slot(bytes, current)
     for (uid, name) in [(UInt32(1000), literalBytes("alice")), (storedUID(slot), storedName(slot))] {
-        guard case .success(let record) = RecordFormat.decode(slot, uid: uid, userName: name) else { continue }
+        let decoded = RecordFormat.decode(slot, uid: uid, userName: name)
+        // The store's read: the header RecordSlots.read checked is not
+        // checked again, and the answer is the same.
+        fuzzCheck(RecordFormat.decode(slot, uid: uid, userName: name, checked: slots.header) == decoded,
+                  "decode of a checked slot differs")
+        guard case .success(let record) = decoded else { continue }
         let again = RecordFormat.encode(record, generation: slots.header?.generation ?? 1)
         fuzzCheck(RecordFormat.decode(again, uid: uid, userName: name) == .success(record), "encode/decode round trip")
     }

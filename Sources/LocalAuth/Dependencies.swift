@@ -149,6 +149,11 @@ public protocol FingerprintSensor {
     /// (at most twice a second): false stops the attempt (`sessionLeft`, or
     /// `stoppedAfterPossibleScan(.sessionLeft, ...)` without the proof).
     mutating func verifyAttempt(deadline: Int64, onHint: (RetryHint) -> Void, stillWanted: () -> Bool) -> AttemptEnd
+    /// Sends what ends this prompt's hold on the reader (the stop of a
+    /// verification that gave its verdict, the release) without waiting
+    /// for the answers, which `close` reads: after a match the reader is not
+    /// needed again, and fprintd lets it go while logind is asked.
+    mutating func letGo()
     /// Stops verification and releases the device. Safe to call when not open.
     mutating func close()
     /// Takes the Ctrl-C that ended an attempt as the fallback choice. Not
@@ -164,6 +169,7 @@ extension FingerprintSensor {
         verifyAttempt(deadline: deadline, onHint: onHint)
     }
     public mutating func prepare() {}
+    public mutating func letGo() {}
     public mutating func consumeInterrupt() {}
     public mutating func interruptPending() -> Bool { false }
 }
@@ -181,16 +187,8 @@ public struct NoSensor: FingerprintSensor {
 /// logind's view of a prompt: the caller's session and the lid. Asked
 /// before the reader is used, never while holding anything.
 public protocol SeatObserver {
-    /// Sends the first observation's questions without waiting, so that
-    /// they travel with the reader's first question (one round trip for
-    /// both); the first `observe` then reads their answers.
-    mutating func prepare()
     /// What logind says now about the caller's session and the machine.
     mutating func observe() -> SeatObservation
-}
-
-extension SeatObserver {
-    public mutating func prepare() {}
 }
 
 /// What logind said.

@@ -130,10 +130,7 @@ public struct Engine<Sensor: FingerprintSensor, Verifier: PasscodeVerifier, Conv
         case .outOfScope:
             return EvaluationResult(.outOfScope)
         case .unknownUser, .inScope:
-            // logind's questions go out with the reader's, for every name
-            // alike; they are read only where the rules ask logind.
             sensor.prepare()
-            seat.prepare()
         }
         switch request.scope {
         case .outOfScope:

@@ -109,7 +109,9 @@ extension Engine {
                 // logind is asked again before a match counts: a screen
                 // locked (or a session switched, a lid closed) during the
                 // wait means the touch was meant for something else. The
-                // finger was right, so nothing stays charged.
+                // finger was right, so nothing stays charged. The reader,
+                // needed no more either way, is let go meanwhile.
+                sensor.letGo()
                 if let denial = BiometryRules.touchDenial(seat.observe(), user: user, service: request.service, options: options) {
                     ledger.refund(user, kind: .fingerprint, sequence: sequence)
                     say(UserText.blocked(.touch(denial), request), .error, request)

@@ -44,6 +44,8 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
     private var claimed = false
     private var verifying = false
     private var events: FprintdEvents? = nil
+    /// The stop and the release `letGo` sent, answered before `close` ends.
+    private var lettingGo: [PendingReply] = []
     /// `prepare`'s question for the devices, answered on this connection;
     /// the first choice of a device reads it.
     private var devicesAsked: PendingReply? = nil
@@ -192,8 +194,8 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
                 guard case .status(let result) = signal.kind else { continue }
                 switch result {
                 case .hint(let hint): onHint(hint)
-                // After a match nothing follows: close() sends the stop
-                // together with the release, one round trip for both.
+                // After a match nothing follows: letGo() (or close()) sends
+                // the stop together with the release, one round trip for both.
                 case .match: events.armed = false; return .match
                 case .noMatch: finishVerifying(); return .noMatch
                 case .disconnected: finishVerifying(); return .disconnected
@@ -246,23 +248,31 @@ public struct FprintdSensor<Time: Clock>: FingerprintSensor {
         interrupt.consume()
     }
 
+    public mutating func letGo() {
+        guard let bus else { return }
+        // The stop of a verification that gave its verdict and the release
+        // go out together, one round trip for both.
+        if verifying, let stop = bus.start(destination: fprintdName, path: device, interface: deviceInterface,
+                                           member: literalBytes("VerifyStop")) {
+            lettingGo.append(stop)
+        }
+        verifying = false
+        if claimed, let release = bus.start(destination: fprintdName, path: device, interface: deviceInterface,
+                                            member: literalBytes("Release")) {
+            lettingGo.append(release)
+        }
+        claimed = false
+    }
+
     public mutating func close() {
         if let bus {
-            // The stop of a verification that gave its verdict and the
-            // release go out together; the prompt ends when both are
-            // answered, so the next prompt finds the reader free.
-            var pending: [PendingReply] = []
-            if verifying, let stop = bus.start(destination: fprintdName, path: device, interface: deviceInterface,
-                                               member: literalBytes("VerifyStop")) {
-                pending.append(stop)
+            // The prompt ends when the stop and the release are answered, so
+            // that the next prompt finds the reader free.
+            letGo()
+            if !lettingGo.isEmpty {
+                _ = bus.wait(for: lettingGo, milliseconds: Int64(SharedSystemBus.callTimeoutMicroseconds / 1000))
             }
-            verifying = false
-            if claimed, let release = bus.start(destination: fprintdName, path: device, interface: deviceInterface,
-                                                member: literalBytes("Release")) {
-                pending.append(release)
-            }
-            claimed = false
-            if !pending.isEmpty { _ = bus.wait(for: pending, milliseconds: Int64(SharedSystemBus.callTimeoutMicroseconds / 1000)) }
+            lettingGo = []
             events?.armed = false
             line.close()
             self.bus = nil

@@ -42,29 +42,6 @@ public struct LogindSeat: SeatObserver {
         self.line = line
     }
 
-    /// The first observation's questions, sent by `prepare`.
-    private let early = EarlyQuestions()
-
-    public mutating func prepare() {
-        guard early.questions == nil, let bus = line.connection() else { return }
-        bus.setCallTimeout(microseconds: LogindSeat.callTimeoutMicroseconds)
-        defer { bus.setCallTimeout(microseconds: SharedSystemBus.callTimeoutMicroseconds) }
-        early.questions = LogindSeat.ask(bus, id: sessionID ?? LogindSession.callerSession())
-    }
-
-    /// The lid and the session's object, asked together (one round trip);
-    /// nil when they could not be sent. Sent with logind's call timeout.
-    static func ask(_ bus: SystemBus, id: [UInt8]) -> Questions? {
-        guard let lid = bus.start(destination: LogindSeat.name, path: LogindSeat.managerPath, interface: LogindSeat.properties,
-                                  member: literalBytes("Get"), arguments: [LogindSeat.managerInterface, literalBytes("LidClosed")]) else {
-            return nil
-        }
-        if id.isEmpty { return Questions(bus: bus, id: id, lid: lid, found: nil) }
-        guard let found = bus.start(destination: LogindSeat.name, path: LogindSeat.managerPath, interface: LogindSeat.managerInterface,
-                                    member: literalBytes("GetSession"), arguments: [id]) else { return nil }
-        return Questions(bus: bus, id: id, lid: lid, found: found)
-    }
-
     public mutating func observe() -> SeatObservation {
         // Only logind's own absence turns the rules off; a bus that cannot
         // be reached (too many open files, a crowded socket) keeps the
@@ -72,17 +49,18 @@ public struct LogindSeat: SeatObserver {
         guard let bus = line.connection() else { return .unanswered }
         bus.setCallTimeout(microseconds: LogindSeat.callTimeoutMicroseconds)
         defer { bus.setCallTimeout(microseconds: SharedSystemBus.callTimeoutMicroseconds) }
-        // The first observation reads what `prepare` asked on this
-        // connection; a later one (when a match arrives), or one after the
-        // reader closed the connection, asks again.
-        let asked = early.questions.flatMap { $0.bus === bus ? $0 : nil }
-        early.questions = nil
-        guard let questions = asked ?? LogindSeat.ask(bus, id: sessionID ?? LogindSession.callerSession()),
-              bus.wait(for: [questions.lid] + (questions.found.map { [$0] } ?? []),
-                       milliseconds: Int64(LogindSeat.callTimeoutMicroseconds / 1000)) else {
+        let id = sessionID ?? LogindSession.callerSession()
+        // The lid and the session's object go out together (one round trip).
+        guard let lid = bus.start(destination: LogindSeat.name, path: LogindSeat.managerPath, interface: LogindSeat.properties,
+                                  member: literalBytes("Get"), arguments: [LogindSeat.managerInterface, literalBytes("LidClosed")]) else {
             return .unanswered
         }
-        let (id, lid, found) = (questions.id, questions.lid, questions.found)
+        let found = id.isEmpty ? nil : bus.start(destination: LogindSeat.name, path: LogindSeat.managerPath,
+                                                 interface: LogindSeat.managerInterface, member: literalBytes("GetSession"), arguments: [id])
+        guard id.isEmpty || found != nil,
+              bus.wait(for: [lid] + (found.map { [$0] } ?? []), milliseconds: Int64(LogindSeat.callTimeoutMicroseconds / 1000)) else {
+            return .unanswered
+        }
         var lidClosed = false
         if lid.succeeded {
             guard let closed = lid.message?.readVariantFlag() else { return .unanswered }
@@ -113,21 +91,6 @@ public struct LogindSeat: SeatObserver {
         case .answered(let session): return .seen(session: session, lidClosed: lidClosed)
         case .unanswered: return .unanswered
         }
-    }
-
-    /// The lid and session questions of one observation.
-    struct Questions {
-        /// The connection they were sent on: only its dispatch answers them.
-        var bus: SystemBus
-        var id: [UInt8]
-        var lid: PendingReply
-        var found: PendingReply?
-    }
-
-    /// Where `prepare` leaves its questions: shared by the copies of the
-    /// seat, read by the first `observe`.
-    final class EarlyQuestions {
-        var questions: Questions? = nil
     }
 
     /// A session's facts as logind answers (`answered(nil)`: it knows no

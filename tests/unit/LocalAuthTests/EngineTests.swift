@@ -385,6 +385,30 @@ final class EngineTests: XCTestCase {
         XCTAssertNotEqual(result.outcome, .success(.biometry))
     }
 
+    // MARK: R17 after a match
+
+    /// After a match the reader is let go (stop and release sent) before
+    /// logind is asked whether the touch counts; whatever logind says, the
+    /// reader is not used again, and a match it refuses leaves nothing charged.
+    func testTheReaderIsLetGoWhileLogindIsAskedAfterAMatch() {
+        for refused in [false, true] {
+            let seat = FakeSeat(.noLogind)
+            let w = World(store: FakeStore(storedRecord(f: 1)), seat: seat)
+            var letGoAtObserve: [Int] = []
+            seat.onObserve = {
+                letGoAtObserve.append(w.sensor.letGoCalls)
+                // logind gives no answer once the match has come.
+                if refused && w.sensor.verifyCalls > 0 { seat.observation = .unanswered }
+            }
+            let result = w.prompt(policy: .biometrics, script: [.match])
+            XCTAssertEqual(result.outcome, refused ? .failure(.biometryNotAvailable) : .success(.biometry), "refused \(refused)")
+            XCTAssertEqual(letGoAtObserve.count, 2, "refused \(refused): logind asked before the claim and after the match")
+            XCTAssertEqual(letGoAtObserve, [0, 1], "refused \(refused): let go after the match, before logind was asked")
+            XCTAssertEqual(w.sensor.verifyCalls, 1)
+            XCTAssertEqual(w.store.fingerprintFailures, refused ? 1 : 0, "refused \(refused): the match refused leaves F as it was")
+        }
+    }
+
     // MARK: R12
 
     func testDamagedRecordFailsClosedButNeverLocksTheOwnerOut() {

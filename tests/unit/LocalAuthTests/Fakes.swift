@@ -95,6 +95,13 @@ final class FakeSensor: FingerprintSensor {
         return end == .timeout && !stillWanted() ? .sessionLeft : end
     }
 
+    /// `letGo` calls: the reader let go before `close`.
+    private(set) var letGoCalls = 0
+
+    func letGo() {
+        letGoCalls += 1
+    }
+
     func close() {
         closeRequests += 1
         if isOpen { closeCalls += 1 }
@@ -438,9 +445,12 @@ typealias TestEngine = Engine<FakeSensor, FakeVerifier, FakePrompter, FakeStore,
 final class FakeSeat: SeatObserver {
     var observation: SeatObservation = .noLogind
     private(set) var observeCalls = 0
+    /// Called at every `observe`, before it answers.
+    var onObserve: (() -> Void)?
     init(_ observation: SeatObservation = .noLogind) { self.observation = observation }
     func observe() -> SeatObservation {
         observeCalls += 1
+        onObserve?()
         return observation
     }
 }

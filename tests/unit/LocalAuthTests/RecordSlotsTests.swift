@@ -94,8 +94,12 @@ final class RecordSlotsTests: XCTestCase {
             return XCTFail("no whole copy: \(message)", file: source, line: line)
         }
         XCTAssertGreaterThanOrEqual(header.generation, generation, message, file: source, line: line)
-        let decoded = try? RecordFormat.decode(RecordSlots.slot(file, current), uid: alice.uid, userName: alice.name).get()
+        let slot = RecordSlots.slot(file, current)
+        let decoded = try? RecordFormat.decode(slot, uid: alice.uid, userName: alice.name).get()
         XCTAssertEqual(decoded, records[header.generation], message, file: source, line: line)
+        // The store's read: the header RecordSlots.read checked, not again.
+        XCTAssertEqual(try? RecordFormat.decode(slot, uid: alice.uid, userName: alice.name, checked: header).get(), decoded,
+                       message, file: source, line: line)
     }
 
     func testAfterAWriteThatWasNotSyncedTheSameSlotIsWrittenAgain() {
