@@ -216,9 +216,11 @@ def report_latency(m, match_n, ratios):
     out()
     ratios["match batches"] = batch_ratios(match["ours"], match["ref"])
     ratios["floor batches"] = batch_ratios(match["ours"], match["floor"])
+    ratios["enrolled batches"] = batch_ratios(match["ours"], match["floor+enrolled"])
     ratios["password batches"] = batch_ratios(right["nosync"], right["ref"], 10)
     out(f"Batch spread (ratios of medians in consecutive batches): match against pam_fprintd, batches of 30: "
-        f"{spread(ratios['match batches'])}; against the floor: {spread(ratios['floor batches'])}; correct password "
+        f"{spread(ratios['match batches'])}; against the floor: {spread(ratios['floor batches'])}; against the floor that "
+        f"checks the enrollment: {spread(ratios['enrolled batches'])}; correct password "
         f"without sync against pam_faillock, batches of 10: {spread(ratios['password batches'])}.")
     out()
     durability = statistics.median(right["ours"]) - statistics.median(right["nosync"])
@@ -349,6 +351,19 @@ def report_targets(ratios, exact):
         out(f"| {target} | {measured} | {'yes' if met else 'no'} |")
 
 
+def summary_row(ratios):
+    """One line for the table of runs: the goals' figures of this run."""
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip() or "?"
+    floors = ratios["enrolled batches"]
+    spread_text = f"{min(floors):.2f}–{max(floors):.2f}×" if floors else "–"
+    instructions = f"{ratios['instructions']:.2f}×" if "instructions" in ratios else "–"
+    return (f"| {time.strftime('%Y-%m-%d %H:%M')} | {commit} | {ratios['password-nosync']:.2f}× | {ratios['password']:.2f}× "
+            f"| {ratios['password-floor']:.2f}× | {instructions} | {ratios['match']:.2f}× | {ratios['floor']:.2f}× "
+            f"| {ratios['floor+enrolled']:.2f}× | {spread_text} | {ratios['ready']:.2f}× | {ratios['size'] / 1024:.0f} "
+            f"| {ratios['loads']:.2f}× / {ratios['cold']:.2f}× |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-n", type=int, default=30, help="measured runs per side (default 30)")
@@ -379,7 +394,7 @@ def main():
     report_breakdown(m)
     report_targets(ratios, exact)
     if opts.write:
-        write_between_markers(opts.write)
+        write_between_markers(opts.write, summary_row(ratios))
         print(f"\nwritten to {opts.write}")
 
 

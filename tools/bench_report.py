@@ -11,16 +11,33 @@ def out(line=""):
     REPORT.append(line)
 
 
-def write_between_markers(path: Path):
-    """Puts the report into `path` between its bench:begin and bench:end
-    markers, the text around them kept."""
-    text = path.read_text() if path.exists() else "<!-- bench:begin -->\n<!-- bench:end -->\n"
-    begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
+RUNS_KEPT = 6
+RUNS_HEADER = ("| run | commit | password, no sync / faillock | durable | vs faillock + asking fprintd | instructions "
+               "| match / pam_fprintd | / floor | / floor with enrollment | its batches | ready / pam_fprintd | module KiB "
+               "| load warm / cold |")
+
+
+def replace_between(text, name, body):
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
     if begin not in text or end not in text:
-        raise SystemExit(f"bench: {path} has no {begin} ... {end} markers")
+        raise SystemExit(f"bench: no {begin} ... {end} markers")
     head, rest = text.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    path.write_text(head + begin + "\n" + "\n".join(REPORT) + "\n" + end + tail)
+    old, tail = rest.split(end, 1)
+    return head + begin + "\n" + body + "\n" + end + tail, old
+
+
+def write_between_markers(path: Path, summary):
+    """Puts the report into `path` between its bench:begin and bench:end
+    markers, and `summary` (one table row) first among the rows between
+    runs:begin and runs:end (the last RUNS_KEPT runs), the text around them
+    kept."""
+    text = path.read_text()
+    text, _ = replace_between(text, "bench", "\n".join(REPORT))
+    _, old = replace_between(text, "runs", "")
+    rows = [line for line in old.splitlines() if line.startswith("| 20")]
+    rows = [summary] + rows[:RUNS_KEPT - 1]
+    text, _ = replace_between(text, "runs", "\n".join([RUNS_HEADER, "|" + "---|" * RUNS_HEADER.count(" | ") + "---|"] + rows))
+    path.write_text(text)
 
 
 def interleaved(n, warmup, sides):
