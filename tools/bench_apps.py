@@ -5,13 +5,14 @@ in a private world (tests/support/private_world.py) on the benchmark's rig."""
 import shlex
 import time
 
-from bench_sides import MATCH, BenchError
+from bench_sides import BenchError
 from pamenv import localauth_command
 from private_world import PrivateWorld
 from terminal import TerminalSession
 
 USER, UID, PASSWORD = "secretbench", 4391, "secret-bench-pw"
 ITEM = "bench-item"
+MATCH = f"SCAN finger-{USER}"   # the print the rig enrolls for USER
 
 
 def app_world(base, rig):
