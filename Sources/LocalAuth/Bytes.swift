@@ -35,7 +35,8 @@ public func copiedBytes(_ bytes: [UInt8], _ range: Range<Int>) -> [UInt8] {
 
 func copiedBytes(_ source: UnsafeBufferPointer<UInt8>) -> [UInt8] {
     [UInt8](unsafeUninitializedCapacity: source.count) { buffer, initialized in
-        if let from = source.baseAddress, let to = buffer.baseAddress { to.initialize(from: from, count: source.count) }
+        // A raw copy is one memmove; a typed one loops byte by byte here.
+        UnsafeMutableRawBufferPointer(buffer).copyMemory(from: UnsafeRawBufferPointer(source))
         initialized = source.count
     }
 }
