@@ -79,17 +79,16 @@ extension FileStateStore {
             found.fd = fd
             found.writableInPlace = true
         }
-        let slots = RecordSlots.read(bytes)
-        found.slots = slots
-        guard let current = slots.current, !(names.isBucket && slots.isLegacy) else {
-            found.status = .damaged(slots.damage ?? .badChecksum)
-            return found
-        }
-        let slot = slots.isLegacy ? bytes : RecordSlots.slot(bytes, current)
         // A per-uid record made under another name of this same account is
         // this account's; in a look-alike bucket only the name counts.
         let sameAccount: ([UInt8]) -> Bool = { stored in !names.isBucket && accountUID(stored) == uid }
-        switch RecordFormat.decode(slot, uid: uid, userName: userName, checked: slots.header, sameAccount: sameAccount) {
+        let (slots, decoded) = RecordSlots.readCurrent(bytes, uid: uid, userName: userName, sameAccount: sameAccount)
+        found.slots = slots
+        guard let decoded, !(names.isBucket && slots.isLegacy) else {
+            found.status = .damaged(slots.damage ?? .badChecksum)
+            return found
+        }
+        switch decoded {
         case .success(let record):
             // A one-slot file, or one with a second name, is read but
             // never written in place: the next change replaces the name.

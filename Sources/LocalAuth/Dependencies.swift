@@ -185,7 +185,9 @@ public struct NoSensor: FingerprintSensor {
 }
 
 /// logind's view of a prompt: the caller's session and the lid. Asked
-/// before the reader is used, never while holding anything.
+/// before the reader is claimed, and again when a match arrives (while the
+/// reader's stop and release are answered); never while the store's lock
+/// is held.
 public protocol SeatObserver {
     /// What logind says now about the caller's session and the machine.
     mutating func observe() -> SeatObservation

@@ -309,17 +309,23 @@ public enum RecordFormat {
     }
 
     /// Decodes a slot and checks that it belongs to `uid` and `userName`.
-    /// `checked`: the header `RecordSlots.read` found for these very bytes,
-    /// whose magic, version, size and checksum it checked (not again).
     /// A record is the uid's; its name tells a reused uid apart. A record
     /// made under another name of the same account (an alias, a local and a
     /// directory entry sharing the uid) is still this account's when
     /// `sameAccount` says the stored name leads to this uid today: it is
     /// read as it is, under the name it was made with.
-    public static func decode(_ bytes: [UInt8], uid: UInt32, userName: [UInt8], checked: SlotHeader? = nil,
+    public static func decode(_ bytes: [UInt8], uid: UInt32, userName: [UInt8],
                               sameAccount: ([UInt8]) -> Bool = { _ in false }) -> Result<StateRecord, RecordDamageError> {
+        if case .failure(let damage) = header(bytes) { return .failure(damage) }
+        return decodeChecked(bytes, uid: uid, userName: userName, sameAccount: sameAccount)
+    }
+
+    /// `decode` of a slot whose magic, version, size and checksum were
+    /// checked on these very bytes (`RecordSlots.readCurrent`, the only
+    /// caller besides `decode`): not checked again.
+    static func decodeChecked(_ bytes: [UInt8], uid: UInt32, userName: [UInt8],
+                              sameAccount: ([UInt8]) -> Bool) -> Result<StateRecord, RecordDamageError> {
         guard bytes.count == size else { return .failure(RecordDamageError(.wrongSize)) }
-        if checked == nil, case .failure(let damage) = header(bytes) { return .failure(damage) }
         let reader = ByteReader(bytes: bytes)
         let nameLength = Int(reader.integer(at: 20, bytes: 2))
         guard nameLength <= maxNameLength else { return .failure(RecordDamageError(.malformed)) }

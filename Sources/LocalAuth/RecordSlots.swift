@@ -54,6 +54,17 @@ public struct RecordSlots: Equatable {
                            damage: nil, isLegacy: false)
     }
 
+    /// Reads the slots of a whole record file and decodes the current copy
+    /// (nil when no slot is whole) for `uid` and `userName`: the slot is
+    /// checked once, here, and decoded from the same bytes.
+    public static func readCurrent(_ file: [UInt8], uid: UInt32, userName: [UInt8], sameAccount: ([UInt8]) -> Bool = { _ in false })
+        -> (slots: RecordSlots, record: Result<StateRecord, RecordDamageError>?) {
+        let slots = read(file)
+        guard let current = slots.current else { return (slots, nil) }
+        let bytes = slots.isLegacy ? file : slot(file, current)
+        return (slots, RecordFormat.decodeChecked(bytes, uid: uid, userName: userName, sameAccount: sameAccount))
+    }
+
     /// The bytes of slot `index` of a two-slot file.
     public static func slot(_ file: [UInt8], _ index: Int) -> [UInt8] {
         copiedBytes(file, (index * RecordFormat.size)..<((index + 1) * RecordFormat.size))

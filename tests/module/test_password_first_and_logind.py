@@ -8,12 +8,14 @@ password success carries another boot id."""
 import json
 import os
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 
 from pamenv import (PAM_KEEPTOK, PAM_SUCCESS, PASSWORDS, USERS, current_slot, later_boot_clock, localauth_command,
                     reseal_record)
+from fprint_rig import BusMonitor
 from sentences import FIRST_PROMPT, READER_FAILING
 from worlds import shared_rig
 
@@ -278,6 +280,36 @@ def test_a_locked_screen_keeps_the_reader_for_the_locker(pam, rig, logind):
     logind.set_locked("lt8", False)
     result = run(pam, rig, [""], [MATCH], **in_session(session))
     assert result.code == PAM_SUCCESS and result.prompts() == [FIRST_PROMPT], result.messages
+
+
+def test_a_screen_locked_while_the_reader_waits_refuses_the_match_and_frees_the_reader(pam, rig, logind):
+    """logind is asked again when a match arrives: the screen locked while
+    the reader waited keeps the match from counting (its attempt given
+    back, nothing charged), and the reader is stopped and released all the
+    same, once each, before the prompt ends: the next prompt finds it free."""
+    pam.password_entered("alice", rig)
+    session = logind.add_session("lt14", ALICE_UID, "alice")
+    pam.write_service("sudo-bio", [pam.module_line("[success=done default=die]", "policy=biometrics services=sudo-bio")])
+    results = []
+    with BusMonitor(rig) as monitor:
+        worker = threading.Thread(target=lambda: results.append(
+            pam.run(answers=[""], env=rig.env(), service="sudo-bio", **in_session(session))))
+        worker.start()
+        try:
+            monitor.wait_for("VerifyFingerSelected")    # the reader waits: the lock comes now
+            logind.set_locked("lt14", True)
+            rig.send_vdev(MATCH)
+        finally:
+            worker.join(timeout=30)
+        calls = [member for member, _ in monitor.close() if member in ("Claim", "VerifyStart", "VerifyStop", "Release")]
+    logind.set_locked("lt14", False)
+    assert not worker.is_alive() and len(results) == 1, "the prompt did not end"
+    result = results[0]
+    assert result.code != PAM_SUCCESS and result.prompts() == [FIRST_PROMPT], result.messages   # Enter, then the reader
+    assert any(text.startswith("The screen is locked") for text in result.texts("error")), result.messages
+    assert calls == ["Claim", "VerifyStart", "VerifyStop", "Release"], calls
+    assert (pam.record().F, pam.record().P) == (0, 0), "the refused match stays charged"
+    rig.wait_until_claimable("alice", timeout=1)
 
 
 def test_a_closed_lid_skips_the_reader_for_that_prompt(pam, rig, logind):
