@@ -172,7 +172,7 @@ def measure(opts, base, state_fs):
     return m
 
 
-def report_latency(m, match_n, ratios):
+def report_latency(m, ratios):
     out("### Latency: ours / theirs")
     out()
     table_header()
@@ -388,7 +388,7 @@ def main():
     finally:
         shutil.rmtree(base, ignore_errors=True)
     ratios = {}
-    report_latency(m, opts.match_n, ratios)
+    report_latency(m, ratios)
     report_footprint(m, ratios)
     exact = report_scale(m)
     report_breakdown(m)
@@ -399,8 +399,6 @@ def main():
 
 
 if __name__ == "__main__":
-    if str(ROOT / "tools") not in sys.path:
-        sys.path.insert(0, str(ROOT / "tools"))
     try:
         main()
     except BenchError as e:

@@ -55,8 +55,6 @@ def callgrind_instructions(pam, service, answers, env, rig=None):
     return int(match.group(1))
 
 
-
-
 # The module's objects and the part of the code each is (docs/DESIGN.md's layout).
 OBJECT_PARTS = {
     "LocalAuth.o": "LocalAuth (engine, rules, formats)",
@@ -82,9 +80,7 @@ def declared_in(section, obj):
     if name.startswith("$e"):
         match = SWIFT_MODULE.match(name)
         if match:
-            module = match.group(2)[:int(match.group(1))]
-            part = next((p for o, p in OBJECT_PARTS.items() if o == module + ".o"), None)
-            return part or STDLIB
+            return OBJECT_PARTS.get(match.group(2)[:int(match.group(1))] + ".o", STDLIB)
         return STDLIB
     if name.startswith("swift_") or name.startswith("_swift"):
         return RUNTIME

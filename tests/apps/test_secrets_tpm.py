@@ -37,9 +37,11 @@ def file_key(w):
     return w.state / "secrets" / "machine.key"
 
 
-def status(w):
-    proc = subprocess.run(w.argv(localauth_command(), "status", "--json", uid=UID), env=w.env(USER), capture_output=True,
-                          timeout=60, check=True)
+def status(w, as_root=False):
+    """`localauth status --json`'s secrets key, as the user or (`as_root`)
+    as root for the user: only root can look into the state directory."""
+    argv = w.argv(localauth_command(), "status", "--json", *(["--user", USER] if as_root else []), uid=None if as_root else UID)
+    proc = subprocess.run(argv, env=w.env(None if as_root else USER), capture_output=True, timeout=60, check=True)
     return json.loads(proc.stdout)["secrets_key"]
 
 
@@ -132,6 +134,7 @@ def test_a_key_file_left_beside_its_sealed_copy_is_removed_only_if_it_is_the_sam
     code, text = load_with(w, rig, "mail", [MATCH])
     assert code == 0 and "imap-pass" in text, text
     assert not file_key(w).exists()
+    assert "lies beside it" not in status(w, as_root=True)["text"]
 
     other = os.urandom(32)
     file_key(w).write_bytes(other)
@@ -141,6 +144,9 @@ def test_a_key_file_left_beside_its_sealed_copy_is_removed_only_if_it_is_the_sam
     assert code == 0 and "imap-pass" in text, text
     assert file_key(w).read_bytes() == other
     assert any("made while tpm = off" in line for line in w.syslog.since(mark)), w.syslog.since(mark)
+    # Root's status says so; the user's cannot look.
+    assert "a root-only key file made while tpm = off lies beside it" in status(w, as_root=True)["text"]
+    assert "lies beside it" not in status(w)["text"]
 
 
 def test_a_device_that_is_no_device_is_never_used(w, rig):
