@@ -1,12 +1,17 @@
-"""The apps' side of the benchmark: a secret released by a touch
-(`localauth secret load`, through the setuid helper) against the same
-touch with no secret (`localauth evaluate`), each a whole run at a terminal
-in a private world (tests/support/private_world.py) on the benchmark's rig."""
+"""The setuid helper's side of the benchmark, in a private world
+(tests/support/private_world.py) on the benchmark's rig: a secret released
+by a touch (`localauth secret load`) against the same touch with no secret
+(`localauth evaluate`), each a whole run at a terminal; and a password
+typed at a screen locker's prompt, which reaches the module as the user
+and so goes through the helper, against the same prompt in a process of
+root's, where the module decides by itself: what every prompt would pay if
+the module handed all of them to the helper."""
 import shlex
+import subprocess
 import time
 
 from bench_sides import BenchError
-from pamenv import localauth_command
+from pamenv import HARNESS, localauth_command, parse_run
 from private_world import PrivateWorld
 from terminal import TerminalSession
 
@@ -15,11 +20,15 @@ ITEM = "bench-item"
 MATCH = f"SCAN finger-{USER}"   # the print the rig enrolls for USER
 
 
+LOCKER = "bench-locker"
+
+
 def app_world(base, rig):
     """A private world with one user, their finger enrolled, a password
     entered this boot and one secret stored (its key made with the
-    password, typed at a terminal)."""
+    password, typed at a terminal); and a screen locker's stack."""
     world = PrivateWorld(base, rig, users={USER: (UID, PASSWORD)})
+    world.write_locker_stack(LOCKER)
     rig.enroll(USER)
     world.password_entered()
     store = " ".join(shlex.quote(str(part)) for part in (localauth_command(), "secret", "store", ITEM))
@@ -63,4 +72,23 @@ def secret_sides(world, rig):
     return [
         ("ours", lambda: touched_once(world, rig, "secret", "load", ITEM)),
         ("ref", lambda: touched_once(world, rig, "evaluate")),
+    ]
+
+
+def locker_password_once(world, as_user):
+    """One correct password at the locker's stack (fprintd not running):
+    pam_authenticate's own time, through the helper when `as_user`."""
+    argv = world.argv(HARNESS, "-s", LOCKER, "-u", USER, "-a", PASSWORD, "-L", uid=UID if as_user else None)
+    proc = subprocess.run(argv, env=world.env(USER), capture_output=True, text=True, timeout=60)
+    run = parse_run(proc.stdout, proc.stderr)
+    if run.code != 0 or run.elapsed_us is None or len(run.prompts()) != 1:
+        raise BenchError(f"the locker's password ({'the user' if as_user else 'root'}): code {run.code}, "
+                         f"messages {run.messages}: {proc.stderr}")
+    return run.elapsed_us
+
+
+def helper_password_sides(world):
+    return [
+        ("ours", lambda: locker_password_once(world, as_user=True)),
+        ("ref", lambda: locker_password_once(world, as_user=False)),
     ]

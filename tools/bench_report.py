@@ -14,7 +14,8 @@ def out(line=""):
 RUNS_KEPT = 6
 RUNS_HEADER = ("| run | commit | password, no sync / faillock | durable | vs faillock + asking fprintd | instructions "
                "| match / pam_fprintd | / floor | / floor with enrollment | its batches | ready / pam_fprintd | module KiB "
-               "| load warm / cold |")
+               "| load warm / cold | / floor under the rules | its batches | locker's password through the helper / in root's "
+               "process |")
 
 
 def replace_between(text, name, body):
@@ -34,7 +35,9 @@ def write_between_markers(path: Path, summary):
     text = path.read_text()
     text, _ = replace_between(text, "bench", "\n".join(REPORT))
     _, old = replace_between(text, "runs", "")
-    rows = [line for line in old.splitlines() if line.startswith("| 20")]
+    # A run from before a column was added has "–" in it.
+    columns = RUNS_HEADER.count(" | ") + 1
+    rows = [line + " – |" * (columns - line.count(" | ") - 1) for line in old.splitlines() if line.startswith("| 20")]
     rows = [summary] + rows[:RUNS_KEPT - 1]
     text, _ = replace_between(text, "runs", "\n".join([RUNS_HEADER, "|" + "---|" * RUNS_HEADER.count(" | ") + "---|"] + rows))
     path.write_text(text)

@@ -124,15 +124,18 @@ def fingerprint_once(pam, rig, service, whole=None, ready=None):
     return elapsed
 
 
-def floor_once(rig, device, whole=None, ready=None, enrolled=False):
+def floor_once(rig, device, whole=None, ready=None, enrolled=False, rules=None):
     """One match by tools/matchfloor.c on the same rig: its own elapsed
     time (bus opened to Release answered), like pam_authenticate's. With
     `enrolled` it asks which device holds the prints first (the side is
-    then "floor+enrolled")."""
-    side = "floor+enrolled" if enrolled else "floor"
+    then "floor+enrolled"); with `rules` (a state file on the module's
+    file system) it also asks logind and charges the attempt on disk
+    ("floor+rules")."""
+    side, flags = ("floor+rules", ["--rules", str(rules)]) if rules else \
+        ("floor+enrolled", ["--enrolled"]) if enrolled else ("floor", [])
     rig.feed([MATCH])
     start = time.perf_counter()
-    proc = subprocess.run([str(MATCH_FLOOR), *(["--enrolled"] if enrolled else []), device, "alice"],
+    proc = subprocess.run([str(MATCH_FLOOR), *flags, device, "alice"],
                           env={**os.environ, **rig.env()}, capture_output=True, text=True, timeout=60)
     process = (time.perf_counter() - start) * 1e6
     report = rig.feed_wait(timeout=30)
