@@ -39,7 +39,7 @@ from bench_sides import (ALICE, LOADTIME, MATCH_FLOOR, NOSYNC_MODULE, PAM_FAILLO
                          ask_once, floor_once, fingerprint_once, password_once, real_programs, script_sides, sudo_script_once,
                          typed_while_waiting_once, write_services)
 from bench_apps import app_world, helper_password_sides, secret_sides
-from bench_footprint import callgrind_instructions, load_once, module_sizes
+from bench_footprint import asking_instructions, callgrind_instructions, load_once, module_sizes
 from bench_report import interleaved, out, p90, ratio_row, table_header, write_between_markers
 from bench_store import breakdown, charge_processes, populate_records
 from fprint_rig import FprintRig
@@ -150,6 +150,7 @@ def measure(opts, base, state_fs):
         if not opts.quick:
             m["instructions"]["password ours"] = callgrind_instructions(pam, "bench-ours", [ALICE], env)
             m["instructions"]["password faillock"] = callgrind_instructions(pam, "bench-faillock", [ALICE], env)
+            m["instructions"]["asking fprintd"] = asking_instructions(base, env)
         m["per records"] = {}
         for count in ([1, 1000] if opts.quick else [1, 1000, 100_000]):
             populate_records(pam, count - 1)
@@ -284,6 +285,11 @@ def report_footprint(m, ratios):
         ratios["instructions"] = instructions["password ours"] / instructions["password faillock"]
         out(f"| instructions, whole client process, one correct password | {instructions['password ours']:,} | – | "
             f"{instructions['password faillock']:,} | – | {ratios['instructions']:.2f}× |")
+        floor = instructions["password faillock"] + instructions["asking fprintd"]
+        ratios["instructions floor"] = instructions["password ours"] / floor
+        out(f"| instructions, one correct password, against pam_faillock's plus asking fprintd (`matchfloor --ask` "
+            f"less /bin/true: libsystemd loaded, a connection, GetDevices) | {instructions['password ours']:,} | – | "
+            f"{floor:,} | – | {ratios['instructions floor']:.2f}× |")
     out()
     out("Loading is `dlopen(RTLD_NOW)` in a fresh process already linked to libpam (tools/loadtime.c); "
         "cold: the module and its libraries dropped from the page cache with posix_fadvise (pages that "
@@ -375,14 +381,18 @@ def summary_row(ratios):
     """One line for the table of runs: the goals' figures of this run."""
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip() or "?"
+
     def spread_of(batches):
         return f"{min(batches):.2f}–{max(batches):.2f}×" if batches else "–"
-    instructions = f"{ratios['instructions']:.2f}×" if "instructions" in ratios else "–"
+
+    def ratio_of(key):
+        return f"{ratios[key]:.2f}×" if key in ratios else "–"
     return (f"| {time.strftime('%Y-%m-%d %H:%M')} | {commit} | {ratios['password-nosync']:.2f}× | {ratios['password']:.2f}× "
-            f"| {ratios['password-floor']:.2f}× | {instructions} | {ratios['match']:.2f}× | {ratios['floor']:.2f}× "
+            f"| {ratios['password-floor']:.2f}× | {ratio_of('instructions')} | {ratios['match']:.2f}× | {ratios['floor']:.2f}× "
             f"| {ratios['floor+enrolled']:.2f}× | {spread_of(ratios['enrolled batches'])} | {ratios['ready']:.2f}× "
             f"| {ratios['size'] / 1024:.0f} | {ratios['loads']:.2f}× / {ratios['cold']:.2f}× "
-            f"| {ratios['floor+rules']:.2f}× | {spread_of(ratios['rules batches'])} | {ratios['through helper']:.2f}× |")
+            f"| {ratios['floor+rules']:.2f}× | {spread_of(ratios['rules batches'])} | {ratios['through helper']:.2f}× "
+            f"| {ratio_of('instructions floor')} |")
 
 
 def main():

@@ -6,7 +6,7 @@ import os
 import re
 import subprocess
 
-from bench_sides import LOADTIME, MATCH, BenchError, run_harness
+from bench_sides import LOADTIME, MATCH, MATCH_FLOOR, BenchError, run_harness
 
 
 def ldd(path):
@@ -53,6 +53,24 @@ def callgrind_instructions(pam, service, answers, env, rig=None):
     if not match:
         raise BenchError(f"no callgrind total in {log}")
     return int(match.group(1))
+
+
+def callgrind_command(argv, env, log):
+    """Instructions (Ir) of one whole run of `argv` under callgrind."""
+    subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", f"--log-file={log}", *argv],
+                   env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
+    match = re.search(r"Collected\s*:\s*(\d+)", log.read_text())
+    if not match:
+        raise BenchError(f"no callgrind total in {log}")
+    return int(match.group(1))
+
+
+def asking_instructions(base, env):
+    """What asking fprintd adds to a process, in instructions:
+    `matchfloor --ask` (libsystemd loaded, a new bus connection,
+    GetDevices) less a process that only starts and exits (/bin/true)."""
+    asked = callgrind_command([str(MATCH_FLOOR), "--ask"], env, base / "callgrind-ask.log")
+    return asked - callgrind_command(["/bin/true"], env, base / "callgrind-true.log")
 
 
 # The module's objects and the part of the code each is (docs/DESIGN.md's layout).

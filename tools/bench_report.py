@@ -15,7 +15,7 @@ RUNS_KEPT = 6
 RUNS_HEADER = ("| run | commit | password, no sync / faillock | durable | vs faillock + asking fprintd | instructions "
                "| match / pam_fprintd | / floor | / floor with enrollment | its batches | ready / pam_fprintd | module KiB "
                "| load warm / cold | / floor under the rules | its batches | locker's password through the helper / in root's "
-               "process |")
+               "process | instructions / faillock + asking fprintd |")
 
 
 def replace_between(text, name, body):
