@@ -328,12 +328,13 @@ clean:
 # docs/PERFORMANCE.md. Besides the module it builds a copy that never waits
 # for the disk (to show what durability costs; never installed), the
 # loader timer, the match's floor client and a release build of the store
-# probe; the sudo, su and app rows run in the tests' private worlds (their artifacts).
+# probe; the sudo, su and app rows run in the tests' private worlds (their artifacts),
+# in tools/isolated's namespace: the worlds hold a setuid copy of the helper.
 BENCH_BUILD := .build/bench
 bench: test-artifacts $(BENCH_BUILD)/loadtime $(BENCH_BUILD)/matchfloor
 	$(MAKE) BUILD=.build/bench-nosync SWIFT_DEFINES=-DLOCALAUTH_BENCHMARK_WITHOUT_SYNC .build/bench-nosync/pam_localauth.so
 	swift build -c release --product la-store-probe --scratch-path .build/bench-probe
-	$(PYTHON) tools/bench.py --write docs/PERFORMANCE.md $(BENCH_ARGS)
+	tools/isolated $(PYTHON) tools/bench.py --write docs/PERFORMANCE.md $(BENCH_ARGS)
 
 $(BENCH_BUILD)/loadtime: tools/loadtime.c
 	@mkdir -p $(BENCH_BUILD)

@@ -28,18 +28,22 @@ def app_world(base, rig):
     entered this boot and one secret stored (its key made with the
     password, typed at a terminal); and a screen locker's stack."""
     world = PrivateWorld(base, rig, users={USER: (UID, PASSWORD)})
-    world.write_locker_stack(LOCKER)
-    rig.enroll(USER)
-    world.password_entered()
-    store = " ".join(shlex.quote(str(part)) for part in (localauth_command(), "secret", "store", ITEM))
-    session = terminal(world, f"printf %s {shlex.quote('the value')} | {store}")
     try:
-        session.expect("Enter Password")
-        session.send(PASSWORD + "\r")
-        if session.wait(timeout=60) != 0:
-            raise BenchError(f"the first secret was not stored: {session.text}")
-    finally:
-        session.close()
+        world.write_locker_stack(LOCKER)
+        rig.enroll(USER)
+        world.password_entered()
+        store = " ".join(shlex.quote(str(part)) for part in (localauth_command(), "secret", "store", ITEM))
+        session = terminal(world, f"printf %s {shlex.quote('the value')} | {store}")
+        try:
+            session.expect("Enter Password")
+            session.send(PASSWORD + "\r")
+            if session.wait(timeout=60) != 0:
+                raise BenchError(f"the first secret was not stored: {session.text}")
+        finally:
+            session.close()
+    except BaseException:
+        world.close()
+        raise
     return world
 
 

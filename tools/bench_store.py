@@ -23,10 +23,16 @@ def charge_processes(state, processes, each, users):
         uid, name = (50000, "scaleuser") if users == "one" else (50000 + i, f"scaleuser{i}")
         procs.append(subprocess.Popen([str(RELEASE_PROBE), "charge", str(state), str(uid), name, str(each)],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
-    for proc in procs:
-        _, err = proc.communicate(timeout=600)
-        if proc.returncode != 0:
-            raise BenchError(f"store probe failed: {err.decode()}")
+    try:
+        for proc in procs:
+            _, err = proc.communicate(timeout=600)
+            if proc.returncode != 0:
+                raise BenchError(f"store probe failed: {err.decode()}")
+    finally:  # a failure leaves no probe writing into a directory about to go
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     seconds = time.perf_counter() - start
     if users == "one":
         counts = [probe_count(state, 50000, "scaleuser")]

@@ -174,9 +174,12 @@ static void ask_logind(sd_bus *bus) {
 }
 
 /* The attempt charged: the state file locked, read, one record written in
- * place and its data synced before the reader may match. */
+ * place and its data synced before the reader may match. The file is one
+ * matchfloor made (it begins with MAGIC) or a new one: a path given by
+ * mistake is refused, not overwritten. */
+#define MAGIC "matchflr"
 static int charge(const char *state_file) {
-    unsigned char record[4096];
+    unsigned char record[256];
     int fd = open(state_file, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0 || flock(fd, LOCK_EX) < 0) {
         perror("matchfloor: the state file");
@@ -184,10 +187,17 @@ static int charge(const char *state_file) {
         return -1;
     }
     ssize_t got = pread(fd, record, sizeof record, 0);
-    if (got < 0) got = 0;
-    memset(record + got, 0, sizeof record - (size_t)got);
-    record[0]++;
-    int rc = pwrite(fd, record, 256, 0) == 256 && fdatasync(fd) == 0 ? 0 : -1;
+    if (got < 0 || (got > 0 && (got < (ssize_t)sizeof record || memcmp(record, MAGIC, strlen(MAGIC)) != 0))) {
+        fprintf(stderr, "matchfloor: %s is not a state file of matchfloor's\n", state_file);
+        close(fd);
+        return -1;
+    }
+    if (got == 0) {
+        memset(record, 0, sizeof record);
+        memcpy(record, MAGIC, strlen(MAGIC));
+    }
+    record[strlen(MAGIC)]++;
+    int rc = pwrite(fd, record, sizeof record, 0) == (ssize_t)sizeof record && fdatasync(fd) == 0 ? 0 : -1;
     if (rc < 0) perror("matchfloor: the charge");
     close(fd);
     return rc;

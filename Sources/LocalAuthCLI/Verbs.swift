@@ -100,9 +100,11 @@ func statusReport(user: UserIdentity, _ configuration: LoadedConfiguration) -> S
     var protectionText = protection.text
     // Root sees a root-only key file kept beside a sealed key (made while
     // `tpm = off`): it is on the disk in the clear. Looked at, not read:
-    // its bytes are the key.
+    // its bytes are the key. Only a file that is one (root's, for root
+    // alone, a key's size) is named so.
     if inspection != nil, tpmUse == .automatic || tpmUse == .named,
-       (try? Syscalls.facts(at: nil, options.stateDir + literalBytes("/secrets/machine.key")))?.isRegular == true {
+       let file = try? Syscalls.facts(at: nil, options.stateDir + literalBytes("/secrets/machine.key")),
+       file.isRegular, file.owner == 0, file.mode & 0o077 == 0, file.size == SecretKeyFile.keySize {
         protectionText += "; a root-only key file made while tpm = off lies beside it, in the clear (the log says more)"
     }
     return StatusReport(user: user, availability: availability, device: sensor.device, fingers: sensor.fingers, domainState: domainState,

@@ -147,6 +147,13 @@ def test_a_key_file_left_beside_its_sealed_copy_is_removed_only_if_it_is_the_sam
     # Root's status says so; the user's cannot look.
     assert "a root-only key file made while tpm = off lies beside it" in status(w, as_root=True)["text"]
     assert "lies beside it" not in status(w)["text"]
+    # A file of that name that is no key (cut short, or others may read it) is not called one.
+    for content, mode in ((other[:5], 0o600), (other, 0o644)):
+        file_key(w).write_bytes(content)
+        file_key(w).chmod(mode)
+        assert "lies beside it" not in status(w, as_root=True)["text"]
+    file_key(w).write_bytes(other)
+    file_key(w).chmod(0o600)
 
 
 def test_a_device_that_is_no_device_is_never_used(w, rig):
