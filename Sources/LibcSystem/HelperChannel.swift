@@ -95,50 +95,28 @@ extension Syscalls {
         return started == 0 ? pid : nil
     }
 
-    /// Collects the exit of child `pid`, waiting at most `milliseconds`;
-    /// true once it is gone (or was already collected by someone else).
-    /// The wait is poll on a pidfd, which turns readable the moment the
-    /// child ends: a timer between tries cost every prompt through the
-    /// helper its period, as the helper takes a moment to exit after its
-    /// last frame.
+    /// Collects the exit of child `pid`, waiting at most `milliseconds` on
+    /// the boot clock; true once it is gone (or was already collected by
+    /// someone else). The helper takes a moment to end after its last
+    /// frame, so waitpid is tried again after a pause that starts at 50 µs
+    /// and doubles up to 1 ms: a prompt waits about as long as the helper
+    /// takes (a fixed 5 ms cost nearly every prompt through the helper its
+    /// 5 ms), and a helper that never ends wakes the caller at most a
+    /// thousand times a second until the bound. Only calls any process
+    /// that starts a helper makes already: no sandbox of the caller's
+    /// meets a new one here.
     @discardableResult
     public static func reap(_ pid: Int32, waitingMilliseconds milliseconds: Int) -> Bool {
-        if let gone = collected(pid) { return gone }
-        let pidfd = la_pidfd_open(pid)
-        guard pidfd >= 0 else { return reapOnTimer(pid, waitingMilliseconds: milliseconds) }
-        defer { close(pidfd) }
-        // Asked once more with the pidfd open: while waitpid still finds the
-        // child unreaped it holds its pid, so the pidfd is the child's own
-        // and not a later process's that was given the same number.
-        if let gone = collected(pid) { return gone }
-        let deadline = bootTimeNanoseconds() + Int64(milliseconds) * 1_000_000
+        let deadline = bootTimeNanoseconds() + Int64(min(max(milliseconds, 0), 60_000)) * 1_000_000
+        var pause: Int64 = 50_000
         while true {
-            let left = max(0, (deadline - bootTimeNanoseconds()) / 1_000_000)
-            guard let ready = poll([PollRequest(fd: pidfd, events: PollRequest.readable)],
-                                   timeoutMilliseconds: Int32(clamping: left)) else {
-                return reapOnTimer(pid, waitingMilliseconds: Int(left))
-            }
-            if ready[0] != 0 || left == 0 { return collected(pid) ?? false }
-        }
-    }
-
-    /// waitpid without waiting: true when the child was collected now or
-    /// elsewhere (ECHILD: SIGCHLD ignored), nil while it runs.
-    private static func collected(_ pid: Int32) -> Bool? {
-        var status: Int32 = 0
-        let result = retryingInterrupted { waitpid(pid, &status, WNOHANG) }
-        return result == pid || result < 0 ? true : nil
-    }
-
-    /// Without a pidfd (a kernel before 5.3, or no descriptor left): waitpid
-    /// tried every 5 ms.
-    private static func reapOnTimer(_ pid: Int32, waitingMilliseconds milliseconds: Int) -> Bool {
-        var waited = 0
-        while true {
-            if let gone = collected(pid) { return gone }
-            if waited >= milliseconds { return false }
-            sleep(milliseconds: 5)
-            waited += 5
+            var status: Int32 = 0
+            let result = retryingInterrupted { waitpid(pid, &status, WNOHANG) }
+            if result == pid || result < 0 { return true }  // < 0, ECHILD: reaped elsewhere (SIGCHLD ignored)
+            let left = deadline - bootTimeNanoseconds()
+            if left <= 0 { return false }
+            sleep(nanoseconds: min(pause, left))
+            pause = min(pause * 2, 1_000_000)
         }
     }
 }

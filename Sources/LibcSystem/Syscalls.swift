@@ -165,6 +165,12 @@ public enum Syscalls {
         _ = nanosleep(&request, nil)
     }
 
+    /// The same, to the nanosecond (a signal may end it early).
+    public static func sleep(nanoseconds: Int64) {
+        var request = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+        _ = nanosleep(&request, nil)
+    }
+
     /// Releases a `flock`.
     public static func unlock(_ fd: Int32) {
         _ = flock(fd, LOCK_UN)
@@ -276,11 +282,10 @@ public enum Syscalls {
         if result != 0 && la_errno() != ENOENT { throw Errno.current }
     }
 
-    /// What `fstatat` tells about `name` below `directory` (nil: the working
-    /// directory, or `name` is absolute), not following a symlink.
-    public static func facts(at directory: Int32?, _ name: [UInt8]) throws(Errno) -> FileFacts {
+    /// What `fstatat` tells about `name` below `directory`, not following a symlink.
+    public static func facts(at directory: Int32, _ name: [UInt8]) throws(Errno) -> FileFacts {
         var info = stat()
-        let result = withCString(name) { pointer in fstatat(directory ?? AT_FDCWD, pointer, &info, AT_SYMLINK_NOFOLLOW) }
+        let result = withCString(name) { pointer in fstatat(directory, pointer, &info, AT_SYMLINK_NOFOLLOW) }
         if result != 0 { throw Errno.current }
         return FileFacts(isRegular: la_s_isreg(info.st_mode) != 0, isDirectory: la_s_isdir(info.st_mode) != 0,
                          owner: info.st_uid, mode: info.st_mode & 0o7777, size: Int(info.st_size),

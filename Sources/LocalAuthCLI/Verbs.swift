@@ -100,11 +100,10 @@ func statusReport(user: UserIdentity, _ configuration: LoadedConfiguration) -> S
     var protectionText = protection.text
     // Root sees a root-only key file kept beside a sealed key (made while
     // `tpm = off`): it is on the disk in the clear. Looked at, not read:
-    // its bytes are the key. Only a file that is one (root's, for root
-    // alone, a key's size) is named so.
-    if inspection != nil, tpmUse == .automatic || tpmUse == .named,
-       let file = try? Syscalls.facts(at: nil, options.stateDir + literalBytes("/secrets/machine.key")),
-       file.isRegular, file.owner == 0, file.mode & 0o077 == 0, file.size == SecretKeyFile.keySize {
+    // its bytes are the key. Only a file the secrets would take for one
+    // (reached through root's directories; root's, for root alone, one
+    // name, a key's size) is named so.
+    if inspection != nil, tpmUse == .automatic || tpmUse == .named, rootOnlyKeyFileExists(stateDir: options.stateDir) {
         protectionText += "; a root-only key file made while tpm = off lies beside it, in the clear (the log says more)"
     }
     return StatusReport(user: user, availability: availability, device: sensor.device, fingers: sensor.fingers, domainState: domainState,
@@ -448,4 +447,17 @@ func testThroughHelper(_ options: Options, reason: String?) throws -> ExitCode {
         print("not authenticated: \(error.name) (\(error.rawValue)), PAM code \(verdict.pamCode.rawValue)")
         return .failure
     }
+}
+
+/// Whether `stateDir/secrets/machine.key` is a root-only key file, found as
+/// the secrets find it: every directory on the way root's and closed to
+/// others (TrustedPath), the file root's, private, with one name and a
+/// key's size. Only its facts are read.
+func rootOnlyKeyFileExists(stateDir: [UInt8]) -> Bool {
+    guard let parts = TrustedPath.parts(stateDir),
+          case .success(let secrets) = TrustedPath.openDirectory(parts + [literalBytes("secrets")],
+                                                                 trusted: TrustedPath.rootsOrSticky) else { return false }
+    defer { Syscalls.close(secrets) }
+    guard let file = try? Syscalls.facts(at: secrets, literalBytes("machine.key")) else { return false }
+    return file.isRegular && file.owner == 0 && file.mode & 0o077 == 0 && file.links == 1 && file.size == SecretKeyFile.keySize
 }

@@ -153,8 +153,5 @@ static inline int la_socket_domain(int fd) { int domain = -1; socklen_t size = s
    once it has exited, zombie or reaped (a pid, once its process is gone,
    may name another; a pidfd never does). */
 static inline int la_pidfd_running(int pidfd) { struct pollfd watch = { .fd = pidfd, .events = POLLIN, .revents = 0 }; return poll(&watch, 1, 0) == 0; }
-/* A pidfd for process `pid` (close-on-exec, as every pidfd is), to wait
-   for a child's end with poll instead of retrying waitpid on a timer. */
-static inline int la_pidfd_open(int pid) { return (int)syscall(SYS_pidfd_open, pid, 0U); }
 
 #endif

@@ -1,7 +1,6 @@
 import XCTest
 import Glibc
 @testable import LibcSystem
-import CLibc
 
 /// Collecting the helper's exit after its last frame (`Syscalls.reap`): a
 /// child that ended is collected and leaves no zombie, one that outlives the
@@ -47,27 +46,5 @@ final class ReapTests: XCTestCase {
         var status: Int32 = 0
         XCTAssertEqual(waitpid(pid, &status, 0), pid)
         XCTAssertTrue(Syscalls.reap(pid, waitingMilliseconds: 10_000), "ECHILD: nothing left to wait for")
-    }
-
-    /// Without a descriptor for the pidfd (no file left under the limit),
-    /// waitpid is tried on a timer instead, with the same outcome.
-    func testWithoutAPidfdTheChildIsStillCollected() throws {
-        let (mine, theirs) = try XCTUnwrap(Syscalls.socketPair())
-        let pid = try XCTUnwrap(start("/bin/cat", channel: theirs))
-        Syscalls.close(theirs)
-        Syscalls.close(mine)
-        var saved = rlimit()
-        XCTAssertEqual(getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &saved), 0)
-        let lowestFree = dup(0)
-        XCTAssertGreaterThanOrEqual(lowestFree, 0)
-        close(lowestFree)
-        var none = saved
-        none.rlim_cur = rlim_t(lowestFree)
-        XCTAssertEqual(setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &none), 0)
-        XCTAssertLessThan(la_pidfd_open(pid), 0, "no descriptor can be made")
-        let gone = Syscalls.reap(pid, waitingMilliseconds: 10_000)
-        XCTAssertEqual(setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &saved), 0)
-        XCTAssertTrue(gone)
-        XCTAssertFalse(isChild(pid))
     }
 }
