@@ -100,9 +100,9 @@ extension Syscalls {
     /// someone else). The helper takes a moment to end after its last
     /// frame, so waitpid is tried again after a pause that starts at 50 µs
     /// and doubles up to 1 ms: a prompt waits about as long as the helper
-    /// takes (a fixed 5 ms cost nearly every prompt through the helper its
-    /// 5 ms), and a helper that never ends wakes the caller at most a
-    /// thousand times a second until the bound. Only calls any process
+    /// takes (with a fixed 5 ms between tries, nearly every prompt through
+    /// the helper waited 5 ms), and a helper that never ends wakes the
+    /// caller at most a thousand times a second until the bound. Only calls any process
     /// that starts a helper makes already: no sandbox of the caller's
     /// meets a new one here.
     @discardableResult
