@@ -102,9 +102,9 @@ extension Syscalls {
     /// and doubles up to 1 ms: a prompt waits about as long as the helper
     /// takes (with a fixed 5 ms between tries, nearly every prompt through
     /// the helper waited 5 ms), and a helper that never ends wakes the
-    /// caller at most a thousand times a second until the bound. Only calls any process
-    /// that starts a helper makes already: no sandbox of the caller's
-    /// meets a new one here.
+    /// caller at most a thousand times a second until the bound. It makes
+    /// only the calls any process that starts a helper makes already: no
+    /// sandbox of the caller's meets a new one here.
     @discardableResult
     public static func reap(_ pid: Int32, waitingMilliseconds milliseconds: Int) -> Bool {
         let deadline = bootTimeNanoseconds() + Int64(min(max(milliseconds, 0), 60_000)) * 1_000_000

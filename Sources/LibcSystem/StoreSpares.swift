@@ -30,8 +30,7 @@ extension FileStateStore {
     /// A spare as the store makes it: a whole record's size, the trusted
     /// owner's, private, and with no other name.
     func isSoundSpare(_ facts: FileFacts) -> Bool {
-        facts.isRegular && facts.owner == trustedOwner && facts.mode & 0o077 == 0 && facts.size == RecordFormat.fileSize
-            && facts.links == 1
+        facts.isPrivateFile(of: trustedOwner, sizes: RecordFormat.fileSize...RecordFormat.fileSize)
     }
 
     /// Opens and locks a sound spare that still has its name, or nil when

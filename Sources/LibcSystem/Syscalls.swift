@@ -84,6 +84,12 @@ public struct FileFacts: Equatable {
     public var inode: UInt64
     /// How many names the file has.
     public var links: UInt64
+
+    /// A file as the stores make their own: regular, `owner`'s, closed to
+    /// group and others, with no other name, and of a size in `sizes`.
+    public func isPrivateFile(of owner: UInt32, sizes: ClosedRange<Int>) -> Bool {
+        isRegular && self.owner == owner && mode & 0o077 == 0 && links == 1 && sizes.contains(size)
+    }
 }
 
 /// The libc calls of the system layer, each wrapped once (this file and its
@@ -161,8 +167,7 @@ public enum Syscalls {
 
     /// Sleeps; a signal may end it early.
     public static func sleep(milliseconds: Int) {
-        var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
-        _ = nanosleep(&request, nil)
+        sleep(nanoseconds: Int64(milliseconds) * 1_000_000)
     }
 
     /// The same, to the nanosecond (a signal may end it early).

@@ -459,5 +459,5 @@ func rootOnlyKeyFileExists(stateDir: [UInt8]) -> Bool {
                                                                  trusted: TrustedPath.rootsOrSticky) else { return false }
     defer { Syscalls.close(secrets) }
     guard let file = try? Syscalls.facts(at: secrets, literalBytes("machine.key")) else { return false }
-    return file.isRegular && file.owner == 0 && file.mode & 0o077 == 0 && file.links == 1 && file.size == SecretKeyFile.keySize
+    return file.isPrivateFile(of: 0, sizes: SecretKeyFile.keySize...SecretKeyFile.keySize)
 }

@@ -179,7 +179,7 @@ public struct ItemStore {
         }
         defer { Syscalls.close(fd) }
         let facts = try Syscalls.facts(fd)
-        guard facts.isRegular, facts.owner == trustedOwner, facts.mode & 0o077 == 0, facts.links == 1, sizes.contains(facts.size) else {
+        guard facts.isPrivateFile(of: trustedOwner, sizes: sizes) else {
             return .some(nil)
         }
         let bytes = try Syscalls.readAll(fd, limit: facts.size)
@@ -286,8 +286,7 @@ public struct ItemStore {
     func read(_ directory: Int32, _ name: [UInt8]) -> SecretItem? {
         guard let fd = try? Syscalls.open(at: directory, name, .readFile) else { return nil }
         defer { Syscalls.close(fd) }
-        guard let facts = try? Syscalls.facts(fd), facts.isRegular, facts.owner == trustedOwner, facts.mode & 0o077 == 0,
-              facts.links == 1, facts.size <= SecretItemFormat.maxItemSize,
+        guard let facts = try? Syscalls.facts(fd), facts.isPrivateFile(of: trustedOwner, sizes: 0...SecretItemFormat.maxItemSize),
               let bytes = try? Syscalls.readAll(fd, limit: SecretItemFormat.maxItemSize),
               case .success(let item) = SecretItemFormat.parse(bytes, uid: uid),
               ItemStore.fileName(item.identifier) == name else { return nil }

@@ -93,7 +93,7 @@ extension ItemStore {
         defer { Syscalls.close(fd) }
         let facts: FileFacts
         do throws(Errno) { facts = try Syscalls.facts(fd) } catch { throw .io(error) }
-        guard facts.isRegular, facts.owner == trustedOwner, facts.mode & 0o077 == 0, facts.links == 1, facts.size <= 4096 else {
+        guard facts.isPrivateFile(of: trustedOwner, sizes: 0...4096) else {
             throw .oddFile(name)
         }
         let bytes: [UInt8]
