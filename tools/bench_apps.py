@@ -11,6 +11,7 @@ import subprocess
 import time
 
 from bench_sides import BenchError
+from helper_world import PASSCODE_PROMPT  # the module's own, not pam_unix's "Password: "
 from pamenv import HARNESS, localauth_command, parse_run
 from private_world import PrivateWorld
 from terminal import TerminalSession
@@ -23,7 +24,6 @@ MATCH = f"SCAN finger-{USER}"   # the print the rig enrolls for USER
 # A screen locker the module serves (a service name it does not know it
 # leaves to the next line: pam_unix would answer, not the helper).
 LOCKER = "i3lock"
-PASSCODE_PROMPT = "Enter Password: "  # the module's own, not pam_unix's "Password: "
 
 
 def app_world(base, rig):

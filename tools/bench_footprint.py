@@ -40,25 +40,30 @@ def callgrind_instructions(pam, service, answers, env, rig=None):
     """Instructions (Ir) of one whole harness process under callgrind (a
     password unwrapped, as it is timed)."""
     log = pam.base / f"callgrind-{service}.log"
-    wrapper = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", f"--log-file={log}"]
     if rig:
         rig.feed([MATCH])
-    run = run_harness(pam, service, answers, env, wrapper=wrapper, latency=False, timeout=300, unwrapped=rig is None)
+    run = run_harness(pam, service, answers, env, wrapper=callgrind(log), latency=False, timeout=300, unwrapped=rig is None)
     if rig:
         rig.feed_wait(timeout=60)
         rig.wait_until_claimable()
     if run.code != 0:
         raise BenchError(f"{service} under callgrind: code {run.code} {run.messages}")
-    match = re.search(r"Collected\s*:\s*(\d+)", log.read_text())
-    if not match:
-        raise BenchError(f"no callgrind total in {log}")
-    return int(match.group(1))
+    return callgrind_total(log)
 
 
 def callgrind_command(argv, env, log):
     """Instructions (Ir) of one whole run of `argv` under callgrind."""
-    subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", f"--log-file={log}", *argv],
-                   env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
+    subprocess.run(callgrind(log) + list(argv), env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
+    return callgrind_total(log)
+
+
+def callgrind(log):
+    """The command prefix that counts a program's instructions into `log`."""
+    return ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", f"--log-file={log}"]
+
+
+def callgrind_total(log):
+    """The instruction count callgrind wrote to its log."""
     match = re.search(r"Collected\s*:\s*(\d+)", log.read_text())
     if not match:
         raise BenchError(f"no callgrind total in {log}")

@@ -135,12 +135,15 @@ static int keep_reply(sd_bus_message *message, void *data, sd_bus_error *error) 
     return 0;
 }
 
+/* One message handled, or a wait of at most `usec` for the next; 0 when
+ * the bus failed or nothing came in time (the caller stops waiting). */
+static int pump(sd_bus *bus, uint64_t usec) {
+    int rc = sd_bus_process(bus, NULL);
+    return rc > 0 || (rc == 0 && sd_bus_wait(bus, usec) > 0);
+}
+
 static void wait_for(sd_bus *bus, const struct answer *first, const struct answer *second) {
-    while (!first->answered || (second && !second->answered)) {
-        int rc = sd_bus_process(bus, NULL);
-        if (rc < 0) return;
-        if (rc == 0 && sd_bus_wait(bus, 2 * 1000000ULL) <= 0) return;
-    }
+    while ((!first->answered || (second && !second->answered)) && pump(bus, 2 * 1000000ULL)) {}
 }
 
 /* What the module asks logind before it claims a reader and again when a
@@ -243,11 +246,7 @@ int main(int argc, char **argv) {
         sd_bus_unref(bus);
         return 1;
     }
-    while (!outcome.done) {
-        int rc = sd_bus_process(bus, NULL);
-        if (rc < 0) break;
-        if (rc == 0 && sd_bus_wait(bus, 30 * 1000000ULL) <= 0) break;
-    }
+    while (!outcome.done && pump(bus, 30 * 1000000ULL)) {}
     /* The stop and the release go out together (and logind is asked
      * meanwhile under the rules); both replies are waited for. */
     int replies = 0;
@@ -255,11 +254,7 @@ int main(int argc, char **argv) {
         || sd_bus_call_method_async(bus, NULL, FPRINT, path, DEVICE, "Release", on_reply, &replies, NULL) < 0)
         replies = -1;
     if (rules) ask_logind(bus);
-    while (replies >= 0 && replies < 2) {
-        int rc = sd_bus_process(bus, NULL);
-        if (rc < 0) break;
-        if (rc == 0 && sd_bus_wait(bus, 30 * 1000000ULL) <= 0) break;
-    }
+    while (replies >= 0 && replies < 2 && pump(bus, 30 * 1000000ULL)) {}
     long long elapsed = monotonic_us() - started;
     sd_bus_flush_close_unref(bus);
     printf("started_us: %lld\nelapsed_us: %lld\nresult: %s\n", started, elapsed, outcome.status[0] ? outcome.status : "none");
