@@ -302,7 +302,18 @@ class Terminal:
     def type(self, text):
         os.write(self.master, text.encode())
 
-    def ctrl_c(self):
+    def ctrl_c(self, timeout=STEP):
+        """Ctrl-C, once what the program wrote last is read to the end of its
+        line (or of a prompt, "...: "). The terminal's Ctrl-C flushes the
+        output the test has not read yet (n_tty's signal keys, without
+        NOFLSH, flush the pty's buffer toward the master): a line's "\\r\\n",
+        written after its text, was lost that way (the next message began on
+        the same line in the transcript)."""
+        deadline = time.monotonic() + timeout
+        while not (self.data.endswith(b"\n") or self.data.endswith(b": ")):
+            if self.eof or time.monotonic() >= deadline:
+                raise AssertionError(f"the last line never ended within {timeout} s; terminal:\n{self.text}")
+            self._read(deadline - time.monotonic())
         os.write(self.master, b"\x03")
 
     def finish(self, timeout=RUN):
