@@ -11,7 +11,7 @@ import subprocess
 import time
 
 from bench_sides import BenchError
-from helper_world import PASSCODE_PROMPT  # the module's own, not pam_unix's "Password: "
+from sentences import PASSCODE_PROMPT  # the module's own, not pam_unix's "Password: "
 from pamenv import HARNESS, localauth_command, parse_run
 from private_world import PrivateWorld
 from terminal import TerminalSession

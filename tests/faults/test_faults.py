@@ -27,12 +27,11 @@ from pamenv import (BUILD, PAM_KEEPTOK, PAM_MATRIX, PAM_AUTH_ERR, PAM_CRED_INSUF
                     PAM_SYSTEM_ERR, PASSWORDS, RECORD_SIZE, LOOKALIKE_UID, USERS, later_boot_clock, lookalike_records, parse_record, parse_run,
                     read_only_state, runtime_bound, runtime_dir, ROOT)
 from pamenv import install_shipped_stack as install
-from sentences import FIRST_PROMPT, NOT_RECORDED
+from sentences import FIRST_PROMPT, NOT_RECORDED, PASSCODE_PROMPT
 
 ALICE = PASSWORDS["alice"]
 UID = USERS["alice"]
 SHIM = BUILD / "faultinject.so"
-PASSCODE_PROMPT = "Enter Password: "
 FAKETIME = Path(f"/usr/lib/{os.uname().machine}-linux-gnu/faketime/libfaketime.so.1")
 MATCH = "SCAN finger-alice"
 MISS = "SCAN finger-nobody"

@@ -10,10 +10,9 @@ import pytest
 from pamenv import (CLAIM_DELAY_SHIM, PAM_AUTHINFO_UNAVAIL, PAM_AUTH_ERR, PAM_CONV_ERR, PAM_SUCCESS, PASSWORDS,
                     install_shipped_stack, parse_run)
 from fprint_rig import process_state
-from sentences import FIRST_PROMPT, LOCKED, READER_BUSY
+from sentences import FIRST_PROMPT, LOCKED, PASSCODE_PROMPT, READER_BUSY
 
 ALICE = PASSWORDS["alice"]
-PASSCODE_PROMPT = "Enter Password: "
 MATCH = "SCAN finger-alice"
 MISS = "SCAN finger-nobody"
 

@@ -45,7 +45,7 @@ import pytest
 
 from pamenv import HARNESS, PAM_AUTH_ERR, PAM_CRED_INSUFFICIENT, PAM_SUCCESS, PASSWORDS, ROOT, USERS
 from private_world import openssl_hash
-from sentences import FIRST_PROMPT
+from sentences import FIRST_PROMPT, PASSCODE_PROMPT
 
 VALGRIND = shutil.which("valgrind")
 SUPPRESSIONS = ROOT / "tools" / "valgrind.supp"
@@ -55,7 +55,6 @@ OUR_OBJECT = "/pam_localauth.so"
 ALICE = PASSWORDS["alice"]
 MATCH = "SCAN finger-alice"
 MISS = "SCAN finger-nobody"
-PASSCODE_PROMPT = "Enter Password: "
 
 needs_valgrind = pytest.mark.skipif(VALGRIND is None, reason="valgrind is not installed (make deps)")
 

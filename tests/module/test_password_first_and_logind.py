@@ -16,12 +16,11 @@ from pathlib import Path
 from pamenv import (PAM_KEEPTOK, PAM_SUCCESS, PASSWORDS, USERS, current_slot, later_boot_clock, localauth_command,
                     reseal_record)
 from fprint_rig import BusMonitor
-from sentences import FIRST_PROMPT, READER_FAILING
+from sentences import FIRST_PROMPT, PASSCODE_PROMPT, READER_FAILING
 from worlds import shared_rig
 
 ALICE = PASSWORDS["alice"]
 ALICE_UID = USERS["alice"]
-PASSCODE_PROMPT = "Enter Password: "
 MATCH = "SCAN finger-alice"
 AFTER_RESTART = "Your password is required after a restart."
 NO_UNLOCK_48 = "Your password is required: you have not unlocked for 48 hours."

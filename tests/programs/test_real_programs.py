@@ -60,7 +60,7 @@ import pytest
 from fprint_rig import BusMonitor, FprintRig
 from pamenv import MODULE, ROOT, SeededState, parse_record, password_entered
 from sentences import (FIRST_PROMPT, LOCKED, NOT_RECOGNIZED as NOT_RECOGNIZED_LAST, NO_MATCH_TOUCH_OR_TYPE as NOT_RECOGNIZED_TRY,
-                       READER_BUSY)
+                       PASSCODE_PROMPT, READER_BUSY)
 from worlds import shared_rig
 
 USER, UID = "latest", 4242
@@ -75,7 +75,6 @@ SHIPPED = ROOT / "pam.d"
 INSTRUCTION = f"sudo needs to confirm your identity ({USER}). Swipe your finger across the fingerprint reader or type your password:"
 # Prompt mode (no person at sudo's terminal): Enter first, then the reader.
 PROMPT_INSTRUCTION = f"sudo needs to confirm your identity ({USER}). Swipe your finger across the fingerprint reader."
-PASSCODE_PROMPT = "Enter Password: "
 SUDO_SORRY = "Sorry, try again."
 ID_ROOT = "uid=0(root) gid=0(root) groups=0(root)"  # /usr/bin/id run by sudo
 STEP = 15.0     # bound on any single wait for terminal text

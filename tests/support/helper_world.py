@@ -18,13 +18,13 @@ from lockers import helper_pids, wait_for
 from helper_wire import CLIENT_HELLO, HELLO, REQUEST, frame, read_frame, request
 from pamenv import BUILD, HARNESS, parse_run
 from private_world import HELPER, HELPER_PATH
+from sentences import PASSCODE_PROMPT
 from worlds import shared_rig, shared_world
 
 USER, UID, PASSWORD = "lockuser", 4300, "right-pw-1"
 OTHER, OTHER_UID, OTHER_PASSWORD = "otheruser", 4301, "other-pw-2"
 MATCH = f"SCAN finger-{USER}"
 MISS = "SCAN finger-nobody"
-PASSCODE_PROMPT = "Enter Password: "
 INSTRUCTION = f"i3lock needs to confirm your identity ({USER}). Swipe your finger across the fingerprint reader."
 ANSWER_TIMEOUT = 5
 FAKE_HELPER = BUILD / "fakehelper"

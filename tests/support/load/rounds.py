@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pamenv import PAM_AUTH_ERR, PAM_CONV_ERR, PAM_CRED_INSUFFICIENT, PAM_SUCCESS, parse_run
-from sentences import LOCKED, NOT_RECOGNIZED, READER_BUSY
-from .world import (BACKOFF, HINTS, INSTRUCTION, KIND_FINGERPRINT, KIND_PASSWORD, MAX_FAILURES, PASSCODE_PROMPT,
+from sentences import LOCKED, NOT_RECOGNIZED, PASSCODE_PROMPT, READER_BUSY
+from .world import (BACKOFF, HINTS, INSTRUCTION, KIND_FINGERPRINT, KIND_PASSWORD, MAX_FAILURES,
                     SETTLED, SOAK_SERVICE, Snapshot, UNEXPECTED, password_of)
 
 

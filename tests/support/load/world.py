@@ -19,7 +19,6 @@ from pamenv import (HARNESS, MODULE, OFFSET_FAILURE_COUNT, OFFSET_NEXT_SEQUENCE,
 
 
 # ---- what the module says (sentences.py; these are not constant sentences) --
-PASSCODE_PROMPT = "Enter Password: "
 INSTRUCTION = "the fingerprint reader."          # ends the instruction ("Swipe your finger across ...")
 BACKOFF = "Too many wrong passwords. Try again in "
 HINTS = ("Scan failed. Try again.", "Swipe was too short. Try again.", "Finger was not centered. Try again.",
