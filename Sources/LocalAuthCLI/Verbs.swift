@@ -451,13 +451,14 @@ func testThroughHelper(_ options: Options, reason: String?) throws -> ExitCode {
 
 /// Whether `stateDir/secrets/machine.key` is a root-only key file, found as
 /// the secrets find it: every directory on the way root's and closed to
-/// others (TrustedPath), the file root's, private, with one name and a
-/// key's size. Only its facts are read.
+/// others (TrustedPath), `secrets` itself root's alone, the file root's,
+/// private, with one name and a key's size. Only its facts are read.
 func rootOnlyKeyFileExists(stateDir: [UInt8]) -> Bool {
     guard let parts = TrustedPath.parts(stateDir),
           case .success(let secrets) = TrustedPath.openDirectory(parts + [literalBytes("secrets")],
                                                                  trusted: TrustedPath.rootsOrSticky) else { return false }
     defer { Syscalls.close(secrets) }
+    guard let directory = try? Syscalls.facts(secrets), directory.mode & 0o077 == 0 else { return false }
     guard let file = try? Syscalls.facts(at: secrets, literalBytes("machine.key")) else { return false }
     return file.isPrivateFile(of: 0, sizes: SecretKeyFile.keySize...SecretKeyFile.keySize)
 }

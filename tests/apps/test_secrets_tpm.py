@@ -154,6 +154,13 @@ def test_a_key_file_left_beside_its_sealed_copy_is_removed_only_if_it_is_the_sam
         assert "lies beside it" not in status(w, as_root=True)["text"]
     file_key(w).write_bytes(other)
     file_key(w).chmod(0o600)
+    # Nor is a key in a secrets directory others may read, which the secrets refuse.
+    file_key(w).parent.chmod(0o755)
+    try:
+        assert "lies beside it" not in status(w, as_root=True)["text"]
+    finally:
+        file_key(w).parent.chmod(0o700)
+    assert "a root-only key file made while tpm = off lies beside it" in status(w, as_root=True)["text"]
 
 
 def test_a_device_that_is_no_device_is_never_used(w, rig):
